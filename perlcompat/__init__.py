@@ -1,0 +1,131 @@
+"""Perl CGI locking idioms for Python ports, interoperable with running Perl scripts.
+
+Every name is loaded on first use (PEP 562), so ``import perlcompat`` costs almost
+nothing: a CGI script pays only for the functions it calls.  The table below is
+the whole public API; each entry names the module that implements it.
+"""
+
+from __future__ import annotations
+
+LOCK_SH = 1
+LOCK_EX = 2
+LOCK_NB = 4
+LOCK_UN = 8
+SEEK_SET = 0
+SEEK_CUR = 1
+SEEK_END = 2
+
+_EXPORTS = {
+    # $! and die/warn
+    "OS_ERROR": "_errno",
+    "ERRNO": "_errno",
+    "Die": "_die",
+    "die": "_die",
+    "warn": "_die",
+    # file handles
+    "PerlFile": "_handle",
+    "open_": "_handle",
+    "close": "_handle",
+    "print_": "_handle",
+    "printf": "_handle",
+    "seek": "_handle",
+    "tell": "_handle",
+    "truncate": "_handle",
+    "binmode": "_handle",
+    "eof": "_handle",
+    "flock": "_flock",
+    # files and directories
+    "mkdir": "_fs",
+    "rmdir": "_fs",
+    "rename": "_fs",
+    "unlink": "_fs",
+    "symlink": "_fs",
+    "readlink": "_fs",
+    "utime": "_fs",
+    "stat": "_fs",
+    "filetest": "_fs",
+    "sleep": "_fs",
+    "BASETIME": "_fs",
+    # alarm and %SIG
+    "alarm": "_alarm",
+    "SIG": "_alarm",
+    "local_sig": "_alarm",
+    # lock()/unlock() and Lock
+    "lock": "_api",
+    "unlock": "_api",
+    "Lock": "_api",
+    "LockError": "_api",
+    "DuplicateLockError": "_api",
+    "NotLockedError": "_api",
+    "HasNotLockError": "_api",
+    "ExpiredLockError": "_api",
+    # semaphores and atomic replace
+    "Semaphore": "_semaphore",
+    "sem_acquire": "_semaphore",
+    "sem_release": "_semaphore",
+    "replace_file": "_replace",
+}
+
+__all__ = sorted(
+    [*_EXPORTS, "LOCK_SH", "LOCK_EX", "LOCK_NB", "LOCK_UN", "SEEK_SET", "SEEK_CUR", "SEEK_END"]
+)
+__version__ = "0.1.0"
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ._alarm import SIG, alarm, local_sig
+    from ._api import (
+        DuplicateLockError,
+        ExpiredLockError,
+        HasNotLockError,
+        Lock,
+        LockError,
+        NotLockedError,
+        lock,
+        unlock,
+    )
+    from ._die import Die, die, warn
+    from ._errno import ERRNO, OS_ERROR
+    from ._flock import flock
+    from ._fs import (
+        BASETIME,
+        filetest,
+        mkdir,
+        readlink,
+        rename,
+        rmdir,
+        sleep,
+        stat,
+        symlink,
+        unlink,
+        utime,
+    )
+    from ._handle import (
+        PerlFile,
+        binmode,
+        close,
+        eof,
+        open_,
+        print_,
+        printf,
+        seek,
+        tell,
+        truncate,
+    )
+    from ._replace import replace_file
+    from ._semaphore import Semaphore, sem_acquire, sem_release
+
+
+def __getattr__(name: str) -> object:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'perlcompat' has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])

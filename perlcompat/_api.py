@@ -1,0 +1,424 @@
+"""``lock()``/``unlock()`` and ``Lock``: the one contract every lock method implements.
+
+A *method* is a :class:`Backend` subclass in a module of its own (``_mkdir``,
+``_symlink``, ``_rename``, ``_excl``, ``_flocklock``, ``_toplock``, ``_redis``),
+named in :data:`METHODS` and loaded on first use.  A backend knows how to make one
+non-blocking attempt, how to release only what it holds, and how to recover a
+stale lock without ever removing a live one.  Everything else lives here, once:
+
+* **Patience.** ``lock()`` tries for about ``retry * wait`` seconds (seed 003's
+  five tries one second apart), then returns 0 with ``$!`` = EWOULDBLOCK.  Between
+  tries it sleeps a short, jittered, growing interval capped well below ``wait``,
+  so a released lock is taken within milliseconds, not a second.  ``retry=None``
+  waits without limit.  A pending ``alarm()`` is honoured between tries.
+* **Staleness.** After each failed try the backend is asked to recover a lock
+  older than ``stale`` seconds, or one whose owner on this host is dead.  The
+  backend does that race-free (see ``_stale``); this loop only asks.
+* **Ownership.** A lock is held by one ``Lock`` object in one thread.  Taking a
+  lock this thread already holds is refused at once (``DuplicateLockError``,
+  ``$!`` = EDEADLK): locks are not re-entrant, so a port that nests the same
+  ``lock()`` fails loudly instead of waiting out its own patience.  Another
+  thread of the same process waits like another process would.
+* **Cleanup.** Held locks are released at normal interpreter exit and on
+  SIGHUP/INT/PIPE/QUIT/TERM (``_cleanup``), then the signal does what it did.
+* **Expiry.** Releasing a lock held longer than ``stale`` raises
+  ``ExpiredLockError`` (``unlock()`` returns 0, ``$!`` = ETIMEDOUT): another
+  process was entitled to break it, so the critical section may have overlapped.
+  A lock no longer ours is never removed.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import random
+import time
+
+from ._errno import fail, set_errno
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from types import TracebackType
+    from typing import Any, ClassVar, TypeVar
+
+    F = TypeVar("F", bound=Callable[..., Any])
+
+#: lock method name -> module that defines its ``Backend``.
+METHODS = {
+    "mkdir": "_mkdir",
+    "symlink": "_symlink",
+    "rename": "_rename",
+    "excl": "_excl",
+    "flock": "_flocklock",
+    "toplock": "_toplock",
+    "redis": "_redis",
+}
+
+#: first and largest pause between tries, in seconds (jittered +-50%).
+BACKOFF_FIRST = 0.0005
+BACKOFF_MAX = 0.01
+
+
+class LockError(OSError):
+    """A lock was not acquired within its patience (errno EWOULDBLOCK)."""
+
+    default_errno = errno.EWOULDBLOCK
+
+    def __init__(self, message: str, errno_: int | None = None) -> None:
+        number = self.default_errno if errno_ is None else errno_
+        super().__init__(number, message)
+
+
+class DuplicateLockError(LockError):
+    """This thread already holds that lock (errno EDEADLK)."""
+
+    default_errno = errno.EDEADLK
+
+
+class NotLockedError(LockError):
+    """Releasing a lock this object does not hold (errno ENOLCK)."""
+
+    default_errno = errno.ENOLCK
+
+
+HasNotLockError = NotLockedError
+
+
+class ExpiredLockError(LockError):
+    """Released after its stale limit: someone may have broken it (errno ETIMEDOUT)."""
+
+    default_errno = errno.ETIMEDOUT
+
+
+class Backend:
+    """One lock method's primitive operations on one lock path (or key).
+
+    Subclasses implement :meth:`try_acquire`, :meth:`release` and
+    :meth:`break_stale`; they raise ``OSError`` (errno set, message naming the
+    path) for anything that is not "busy", and never report a lock they did not
+    take.
+    """
+
+    method: ClassVar[str] = ""
+    can_share: ClassVar[bool] = False
+
+    def __init__(self, path: str, *, stale: float, shared: bool = False, **options: Any) -> None:
+        if shared and not self.can_share:
+            raise ValueError(f"lock method {self.method!r} cannot take shared locks")
+        if options:
+            raise TypeError(f"lock method {self.method!r} takes no option {sorted(options)[0]!r}")
+        self.path = path
+        self.stale = stale
+        self.shared = shared
+
+    def try_acquire(self) -> bool:
+        """Make one non-blocking attempt; True if the lock is now held by us."""
+        raise NotImplementedError
+
+    def release(self) -> bool:
+        """Release our lock; True if it was still ours, False if it was gone or replaced."""
+        raise NotImplementedError
+
+    def break_stale(self) -> bool:
+        """Remove the current lock if stale (age or dead owner), race-free; True if removed."""
+        raise NotImplementedError
+
+    def fileno(self) -> int | None:
+        """Descriptor to keep open while held (flock method), else None."""
+        return None
+
+    @property
+    def fencing_token(self) -> int | None:
+        """Monotonic token of the current hold, where the method has one."""
+        return None
+
+
+def _backend_class(method: str) -> type[Backend]:
+    module_name = METHODS.get(method)
+    if module_name is None:
+        raise ValueError(f"unknown lock method {method!r}; choose one of {', '.join(METHODS)}")
+    from importlib import import_module
+
+    module = import_module(f"perlcompat.{module_name}")
+    cls: type[Backend] = module.Backend
+    return cls
+
+
+def resolve_path(name: str | os.PathLike[str], root: str | os.PathLike[str] | None) -> str:
+    """Return the absolute lock path for *name*, refusing empty names and escapes from *root*."""
+    text = os.fspath(name)
+    if not isinstance(text, str):
+        raise TypeError(f"lock name must be str or os.PathLike[str], not {type(text).__name__}")
+    if not text or not text.strip():
+        raise ValueError("lock name is empty")
+    if "\0" in text:
+        raise ValueError(f"lock name {text!r} contains a NUL byte")
+    if root is None:
+        root = os.environ.get("PERLCOMPAT_LOCK_ROOT") or None
+    if root is None:
+        return os.path.abspath(text)
+    base = os.path.realpath(os.fspath(root))
+    path = os.path.abspath(os.path.join(base, text))
+    parent = os.path.realpath(os.path.dirname(path))
+    if os.path.commonpath([base, parent]) != base or path == base:
+        raise ValueError(f"lock name {text!r} escapes the lock root {base!r}")
+    return os.path.join(parent, os.path.basename(path))
+
+
+# (method, path) -> the Lock holding it in this process.
+_held: dict[tuple[str, str], Lock] = {}
+
+
+class Lock:
+    """A named lock: ``acquire()``/``release()``, context manager and decorator.
+
+    ``Lock("lockdir")`` is seed 003's mkdir lock; ``method=`` picks another
+    (``"flock"`` is the recommended one where no Perl script needs a directory),
+    ``url="redis://..."`` a Redis lock.  ``retry * wait`` seconds is the patience;
+    ``stale`` the age after which another process may break the lock.
+    """
+
+    def __init__(
+        self,
+        name: str | os.PathLike[str] = "lockdir",
+        *,
+        method: str | None = None,
+        retry: int | None = 5,
+        wait: float = 1.0,
+        stale: float = 180.0,
+        shared: bool = False,
+        root: str | os.PathLike[str] | None = None,
+        url: str | None = None,
+        **options: Any,
+    ) -> None:
+        if retry is not None and (not isinstance(retry, int) or retry < 0):
+            raise ValueError(f"retry must be a whole number >= 0 or None, not {retry!r}")
+        if not isinstance(wait, (int, float)) or wait < 0:
+            raise ValueError(f"wait must be a number of seconds >= 0, not {wait!r}")
+        if not isinstance(stale, (int, float)) or stale <= 0:
+            raise ValueError(f"stale must be a number of seconds > 0, not {stale!r}")
+        if url is None and method is None:
+            url = os.environ.get("PERLCOMPAT_LOCK_URL") or None
+        if url is not None:
+            if method not in (None, "redis"):
+                raise ValueError(f"url= is for the redis method, not {method!r}")
+            method = "redis"
+            options["url"] = url
+            path = os.fspath(name)
+            if not path:
+                raise ValueError("lock name is empty")
+        else:
+            method = method or "mkdir"
+            path = resolve_path(name, root)
+        self.name = os.fspath(name)
+        self.method = method
+        self.retry = retry
+        self.wait = float(wait)
+        self.stale = float(stale)
+        self.shared = shared
+        self.path = path
+        self._backend = _backend_class(method)(path, stale=self.stale, shared=shared, **options)
+        self._owner_thread: int | None = None
+        self._since = 0.0
+
+    # -- state ---------------------------------------------------------
+    @property
+    def is_locked(self) -> bool:
+        """True while this object holds the lock."""
+        return self._owner_thread is not None
+
+    @property
+    def fencing_token(self) -> int | None:
+        """The method's fencing token for the current hold (Redis), else None."""
+        return self._backend.fencing_token
+
+    @property
+    def backend(self) -> Backend:
+        """The method's primitive operations (for tools such as ``perlcompat locks``)."""
+        return self._backend
+
+    def __repr__(self) -> str:
+        state = "locked" if self.is_locked else "unlocked"
+        return f"<Lock {self.path!r} method={self.method} {state}>"
+
+    # -- acquire / release ---------------------------------------------
+    def patience(self) -> float | None:
+        """Seconds ``acquire()`` waits by default (``retry * wait``), None for ever."""
+        return None if self.retry is None else self.retry * self.wait
+
+    def acquire(self, timeout: float | None = -1.0) -> Lock:
+        """Take the lock within *timeout* seconds (default: ``retry * wait``) or raise LockError."""
+        import threading
+
+        me = threading.get_ident()
+        key = (self.method, self.path)
+        holder = _held.get(key)
+        if holder is not None and holder._owner_thread == me:
+            raise DuplicateLockError(f"this thread already holds the lock {self.path!r}")
+        if timeout is not None and timeout < 0:
+            timeout = self.patience()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        pause = BACKOFF_FIRST
+        cap = min(BACKOFF_MAX, self.wait) if self.wait > 0 else BACKOFF_MAX
+        backend = self._backend
+        while True:
+            if backend.try_acquire():
+                break
+            if backend.break_stale() and backend.try_acquire():
+                break
+            now = time.monotonic()
+            if deadline is not None and now >= deadline:
+                raise LockError(f"lock {self.path!r} is busy (waited {timeout:g} s)")
+            delay = pause * (0.5 + random.random())
+            if deadline is not None:
+                delay = min(delay, max(deadline - now, 0.0))
+            _pause(delay)
+            pause = min(pause * 1.6, cap)
+        self._owner_thread = me
+        self._since = time.monotonic()
+        _held[key] = self
+        _track(self)
+        return self
+
+    def release(self) -> None:
+        """Release the lock; ExpiredLockError if it was held past ``stale``."""
+        if self._owner_thread is None:
+            raise NotLockedError(f"lock {self.path!r} is not held by this Lock")
+        held_for = time.monotonic() - self._since
+        self._owner_thread = None
+        key = (self.method, self.path)
+        if _held.get(key) is self:
+            del _held[key]
+        _untrack(self)
+        still_ours = self._backend.release()
+        if not still_ours:
+            raise ExpiredLockError(
+                f"lock {self.path!r} was broken or replaced while held ({held_for:.3g} s)"
+            )
+        if held_for > self.stale:
+            raise ExpiredLockError(
+                f"lock {self.path!r} was held {held_for:.3g} s, past its stale limit {self.stale:g} s"
+            )
+
+    def __enter__(self) -> Lock:
+        return self.acquire()
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.release()
+
+    def __call__(self, func: F) -> F:
+        """Use the lock as a decorator: hold it around each call of *func*."""
+        import functools
+
+        @functools.wraps(func)
+        def locked(*args: Any, **kwargs: Any) -> Any:
+            with self:
+                return func(*args, **kwargs)
+
+        return locked  # type: ignore[return-value]
+
+
+def _pause(seconds: float) -> None:
+    """Sleep between tries, honouring a pending cooperative ``alarm()``."""
+    import sys
+
+    alarm_module = sys.modules.get("perlcompat._alarm")
+    if alarm_module is not None:
+        alarm_module.sleep_checked(seconds)
+    else:
+        time.sleep(seconds)
+
+
+def _track(lock_: Lock) -> None:
+    from . import _cleanup
+
+    _cleanup.track(lock_)
+
+
+def _untrack(lock_: Lock) -> None:
+    import sys
+
+    cleanup = sys.modules.get("perlcompat._cleanup")
+    if cleanup is not None:
+        cleanup.untrack(lock_)
+
+
+def _method_of(method: str | None, url: str | None) -> tuple[str, str | None]:
+    if url is None and method is None:
+        url = os.environ.get("PERLCOMPAT_LOCK_URL") or None
+    if url is not None:
+        return "redis", url
+    return method or "mkdir", None
+
+
+def lock(
+    name: str | os.PathLike[str] = "lockdir",
+    *,
+    method: str | None = None,
+    retry: int | None = 5,
+    wait: float = 1.0,
+    stale: float = 180.0,
+    shared: bool = False,
+    root: str | os.PathLike[str] | None = None,
+    url: str | None = None,
+    **options: Any,
+) -> int:
+    """Seed 003's ``sub lock``: 1 when *name* is locked within ``retry * wait`` s, else 0 and ``$!``.
+
+    Bad arguments (empty name, unknown method, a name escaping the lock root)
+    raise ``ValueError``/``TypeError`` naming what was wrong; a busy lock or an
+    OS failure (missing or unwritable directory, a symlink planted at the lock
+    path) returns 0 with ``$!`` set.  Never returns 1 without holding the lock.
+    """
+    try:
+        held = Lock(
+            name,
+            method=method,
+            retry=retry,
+            wait=wait,
+            stale=stale,
+            shared=shared,
+            root=root,
+            url=url,
+            **options,
+        )
+        held.acquire()
+    except LockError as exc:
+        return fail(exc.errno or errno.EWOULDBLOCK)
+    except OSError as exc:
+        return fail(exc.errno or errno.EIO)
+    set_errno(0)
+    return 1
+
+
+def unlock(
+    name: str | os.PathLike[str] = "lockdir",
+    *,
+    method: str | None = None,
+    root: str | os.PathLike[str] | None = None,
+    url: str | None = None,
+) -> int:
+    """Seed 003's ``sub unlock``: 1 when this process's lock on *name* is released, else 0 and ``$!``.
+
+    Only a lock taken by ``lock()`` in this process is removed; someone else's
+    lock is never touched (``$!`` = ENOLCK).
+    """
+    method, url = _method_of(method, url)
+    path = os.fspath(name) if method == "redis" else resolve_path(name, root)
+    held = _held.get((method, path))
+    if held is None:
+        return fail(errno.ENOLCK)
+    try:
+        held.release()
+    except LockError as exc:
+        return fail(exc.errno or errno.ETIMEDOUT)
+    except OSError as exc:
+        return fail(exc.errno or errno.EIO)
+    set_errno(0)
+    return 1

@@ -1,0 +1,127 @@
+"""Perl's ``$!`` (English.pm ``$OS_ERROR`` / ``$ERRNO``) as a per-thread dualvar.
+
+``OS_ERROR`` is one live object: ``int(OS_ERROR)`` is the calling thread's last
+errno, ``str(OS_ERROR)`` its plain message ("No such file or directory", without
+Python's "[Errno 2]"), and ``OS_ERROR == errno.ENOENT`` compares the number, so
+``die(f"Can't open: {OS_ERROR}")`` reads like ``die "Can't open: $!"``.
+Every perlcompat function that fails the Perl way (returns 0, ``None`` or -1)
+sets it, exactly where Perl would set ``$!``.
+"""
+
+from __future__ import annotations
+
+import os
+from _thread import _local
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import NoReturn
+
+_tls = _local()
+
+
+def get_errno() -> int:
+    """Return the calling thread's ``$!`` number."""
+    return getattr(_tls, "errno", 0)  # type: ignore[no-any-return]
+
+
+def set_errno(number: int) -> None:
+    """Set the calling thread's ``$!`` number."""
+    _tls.errno = int(number)
+
+
+def fail(number: int) -> int:
+    """Set ``$!`` to *number* and return Perl's false value 0."""
+    _tls.errno = number
+    return 0
+
+
+def fail_from(exc: OSError) -> int:
+    """Set ``$!`` from an ``OSError`` and return 0."""
+    _tls.errno = exc.errno or 0
+    return 0
+
+
+def strerror(number: int) -> str:
+    """Return Perl's message for errno *number* ("" for 0)."""
+    if not number:
+        return ""
+    return os.strerror(number)
+
+
+def oserror(number: int, filename: object = None) -> OSError:
+    """Build the ``OSError`` subclass Python uses for *number*, with a plain message."""
+    if filename is None:
+        return OSError(number, os.strerror(number))
+    return OSError(number, os.strerror(number), filename)
+
+
+def raise_errno(number: int, filename: object = None) -> NoReturn:
+    """Raise the ``OSError`` subclass for *number* (ENOENT -> FileNotFoundError ...)."""
+    raise oserror(number, filename)
+
+
+class _OSErrorVar:
+    """The dualvar behind ``OS_ERROR``: a number and a message, per thread."""
+
+    __slots__ = ()
+
+    @property
+    def errno(self) -> int:
+        """The errno number (Perl's ``$! + 0``)."""
+        return get_errno()
+
+    @property
+    def message(self) -> str:
+        """The message (Perl's ``"$!"``)."""
+        return strerror(get_errno())
+
+    def set(self, number: int) -> None:
+        """Assign a number, like Perl's ``$! = N``."""
+        set_errno(number)
+
+    def __int__(self) -> int:
+        return get_errno()
+
+    def __index__(self) -> int:
+        return get_errno()
+
+    def __str__(self) -> str:
+        return strerror(get_errno())
+
+    def __format__(self, spec: str) -> str:
+        if spec and spec[-1] in "dxXob":
+            return format(get_errno(), spec)
+        return format(strerror(get_errno()), spec)
+
+    def __repr__(self) -> str:
+        number = get_errno()
+        return f"OS_ERROR({number}, {strerror(number)!r})"
+
+    def __bool__(self) -> bool:
+        return get_errno() != 0
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, _OSErrorVar):
+            return True
+        if isinstance(other, int):
+            return get_errno() == other
+        if isinstance(other, str):
+            return strerror(get_errno()) == other
+        return NotImplemented
+
+    def __ne__(self, other: object) -> bool:
+        result = self.__eq__(other)
+        return result if result is NotImplemented else not result
+
+    def __hash__(self) -> int:
+        return hash(get_errno())
+
+    def __add__(self, other: int) -> int:
+        return get_errno() + other
+
+    __radd__ = __add__
+
+
+OS_ERROR = _OSErrorVar()
+ERRNO = OS_ERROR
