@@ -71,6 +71,11 @@ __all__ = sorted(
 )
 __version__ = "0.1.0"
 
+from time import time as _time  # noqa: E402  (a builtin module: free)
+
+#: Perl's ``$^T``: when this process started using perlcompat, in whole seconds.
+_START_TIME = int(_time())
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ._alarm import SIG, alarm, local_sig

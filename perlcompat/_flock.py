@@ -1,0 +1,127 @@
+"""Perl's ``flock``: the same lock a running Perl script takes.
+
+On POSIX this is flock(2) through ``fcntl.flock`` (Perl 5 on Linux calls the
+flock syscall, which conflicts with ``fcntl.flock`` and not with ``lockf``).  On
+Windows it is ``LockFileEx`` over Perl's byte range 0..0xFFFF0000, through
+portalocker (see ``_flock_windows``), imported only there.  Perl's numbers are
+accepted as they are written in legacy scripts: ``flock(OUT, 2)``, ``5``, ``6``,
+``8``.  The handle is flushed before locking and unlocking, as perlfunc says.
+
+A blocking request waits in the kernel; a pending ``alarm()`` whose handler
+raises interrupts it (PEP 475 retries only when the handler returns).  With
+``timeout=`` or a cooperative alarm (worker threads, Windows) it polls with
+LOCK_NB instead, so the deadline is honoured without signals.
+"""
+
+from __future__ import annotations
+
+import errno
+import sys
+
+from ._errno import fail, fail_from, set_errno
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+LOCK_SH = 1
+LOCK_EX = 2
+LOCK_NB = 4
+LOCK_UN = 8
+
+#: every operation flock(2) accepts: SH, EX or UN, optionally with NB.
+VALID_OPERATIONS = frozenset({LOCK_SH, LOCK_EX, LOCK_UN, LOCK_SH | LOCK_NB, LOCK_EX | LOCK_NB,
+                              LOCK_UN | LOCK_NB})
+
+lock_fd: Callable[[int, int], None]
+if sys.platform == "win32":
+    from ._flock_windows import lock_fd
+else:
+    from fcntl import flock as lock_fd  # Perl's numbers are the kernel's
+
+# pauses while polling for timeout= or a cooperative alarm
+_POLL_FIRST = 0.0005
+_POLL_MAX = 0.01
+
+
+def _fileno(fh: object) -> int:
+    """Return *fh*'s descriptor after flushing it; raise OSError(EBADF) if it has none."""
+    if type(fh) is int:
+        return fh
+    flush = getattr(fh, "flush", None)
+    fileno = getattr(fh, "fileno", None)
+    if fileno is None:
+        raise OSError(errno.EBADF, "not a file handle")
+    try:
+        if flush is not None:
+            flush()
+        fd = fileno()
+    except ValueError:  # closed Python file
+        raise OSError(errno.EBADF, "closed file handle") from None
+    except OSError as exc:
+        if exc.errno is None:
+            raise OSError(errno.EBADF, str(exc)) from None
+        raise
+    if type(fd) is not int or fd < 0:
+        raise OSError(errno.EBADF, "closed file handle")
+    return fd
+
+
+def flock(fh: object, operation: int, timeout: float | None = None) -> int:
+    """Lock or unlock *fh* like Perl's ``flock``: 1 on success, else 0 with ``$!`` set.
+
+    *operation* is LOCK_SH, LOCK_EX or LOCK_UN, optionally ``| LOCK_NB``; a busy
+    LOCK_NB request gives 0 with ``$!`` = EWOULDBLOCK.  *timeout* (seconds, new
+    code only) bounds a blocking request the same way.
+    """
+    if type(operation) is not int and not (
+        isinstance(operation, int) and not isinstance(operation, bool)
+    ):
+        return fail(errno.EINVAL)
+    if operation not in VALID_OPERATIONS:
+        return fail(errno.EINVAL)
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0
+    ):
+        raise ValueError(f"flock timeout must be a number of seconds >= 0, not {timeout!r}")
+    try:
+        fd = _fileno(fh)
+        if operation & (LOCK_NB | LOCK_UN) or not _must_poll(timeout):
+            lock_fd(fd, operation)
+        elif not _poll(fd, operation, timeout):
+            return fail(errno.EWOULDBLOCK)
+    except OSError as exc:
+        return fail_from(exc)
+    set_errno(0)
+    return 1
+
+
+def _must_poll(timeout: float | None) -> bool:
+    if timeout is not None:
+        return True
+    alarm = sys.modules.get("perlcompat._alarm")
+    return alarm is not None and alarm.pending_deadline() is not None
+
+
+def _poll(fd: int, operation: int, timeout: float | None) -> bool:
+    """Retry ``operation | LOCK_NB`` until it succeeds (True) or *timeout* passes (False)."""
+    import time
+
+    alarm = sys.modules.get("perlcompat._alarm")
+    deadline = None if timeout is None else time.monotonic() + timeout
+    pause = _POLL_FIRST
+    while True:
+        try:
+            lock_fd(fd, operation | LOCK_NB)
+            return True
+        except BlockingIOError:
+            pass
+        now = time.monotonic()
+        if deadline is not None and now >= deadline:
+            return False
+        delay = pause if deadline is None else min(pause, deadline - now)
+        if alarm is not None:
+            alarm.sleep_checked(delay)
+        else:
+            time.sleep(delay)
+        pause = min(pause * 2, _POLL_MAX)

@@ -1,0 +1,60 @@
+"""``flock`` on Windows: ``LockFileEx`` over Perl's byte range, through portalocker.
+
+Perl's win32 ``flock`` locks bytes 0..0xFFFF0000 with ``LockFileEx``; portalocker's
+``Win32Locker`` (pywin32) locks exactly that range, and is the only portalocker
+locker that can take LOCK_SH.  Perl's numbers are translated here because
+portalocker's flag values differ on Windows (EX=1, SH=2).  Windows locks are
+mandatory: other readers and writers of the range get ``PermissionError``.
+"""
+
+from __future__ import annotations
+
+import errno
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+LOCK_SH = 1
+LOCK_EX = 2
+LOCK_NB = 4
+LOCK_UN = 8
+
+_locker: Any = None
+
+
+def _get_locker() -> Any:
+    global _locker
+    if _locker is None:
+        from portalocker.portalocker import Win32Locker
+
+        _locker = Win32Locker()
+    return _locker
+
+
+def translate(operation: int) -> Any:
+    """Return portalocker's ``LockFlags`` for Perl's lock *operation* (not LOCK_UN)."""
+    from portalocker import LockFlags
+
+    flags = LockFlags.EXCLUSIVE if operation & LOCK_EX else LockFlags.SHARED
+    if operation & LOCK_NB:
+        flags |= LockFlags.NON_BLOCKING
+    return flags
+
+
+def lock_fd(fd: int, operation: int) -> None:
+    """Apply Perl's flock *operation* to descriptor *fd*; BlockingIOError when busy."""
+    from portalocker import exceptions
+
+    locker = _get_locker()
+    try:
+        if operation & LOCK_UN:
+            locker.unlock(fd)
+        else:
+            locker.lock(fd, translate(operation))
+    except exceptions.AlreadyLocked as exc:
+        raise BlockingIOError(errno.EWOULDBLOCK, "Resource temporarily unavailable") from exc
+    except exceptions.LockException as exc:
+        cause = exc.__cause__
+        number = getattr(cause, "errno", None) or errno.EBADF
+        raise OSError(number, str(exc)) from exc

@@ -1,0 +1,204 @@
+"""Perl's file and directory functions, with Perl's return values.
+
+``mkdir``, ``rmdir``, ``rename``, ``symlink`` return 1 or 0; ``unlink`` and
+``utime`` return how many files they handled; ``readlink`` the target or None;
+``stat`` Perl's 13-element list, empty on failure.  Every failure sets
+``OS_ERROR`` as Perl sets ``$!``.  ``filetest("-M", path)`` is Perl's ``-M``,
+measured from ``BASETIME`` (Perl's ``$^T``, English ``$BASETIME``).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat as _stat
+import sys
+
+from ._errno import fail, fail_from, set_errno
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Union
+
+    PathArg = Union[str, bytes, "os.PathLike[str]"]
+
+from . import _START_TIME as BASETIME  # noqa: E402
+
+
+def mkdir(path: PathArg, mode: int = 0o777) -> int:
+    """Create a directory: 1, or 0 with ``OS_ERROR`` set (EEXIST when it exists)."""
+    try:
+        os.mkdir(path, mode)
+    except OSError as exc:
+        return fail_from(exc)
+    return 1
+
+
+def rmdir(path: PathArg) -> int:
+    """Remove an empty directory: 1, or 0 with ``OS_ERROR`` set."""
+    try:
+        os.rmdir(path)
+    except OSError as exc:
+        return fail_from(exc)
+    return 1
+
+
+def rename(old: PathArg, new: PathArg) -> int:
+    """Rename *old* to *new*, replacing *new* as POSIX rename(2) does: 1, or 0."""
+    try:
+        os.replace(old, new)
+    except OSError as exc:
+        return fail_from(exc)
+    return 1
+
+
+def unlink(*paths: PathArg) -> int:
+    """Delete files; return how many were deleted (``OS_ERROR`` names the last failure)."""
+    done = 0
+    for path in paths:
+        try:
+            os.unlink(path)
+        except OSError as exc:
+            fail_from(exc)
+        else:
+            done += 1
+    return done
+
+
+def symlink(old: PathArg, new: PathArg) -> int:
+    """Create symbolic link *new* pointing to *old* (``symlink($$, $lock)``): 1, or 0."""
+    try:
+        os.symlink(os.fspath(old) if not isinstance(old, int) else str(old), new)
+    except OSError as exc:
+        return fail_from(exc)
+    except NotImplementedError:
+        return fail(errno.ENOSYS)
+    return 1
+
+
+def readlink(path: PathArg) -> str | bytes | None:
+    """Return a symbolic link's target, or None with ``OS_ERROR`` set."""
+    try:
+        return os.readlink(path)
+    except OSError as exc:
+        fail_from(exc)
+        return None
+
+
+def utime(atime: float | None, mtime: float | None, *paths: PathArg) -> int:
+    """Set access and modification times (None: now); return how many files were changed."""
+    if atime is None and mtime is None:
+        times = None
+    else:
+        import time
+
+        now = time.time()
+        times = (now if atime is None else atime, now if mtime is None else mtime)
+    done = 0
+    for path in paths:
+        try:
+            os.utime(path, times)
+        except OSError as exc:
+            fail_from(exc)
+        else:
+            done += 1
+    return done
+
+
+def _stat_result(target: object, follow: bool = True) -> os.stat_result | None:
+    try:
+        if isinstance(target, int):
+            return os.fstat(target)
+        if isinstance(target, (str, bytes, os.PathLike)):
+            return os.stat(target) if follow else os.lstat(target)
+        fileno = getattr(target, "fileno", None)
+        if fileno is None:
+            fail(errno.EBADF)
+            return None
+        return os.fstat(fileno())
+    except ValueError:
+        fail(errno.EBADF)
+    except OSError as exc:
+        fail_from(exc)
+    return None
+
+
+def stat(target: object) -> list[int]:
+    """Perl's ``stat`` of a path, handle or fd: 13 numbers, or [] with ``OS_ERROR`` set.
+
+    (dev, ino, mode, nlink, uid, gid, rdev, size, atime, mtime, ctime, blksize, blocks)
+    """
+    st = _stat_result(target)
+    if st is None:
+        return []
+    return [
+        st.st_dev,
+        st.st_ino,
+        st.st_mode,
+        st.st_nlink,
+        st.st_uid,
+        st.st_gid,
+        getattr(st, "st_rdev", 0),
+        st.st_size,
+        int(st.st_atime),
+        int(st.st_mtime),
+        int(st.st_ctime),
+        getattr(st, "st_blksize", 0) or "",  # Perl gives '' where unsupported
+        getattr(st, "st_blocks", 0) or "",
+    ]  # type: ignore[list-item]
+
+
+def filetest(op: str, target: object) -> int | float | None:
+    """Perl's file tests: ``-e -f -d -l -r -w -x -s -z -M -A -C`` on a path or handle.
+
+    ``-e/-f/-d/-l/-r/-w/-x/-z`` give 1 or 0; ``-s`` the size (0 when empty);
+    ``-M/-A/-C`` days before ``BASETIME``; None (Perl's undef) when the file
+    does not exist, with ``OS_ERROR`` set.
+    """
+    if op not in _TESTS:
+        raise ValueError(f"unknown file test {op!r}; use one of {' '.join(_TESTS)}")
+    st = _stat_result(target, follow=op != "-l")
+    if st is None:
+        return None
+    set_errno(0)
+    mode = st.st_mode
+    if op == "-e":
+        return 1
+    if op == "-f":
+        return 1 if _stat.S_ISREG(mode) else 0
+    if op == "-d":
+        return 1 if _stat.S_ISDIR(mode) else 0
+    if op == "-l":
+        return 1 if _stat.S_ISLNK(mode) else 0
+    if op == "-s":
+        return st.st_size
+    if op == "-z":
+        return 1 if st.st_size == 0 else 0
+    if op in ("-r", "-w", "-x"):
+        flag = {"-r": os.R_OK, "-w": os.W_OK, "-x": os.X_OK}[op]
+        if isinstance(target, (str, bytes, os.PathLike)):
+            return 1 if os.access(target, flag) else 0
+        return 1 if mode & {"-r": 0o444, "-w": 0o222, "-x": 0o111}[op] else 0
+    when = {"-M": st.st_mtime, "-A": st.st_atime, "-C": st.st_ctime}[op]
+    return (BASETIME - when) / 86400.0
+
+
+_TESTS = ("-e", "-f", "-d", "-l", "-r", "-w", "-x", "-s", "-z", "-M", "-A", "-C")
+
+
+def sleep(seconds: float) -> int:
+    """Sleep *seconds* (fractions allowed); return the whole seconds slept, as Perl does.
+
+    A pending ``alarm()`` interrupts it: its handler runs (and may raise).
+    """
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds < 0:
+        raise ValueError(f"sleep needs a number of seconds >= 0, not {seconds!r}")
+    import time
+
+    start = time.monotonic()
+    alarm = sys.modules.get("perlcompat._alarm")
+    if alarm is not None:
+        alarm.sleep_checked(seconds)
+    else:
+        time.sleep(seconds)
+    return int(round(time.monotonic() - start))

@@ -1,0 +1,675 @@
+"""Perl file handles: ``open_``, ``close``, ``print_``, ``seek``, ``tell``, ``truncate``.
+
+``open_`` returns a :class:`PerlFile`, a light file object over ``os.read``,
+``os.write`` and ``os.lseek`` with its own buffers (it iterates, ``readline``\\ s,
+``write``\\ s and works as a context manager like any Python file; the io stack's
+object construction costs more than a CGI lock cycle does).  The semantics are
+Perl's:
+
+* Modes ``<``, ``>``, ``>>``, ``+<``, ``+>``, ``+>>``; the two-argument form
+  ``open_("+< " + path)`` strips white space around the name as Perl does, the
+  three-argument form ``open_("+<", path)`` takes the name literally and accepts
+  layers ``:raw``, ``:bytes``, ``:crlf``, ``:encoding(NAME)``.  ``>`` truncates at
+  open, before any lock can be taken; rewrite under a lock with ``+<``.
+* Text by default: lines are decoded as UTF-8 with ``surrogateescape``, so any
+  bytes (Shift_JIS, EUC-JP, invalid UTF-8) read and written back are identical.
+  ``:raw`` gives ``bytes``.  Newlines are untouched on POSIX; ``:crlf`` (the
+  default on Windows, as in Perl) reads ``\\r\\n`` as ``\\n`` and writes ``\\n``
+  as ``\\r\\n``.
+* Positions are byte offsets.  ``seek``, ``truncate``, ``close`` and ``print_``
+  return 1 or 0 (never the position), ``tell`` returns the position or -1, and
+  every failure sets ``OS_ERROR`` as Perl sets ``$!``.  ``close`` flushes, then
+  closes, which releases a ``flock``.
+"""
+
+from __future__ import annotations
+
+import errno
+import io
+import os
+import sys
+
+from ._errno import fail, fail_from, set_errno
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
+    from types import TracebackType
+    from typing import Union
+
+    Data = Union[str, bytes]
+
+SEEK_SET = 0
+SEEK_CUR = 1
+SEEK_END = 2
+
+_BUFSIZE = 8192
+_CREATE = 0o666
+_EXTRA_FLAGS = getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0) | getattr(
+    os, "O_NOINHERIT", 0
+)
+_DEFAULT_CRLF = sys.platform == "win32"
+
+#: Perl mode -> (os.open flags, readable, writable, append)
+_MODES = {
+    "<": (os.O_RDONLY, True, False, False),
+    ">": (os.O_WRONLY | os.O_CREAT | os.O_TRUNC, False, True, False),
+    ">>": (os.O_WRONLY | os.O_CREAT | os.O_APPEND, False, True, True),
+    "+<": (os.O_RDWR, True, True, False),
+    "+>": (os.O_RDWR | os.O_CREAT | os.O_TRUNC, True, True, False),
+    "+>>": (os.O_RDWR | os.O_CREAT | os.O_APPEND, True, True, True),
+}
+_MODE_PREFIXES = ("+>>", "+<", "+>", ">>", "<", ">")
+
+
+class PerlFile:
+    """An open Perl file handle (what ``open_`` returns)."""
+
+    __slots__ = (
+        "__weakref__",
+        "_append",
+        "_closed",
+        "_crlf",
+        "_encoding",
+        "_errors",
+        "_fd",
+        "_rbuf",
+        "_readable",
+        "_rpos",
+        "_text",
+        "_wbuf",
+        "_writable",
+        "mode",
+        "name",
+    )
+
+    def __init__(
+        self,
+        fd: int,
+        name: str,
+        mode: str,
+        *,
+        text: bool = True,
+        encoding: str = "utf-8",
+        crlf: bool = _DEFAULT_CRLF,
+    ) -> None:
+        _flags, readable, writable, append = _MODES[mode]
+        self._fd = fd
+        self.name = name
+        self.mode = mode
+        self._readable = readable
+        self._writable = writable
+        self._append = append
+        self._closed = False
+        self._text = text
+        self._encoding = encoding
+        self._errors = "surrogateescape"
+        self._crlf = crlf
+        self._rbuf = b""
+        self._rpos = 0
+        self._wbuf: list[bytes] = []
+
+    # -- plumbing --------------------------------------------------------
+    def _check(self) -> None:
+        if self._closed:
+            raise ValueError("I/O operation on closed file")
+
+    def _flush_write(self) -> None:
+        if self._wbuf:
+            data = b"".join(self._wbuf)
+            self._wbuf = []
+            view = memoryview(data)
+            while view:
+                written = os.write(self._fd, view)
+                view = view[written:]
+
+    def _drop_read(self) -> None:
+        """Forget read-ahead, moving the OS position back to the logical one."""
+        unread = len(self._rbuf) - self._rpos
+        if unread:
+            os.lseek(self._fd, -unread, SEEK_CUR)
+        self._rbuf = b""
+        self._rpos = 0
+
+    def _fill(self) -> bool:
+        """Read more bytes into the buffer; False at end of file."""
+        self._flush_write()
+        chunk = os.read(self._fd, _BUFSIZE)
+        if not chunk:
+            return False
+        if self._rpos:
+            self._rbuf = self._rbuf[self._rpos :] + chunk
+            self._rpos = 0
+        else:
+            self._rbuf += chunk
+        return True
+
+    def _decode(self, data: bytes) -> str:
+        if self._crlf:
+            data = data.replace(b"\r\n", b"\n")
+        return data.decode(self._encoding, self._errors)
+
+    def _encode(self, data: object) -> bytes:
+        if type(data) is str:
+            raw = data.encode(self._encoding, self._errors)
+        elif isinstance(data, (bytes, bytearray, memoryview)):
+            raw = bytes(data)
+        else:
+            raise TypeError(f"write() argument must be str or bytes, not {type(data).__name__}")
+        if self._crlf and self._text:
+            raw = raw.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
+        return raw
+
+    # -- reading ---------------------------------------------------------
+    def _readline_bytes(self) -> bytes:
+        if self._wbuf:
+            self._flush_write()
+        while True:
+            end = self._rbuf.find(b"\n", self._rpos)
+            if end >= 0:
+                line = self._rbuf[self._rpos : end + 1]
+                self._rpos = end + 1
+                return line
+            if not self._fill():
+                line = self._rbuf[self._rpos :]
+                self._rbuf = b""
+                self._rpos = 0
+                return line
+
+    def readline(self, size: int = -1) -> Data:
+        """Read one line, newline included ('' or b'' at end of file)."""
+        self._check()
+        if not self._readable:
+            raise io.UnsupportedOperation("not readable")
+        line = self._readline_bytes()
+        if size is not None and 0 <= size < len(line):
+            keep = line[:size]
+            self._rpos -= len(line) - size
+            if self._rpos < 0:  # line came from a buffer we already dropped
+                os.lseek(self._fd, self._rpos, SEEK_CUR)
+                self._rpos = 0
+            line = keep
+        return self._decode(line) if self._text else line
+
+    def _read_all_bytes(self) -> bytes:
+        self._flush_write()
+        parts = [self._rbuf[self._rpos :]]
+        self._rbuf = b""
+        self._rpos = 0
+        while True:
+            chunk = os.read(self._fd, 65536)
+            if not chunk:
+                break
+            parts.append(chunk)
+        return b"".join(parts)
+
+    def read(self, size: int = -1) -> Data:
+        """Read *size* characters (bytes for ``:raw``), or everything when *size* < 0."""
+        self._check()
+        if not self._readable:
+            raise io.UnsupportedOperation("not readable")
+        if size is None or size < 0:
+            data = self._read_all_bytes()
+            return self._decode(data) if self._text else data
+        want = size if not self._text else size * 4 + 4
+        while len(self._rbuf) - self._rpos < want and self._fill():
+            pass
+        avail = self._rbuf[self._rpos :]
+        if not self._text:
+            data = avail[:size]
+            self._rpos += len(data)
+            return data
+        text = self._decode(avail)[:size]
+        used = len(self._encode_plain(text))
+        if self._crlf:  # count the \r bytes that decoding removed
+            used = self._crlf_byte_length(avail, text)
+        self._rpos += used
+        return text
+
+    def _encode_plain(self, text: str) -> bytes:
+        return text.encode(self._encoding, self._errors)
+
+    def _crlf_byte_length(self, raw: bytes, text: str) -> int:
+        consumed = 0
+        chars = 0
+        while chars < len(text):
+            line_end = text.find("\n", chars)
+            if line_end < 0:
+                return consumed + len(self._encode_plain(text[chars:]))
+            piece = self._encode_plain(text[chars:line_end])
+            consumed += len(piece)
+            consumed += 2 if raw[consumed : consumed + 2] == b"\r\n" else 1
+            chars = line_end + 1
+        return consumed
+
+    def readlines(self, hint: int = -1) -> list[Data]:
+        """Read the remaining lines into a list."""
+        lines: list[Data] = []
+        total = 0
+        while True:
+            line = self.readline()
+            if not line:
+                return lines
+            lines.append(line)
+            total += len(line)
+            if 0 < hint <= total:
+                return lines
+
+    def __iter__(self) -> Iterator[Data]:
+        return self
+
+    def __next__(self) -> Data:
+        line = self.readline()
+        if not line:
+            raise StopIteration
+        return line
+
+    def at_eof(self) -> bool:
+        """True when the next read would return end of file (Perl's ``eof``)."""
+        self._check()
+        if self._rpos < len(self._rbuf):
+            return False
+        if not self._readable:
+            return True
+        return not self._fill()
+
+    # -- writing ---------------------------------------------------------
+    def write(self, data: Data) -> int:
+        """Buffer *data* for writing; return its length."""
+        self._check()
+        if not self._writable:
+            raise io.UnsupportedOperation("not writable")
+        raw = self._encode(data)
+        if self._rbuf:
+            self._drop_read()
+        self._wbuf.append(raw)
+        if len(raw) > _BUFSIZE or len(self._wbuf) > 64:
+            self._flush_write()
+        return len(data)
+
+    def writelines(self, lines: Iterable[Data]) -> None:
+        """Write each string of *lines*."""
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        """Write out buffered data."""
+        self._check()
+        self._flush_write()
+
+    # -- positioning -----------------------------------------------------
+    def seek(self, offset: int, whence: int = SEEK_SET) -> int:
+        """Move to *offset* (bytes) from *whence*; return the new position."""
+        self._check()
+        if whence not in (SEEK_SET, SEEK_CUR, SEEK_END):
+            raise OSError(errno.EINVAL, "Invalid argument")
+        self._flush_write()
+        if whence == SEEK_CUR:
+            offset -= len(self._rbuf) - self._rpos
+        self._rbuf = b""
+        self._rpos = 0
+        return os.lseek(self._fd, offset, whence)
+
+    def tell(self) -> int:
+        """Return the current position in bytes."""
+        self._check()
+        self._flush_write()
+        return os.lseek(self._fd, 0, SEEK_CUR) - (len(self._rbuf) - self._rpos)
+
+    def truncate(self, size: int | None = None) -> int:
+        """Cut the file to *size* bytes (default: the current position); return *size*."""
+        self._check()
+        if size is None:
+            size = self.tell()
+        self._flush_write()
+        os.ftruncate(self._fd, size)
+        return size
+
+    # -- state -----------------------------------------------------------
+    def fileno(self) -> int:
+        """Return the OS file descriptor."""
+        self._check()
+        return self._fd
+
+    def close(self) -> None:
+        """Flush and close (which releases any ``flock`` held through it)."""
+        if self._closed:
+            return
+        try:
+            self._flush_write()
+        finally:
+            self._closed = True
+            self._rbuf = b""
+            os.close(self._fd)
+
+    @property
+    def closed(self) -> bool:
+        """True once closed."""
+        return self._closed
+
+    @property
+    def encoding(self) -> str | None:
+        """The text encoding, or None for ``:raw`` handles."""
+        return self._encoding if self._text else None
+
+    @property
+    def errors(self) -> str:
+        """The codec error handler (``surrogateescape``)."""
+        return self._errors
+
+    def set_layer(self, layer: str) -> None:
+        """Switch to a layer (``:raw``, ``:crlf``, ``:encoding(NAME)``, ``:utf8``) as ``binmode`` does."""
+        self._check()
+        self._text, self._encoding, self._crlf = _apply_layers(
+            layer, self._text, self._encoding, self._crlf
+        )
+
+    def readable(self) -> bool:
+        """True for modes that read."""
+        return self._readable
+
+    def writable(self) -> bool:
+        """True for modes that write."""
+        return self._writable
+
+    def seekable(self) -> bool:
+        """True (Perl's data files are regular files)."""
+        return True
+
+    def isatty(self) -> bool:
+        """True if the descriptor is a terminal."""
+        self._check()
+        return os.isatty(self._fd)
+
+    def __enter__(self) -> PerlFile:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        # Perl flushes and closes a handle that goes out of scope; so do we.
+        if not getattr(self, "_closed", True):
+            try:
+                self.close()
+            except OSError:
+                pass
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else f"fd={self._fd}"
+        return f"<PerlFile {self.mode}{self.name!r} {state}>"
+
+
+io.IOBase.register(PerlFile)
+
+
+# -- layers ------------------------------------------------------------------
+def _apply_layers(spec: str, text: bool, encoding: str, crlf: bool) -> tuple[bool, str, bool]:
+    """Apply a Perl layer string like ``:raw:encoding(UTF-8)`` to (text, encoding, crlf)."""
+    rest = spec.strip()
+    while rest:
+        if not rest.startswith(":"):
+            raise ValueError(f"bad I/O layer {spec!r}: layers start with ':'")
+        rest = rest[1:]
+        name_end = len(rest)
+        for i, ch in enumerate(rest):
+            if ch in ":( \t":
+                name_end = i
+                break
+        name = rest[:name_end]
+        rest = rest[name_end:]
+        arg = None
+        if rest.startswith("("):
+            close_at = rest.find(")")
+            if close_at < 0:
+                raise ValueError(f"bad I/O layer {spec!r}: missing ')'")
+            arg = rest[1:close_at].strip()
+            rest = rest[close_at + 1 :]
+        rest = rest.lstrip()
+        if name in ("raw", "bytes", "unix", "perlio", "stdio"):
+            if name == "raw":
+                text, crlf = False, False
+            elif name == "bytes":
+                text, encoding = True, "utf-8"
+        elif name == "crlf":
+            text, crlf = True, True
+        elif name in ("utf8", "encoding"):
+            if name == "encoding":
+                if not arg:
+                    raise ValueError(f"bad I/O layer {spec!r}: :encoding needs a name")
+                encoding = _codec_name(arg)
+            else:
+                encoding = "utf-8"
+            text = True
+        else:
+            raise ValueError(f"unknown I/O layer {':' + name!r} in {spec!r}")
+    return text, encoding, crlf
+
+
+def _codec_name(name: str) -> str:
+    import codecs
+
+    try:
+        return codecs.lookup(name).name
+    except LookupError:
+        raise ValueError(f"cannot find encoding {name!r}") from None
+
+
+# -- open_ -------------------------------------------------------------------
+def _parse_two_arg(spec: str) -> tuple[str, str]:
+    text = spec.lstrip()
+    for prefix in _MODE_PREFIXES:
+        if text.startswith(prefix):
+            mode, rest = prefix, text[len(prefix) :]
+            break
+    else:
+        mode, rest = "<", text
+    if rest.lstrip().startswith("&"):
+        raise ValueError(f"open_: duplicating handles ({spec!r}) is not supported")
+    name = rest.strip()
+    if mode == "<" and (name.endswith("|") or name.startswith("|")):
+        raise ValueError(f"open_: pipe opens ({spec!r}) are not supported; use subprocess")
+    if name.startswith("|"):
+        raise ValueError(f"open_: pipe opens ({spec!r}) are not supported; use subprocess")
+    if name == "-":
+        raise ValueError(f"open_: STDIN/STDOUT forms ({spec!r}) are not supported")
+    return mode, name
+
+
+def _parse_three_arg(spec: str) -> tuple[str, str]:
+    text = spec.strip()
+    for prefix in _MODE_PREFIXES:
+        if text.startswith(prefix):
+            return prefix, text[len(prefix) :].strip()
+    if text.startswith("|") or text.endswith("|") or text.startswith("-|"):
+        raise ValueError(f"open_: pipe opens ({spec!r}) are not supported; use subprocess")
+    raise ValueError(f"Unknown open() mode {spec!r}; use <, >, >>, +<, +> or +>>")
+
+
+def open_(mode: str, path: str | os.PathLike[str] | None = None) -> PerlFile | None:
+    """Open a file the Perl way; return a :class:`PerlFile`, or None with ``OS_ERROR`` set.
+
+    ``open_("+< " + path)`` is Perl's two-argument form, ``open_("+<", path)`` and
+    ``open_("<:encoding(cp932)", path)`` the three-argument form.  An unknown
+    mode or layer raises ``ValueError`` (Perl dies there too).
+    """
+    if path is None:
+        if not isinstance(mode, str):
+            raise TypeError(f"open_ mode must be str, not {type(mode).__name__}")
+        mode_, name = _parse_two_arg(mode)
+        layers = ""
+    else:
+        if not isinstance(mode, str):
+            raise TypeError(f"open_ mode must be str, not {type(mode).__name__}")
+        name = os.fspath(path)
+        if not isinstance(name, str):
+            name = os.fsdecode(name)
+        colon = mode.find(":")
+        mode_, extra = _parse_three_arg(mode if colon < 0 else mode[:colon])
+        if extra:
+            raise ValueError(f"Unknown open() mode {mode!r}; use <, >, >>, +<, +> or +>>")
+        layers = "" if colon < 0 else mode[colon:]
+    text, encoding, crlf = True, "utf-8", _DEFAULT_CRLF
+    if layers:
+        text, encoding, crlf = _apply_layers(layers, text, encoding, crlf)
+    flags = _MODES[mode_][0] | _EXTRA_FLAGS
+    if not name:
+        return _fail_none(errno.ENOENT)
+    try:
+        fd = os.open(name, flags, _CREATE)
+    except OSError as exc:
+        fail_from(exc)
+        return None
+    fh = PerlFile(fd, name, mode_, text=text, encoding=encoding, crlf=crlf)
+    if fh._append:
+        os.lseek(fd, 0, SEEK_END)  # Perl reports the end of file as the position
+    set_errno(0)
+    return fh
+
+
+def _fail_none(number: int) -> None:
+    fail(number)
+    return None
+
+
+# -- Perl's functions on handles ---------------------------------------------
+def _perl_str(item: object) -> str | bytes:
+    """Stringify one ``print`` argument as Perl does (undef -> '', 0.5 -> '0.5', 3.0 -> '3')."""
+    kind = type(item)
+    if kind is str or kind is bytes:
+        return item  # type: ignore[return-value]
+    if item is None or item is False:
+        return ""
+    if item is True:
+        return "1"
+    if kind is float:
+        value: float = item  # type: ignore[assignment]
+        if value != value:
+            return "NaN"
+        if value in (float("inf"), float("-inf")):
+            return "Inf" if value > 0 else "-Inf"
+        if value.is_integer() and abs(value) < 1e15:
+            return str(int(value))
+        return format(value, ".15g")
+    if isinstance(item, (bytearray, memoryview)):
+        return bytes(item)
+    return str(item)
+
+
+def print_(fh: PerlFile, *items: object) -> int:
+    """Perl's ``print FH LIST``: 1 on success, else 0 with ``OS_ERROR`` set."""
+    if type(fh) is not PerlFile:
+        return _print_other(fh, items)
+    if fh._closed or not fh._writable:
+        return fail(errno.EBADF)
+    try:
+        for item in items:
+            fh.write(_perl_str(item))
+    except OSError as exc:
+        return fail_from(exc)
+    return 1
+
+
+def _print_other(fh: object, items: tuple[object, ...]) -> int:
+    write = getattr(fh, "write", None)
+    if write is None:
+        return fail(errno.EBADF)
+    try:
+        binary = isinstance(fh, (io.RawIOBase, io.BufferedIOBase))
+        for item in items:
+            text = _perl_str(item)
+            if binary and isinstance(text, str):
+                text = text.encode("utf-8", "surrogateescape")
+            elif not binary and isinstance(text, bytes):
+                text = text.decode("utf-8", "surrogateescape")
+            write(text)
+    except ValueError:
+        return fail(errno.EBADF)
+    except OSError as exc:
+        return fail_from(exc)
+    return 1
+
+
+def printf(fh: PerlFile, fmt: str, *args: object) -> int:
+    """Perl's ``printf FH FORMAT, LIST`` (Python ``%`` formatting): 1 or 0."""
+    return print_(fh, fmt % args if args else fmt)
+
+
+def seek(fh: PerlFile, position: int, whence: int = SEEK_SET) -> int:
+    """Perl's ``seek``: 1 on success (even at position 0), else 0 with ``OS_ERROR`` set."""
+    if whence not in (SEEK_SET, SEEK_CUR, SEEK_END) or type(position) is not int:
+        return fail(errno.EINVAL)
+    try:
+        fh.seek(position, whence)
+    except (ValueError, AttributeError):
+        return fail(errno.EBADF)
+    except OSError as exc:
+        return fail_from(exc)
+    return 1
+
+
+def tell(fh: PerlFile) -> int:
+    """Perl's ``tell``: the byte position, or -1 with ``OS_ERROR`` set."""
+    try:
+        return fh.tell()
+    except (ValueError, AttributeError):
+        fail(errno.EBADF)
+    except OSError as exc:
+        fail_from(exc)
+    return -1
+
+
+def truncate(fh: PerlFile | str | os.PathLike[str], length: int) -> int:
+    """Perl's ``truncate`` on a handle or a path: 1 on success, else 0 with ``OS_ERROR`` set."""
+    if type(length) is not int or length < 0:
+        return fail(errno.EINVAL)
+    try:
+        if isinstance(fh, (str, os.PathLike)):
+            os.truncate(fh, length)
+        else:
+            if getattr(fh, "writable", None) is not None and not fh.writable():
+                return fail(errno.EINVAL)
+            fh.truncate(length)
+    except (ValueError, AttributeError):
+        return fail(errno.EBADF)
+    except OSError as exc:
+        return fail_from(exc)
+    return 1
+
+
+def close(fh: PerlFile) -> int:
+    """Perl's ``close``: flush, close (releasing its flock); 1 or 0 with ``OS_ERROR`` set."""
+    if getattr(fh, "closed", True):
+        return fail(errno.EBADF)
+    try:
+        fh.close()
+    except OSError as exc:
+        return fail_from(exc)
+    return 1
+
+
+def binmode(fh: PerlFile, layer: str = ":raw") -> int:
+    """Perl's ``binmode``: switch *fh* to *layer*; 1, or 0 with ``OS_ERROR`` set."""
+    if getattr(fh, "closed", True):
+        return fail(errno.EBADF)
+    set_layer = getattr(fh, "set_layer", None)
+    if set_layer is None:
+        return fail(errno.EINVAL)
+    set_layer(layer)
+    return 1
+
+
+def eof(fh: PerlFile) -> int:
+    """Perl's ``eof``: 1 if the next read would hit end of file (or *fh* is closed), else 0."""
+    try:
+        return 1 if fh.at_eof() else 0
+    except (ValueError, AttributeError):
+        return 1
+    except OSError as exc:
+        fail_from(exc)
+        return 1
