@@ -78,47 +78,66 @@ _START_TIME = int(_time())
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ._alarm import SIG, alarm, local_sig
-    from ._api import (
-        DuplicateLockError,
-        ExpiredLockError,
-        HasNotLockError,
-        Lock,
-        LockError,
-        NotLockedError,
-        lock,
-        unlock,
+    from ._alarm import (
+        SIG as SIG,
+        alarm as alarm,
+        local_sig as local_sig,
     )
-    from ._die import Die, die, warn
-    from ._errno import ERRNO, OS_ERROR
-    from ._flock import flock
+    from ._api import (
+        DuplicateLockError as DuplicateLockError,
+        ExpiredLockError as ExpiredLockError,
+        HasNotLockError as HasNotLockError,
+        Lock as Lock,
+        LockError as LockError,
+        NotLockedError as NotLockedError,
+        lock as lock,
+        unlock as unlock,
+    )
+    from ._die import (
+        Die as Die,
+        die as die,
+        warn as warn,
+    )
+    from ._errno import (
+        ERRNO as ERRNO,
+        OS_ERROR as OS_ERROR,
+    )
+    from ._flock import (
+        flock as flock,
+    )
     from ._fs import (
-        BASETIME,
-        filetest,
-        mkdir,
-        readlink,
-        rename,
-        rmdir,
-        sleep,
-        stat,
-        symlink,
-        unlink,
-        utime,
+        BASETIME as BASETIME,
+        filetest as filetest,
+        mkdir as mkdir,
+        readlink as readlink,
+        rename as rename,
+        rmdir as rmdir,
+        sleep as sleep,
+        stat as stat,
+        symlink as symlink,
+        unlink as unlink,
+        utime as utime,
     )
     from ._handle import (
-        PerlFile,
-        binmode,
-        close,
-        eof,
-        open_,
-        print_,
-        printf,
-        seek,
-        tell,
-        truncate,
+        PerlFile as PerlFile,
+        binmode as binmode,
+        close as close,
+        eof as eof,
+        open_ as open_,
+        print_ as print_,
+        printf as printf,
+        seek as seek,
+        tell as tell,
+        truncate as truncate,
     )
-    from ._replace import replace_file
-    from ._semaphore import Semaphore, sem_acquire, sem_release
+    from ._replace import (
+        replace_file as replace_file,
+    )
+    from ._semaphore import (
+        Semaphore as Semaphore,
+        sem_acquire as sem_acquire,
+        sem_release as sem_release,
+    )
 
 
 def __getattr__(name: str) -> object:

@@ -298,7 +298,8 @@ class Lock:
             )
         if held_for > self.stale:
             raise ExpiredLockError(
-                f"lock {self.path!r} was held {held_for:.3g} s, past its stale limit {self.stale:g} s"
+                f"lock {self.path!r} was held {held_for:.3g} s,"
+                f" past its stale limit {self.stale:g} s"
             )
 
     def __enter__(self) -> Lock:
@@ -369,7 +370,7 @@ def lock(
     url: str | None = None,
     **options: Any,
 ) -> int:
-    """Seed 003's ``sub lock``: 1 when *name* is locked within ``retry * wait`` s, else 0 and ``$!``.
+    """Seed 003's ``sub lock``: 1 once *name* is locked, 0 with ``$!`` after ``retry * wait`` s.
 
     Bad arguments (empty name, unknown method, a name escaping the lock root)
     raise ``ValueError``/``TypeError`` naming what was wrong; a busy lock or an
@@ -404,7 +405,7 @@ def unlock(
     root: str | os.PathLike[str] | None = None,
     url: str | None = None,
 ) -> int:
-    """Seed 003's ``sub unlock``: 1 when this process's lock on *name* is released, else 0 and ``$!``.
+    """Seed 003's ``sub unlock``: 1 when this process's lock is released, else 0 with ``$!``.
 
     Only a lock taken by ``lock()`` in this process is removed; someone else's
     lock is never touched (``$!`` = ENOLCK).

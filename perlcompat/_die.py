@@ -42,7 +42,7 @@ def _text(msg: tuple[object, ...], default: str) -> str:
 
 
 def die(*msg: object) -> NoReturn:
-    """Raise :class:`Die` with Perl's message (``" at FILE line N.\\n"`` unless it ends in newline)."""
+    """Raise :class:`Die`; a message without a final newline gets `` at FILE line N.``."""
     text = _text(msg, "Died")
     if not text.endswith("\n"):
         text += _where(1)
@@ -51,7 +51,7 @@ def die(*msg: object) -> NoReturn:
 
 
 def warn(*msg: object) -> int:
-    """Print a Perl warning to stderr (``" at FILE line N.\\n"`` unless it ends in newline); return 1."""
+    """Print a warning to stderr as ``die`` words it, and return 1."""
     text = _text(msg, "Warning: something's wrong")
     if not text.endswith("\n"):
         text += _where(1)
@@ -63,20 +63,17 @@ def warn(*msg: object) -> int:
 _previous_hook = None
 
 
-def _die_hook(
-    kind: type[BaseException], value: BaseException, tb: TracebackType | None
-) -> None:
+def _die_hook(kind: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
     if isinstance(value, Die):
         import atexit
+        import contextlib
         import os
 
         sys.stderr.write(value.message)
         atexit._run_exitfuncs()
         for stream in (sys.stdout, sys.stderr):
-            try:
+            with contextlib.suppress(OSError, ValueError):
                 stream.flush()
-            except (OSError, ValueError):
-                pass
         os._exit(value.status & 0xFF or 255)
     assert _previous_hook is not None
     _previous_hook(kind, value, tb)

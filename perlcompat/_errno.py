@@ -22,7 +22,8 @@ _tls = _local()
 
 def get_errno() -> int:
     """Return the calling thread's ``$!`` number."""
-    return getattr(_tls, "errno", 0)  # type: ignore[no-any-return]
+    number: int = getattr(_tls, "errno", 0)
+    return number
 
 
 def set_errno(number: int) -> None:

@@ -30,8 +30,9 @@ LOCK_NB = 4
 LOCK_UN = 8
 
 #: every operation flock(2) accepts: SH, EX or UN, optionally with NB.
-VALID_OPERATIONS = frozenset({LOCK_SH, LOCK_EX, LOCK_UN, LOCK_SH | LOCK_NB, LOCK_EX | LOCK_NB,
-                              LOCK_UN | LOCK_NB})
+VALID_OPERATIONS = frozenset(
+    {LOCK_SH, LOCK_EX, LOCK_UN, LOCK_SH | LOCK_NB, LOCK_EX | LOCK_NB, LOCK_UN | LOCK_NB}
+)
 
 lock_fd: Callable[[int, int], None]
 if sys.platform == "win32":

@@ -22,7 +22,9 @@ if TYPE_CHECKING:
 
     PathArg = Union[str, bytes, "os.PathLike[str]"]
 
-from . import _START_TIME as BASETIME  # noqa: E402
+from . import _START_TIME  # noqa: E402
+
+BASETIME = _START_TIME
 
 
 def mkdir(path: PathArg, mode: int = 0o777) -> int:
@@ -76,7 +78,7 @@ def symlink(old: PathArg, new: PathArg) -> int:
     return 1
 
 
-def readlink(path: PathArg) -> str | bytes | None:
+def readlink(path: str | os.PathLike[str]) -> str | None:
     """Return a symbolic link's target, or None with ``OS_ERROR`` set."""
     try:
         return os.readlink(path)
@@ -123,7 +125,7 @@ def _stat_result(target: object, follow: bool = True) -> os.stat_result | None:
     return None
 
 
-def stat(target: object) -> list[int]:
+def stat(target: object) -> list[int | str]:
     """Perl's ``stat`` of a path, handle or fd: 13 numbers, or [] with ``OS_ERROR`` set.
 
     (dev, ino, mode, nlink, uid, gid, rdev, size, atime, mtime, ctime, blksize, blocks)
@@ -145,7 +147,7 @@ def stat(target: object) -> list[int]:
         int(st.st_ctime),
         getattr(st, "st_blksize", 0) or "",  # Perl gives '' where unsupported
         getattr(st, "st_blocks", 0) or "",
-    ]  # type: ignore[list-item]
+    ]
 
 
 def filetest(op: str, target: object) -> int | float | None:
@@ -201,4 +203,4 @@ def sleep(seconds: float) -> int:
         alarm.sleep_checked(seconds)
     else:
         time.sleep(seconds)
-    return int(round(time.monotonic() - start))
+    return round(time.monotonic() - start)

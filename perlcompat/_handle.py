@@ -24,6 +24,7 @@ Perl's:
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import io
 import os
@@ -45,8 +46,8 @@ SEEK_END = 2
 
 _BUFSIZE = 8192
 _CREATE = 0o666
-_EXTRA_FLAGS = getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0) | getattr(
-    os, "O_NOINHERIT", 0
+_EXTRA_FLAGS = (
+    getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0) | getattr(os, "O_NOINHERIT", 0)
 )
 _DEFAULT_CRLF = sys.platform == "win32"
 
@@ -358,7 +359,7 @@ class PerlFile:
         return self._errors
 
     def set_layer(self, layer: str) -> None:
-        """Switch to a layer (``:raw``, ``:crlf``, ``:encoding(NAME)``, ``:utf8``) as ``binmode`` does."""
+        """Switch layers (``:raw``, ``:crlf``, ``:encoding(NAME)``) as ``binmode`` does."""
         self._check()
         self._text, self._encoding, self._crlf = _apply_layers(
             layer, self._text, self._encoding, self._crlf
@@ -395,10 +396,8 @@ class PerlFile:
     def __del__(self) -> None:
         # Perl flushes and closes a handle that goes out of scope; so do we.
         if not getattr(self, "_closed", True):
-            try:
+            with contextlib.suppress(OSError):
                 self.close()
-            except OSError:
-                pass
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"fd={self._fd}"
@@ -519,7 +518,8 @@ def open_(mode: str, path: str | os.PathLike[str] | None = None) -> PerlFile | N
         text, encoding, crlf = _apply_layers(layers, text, encoding, crlf)
     flags = _MODES[mode_][0] | _EXTRA_FLAGS
     if not name:
-        return _fail_none(errno.ENOENT)
+        fail(errno.ENOENT)
+        return None
     try:
         fd = os.open(name, flags, _CREATE)
     except OSError as exc:
@@ -530,11 +530,6 @@ def open_(mode: str, path: str | os.PathLike[str] | None = None) -> PerlFile | N
         os.lseek(fd, 0, SEEK_END)  # Perl reports the end of file as the position
     set_errno(0)
     return fh
-
-
-def _fail_none(number: int) -> None:
-    fail(number)
-    return None
 
 
 # -- Perl's functions on handles ---------------------------------------------
