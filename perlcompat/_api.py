@@ -11,8 +11,9 @@ stale lock without ever removing a live one.  Everything else lives here, once:
   tries it sleeps a short, jittered, growing interval capped well below ``wait``,
   so a released lock is taken within milliseconds, not a second.  ``retry=None``
   waits without limit.  A pending ``alarm()`` is honoured between tries.
-* **Staleness.** After each failed try the backend is asked to recover a lock
-  older than ``stale`` seconds, or one whose owner on this host is dead.  The
+* **Staleness.** After a failed try (at most every ``BREAK_EVERY`` seconds) the
+  backend is asked to recover a lock older than ``stale`` seconds, or one whose
+  owner on this host is dead.  The
   backend does that race-free (see ``_stale``); this loop only asks.
 * **Ownership.** A lock is held by one ``Lock`` object in one thread.  Taking a
   lock this thread already holds is refused at once (``DuplicateLockError``,
@@ -21,6 +22,10 @@ stale lock without ever removing a live one.  Everything else lives here, once:
   thread of the same process waits like another process would.
 * **Cleanup.** Held locks are released at normal interpreter exit and on
   SIGHUP/INT/PIPE/QUIT/TERM (``_cleanup``), then the signal does what it did.
+  A forked child does not hold (or release) its parent's locks.
+* **Tools.** ``Backend.describe()`` reports who holds the lock at a path,
+  :func:`detect_method` guesses which method made a lock found on disk, and
+  :func:`find_locks` lists the locks of a directory (``perlcompat locks``).
 * **Expiry.** Releasing a lock held longer than ``stale`` raises
   ``ExpiredLockError`` (``unlock()`` returns 0, ``$!`` = ETIMEDOUT): another
   process was entitled to break it, so the critical section may have overlapped.
@@ -31,8 +36,8 @@ from __future__ import annotations
 
 import errno
 import os
-import random
 import time
+from _thread import get_ident
 
 from ._errno import fail, set_errno
 
@@ -58,6 +63,8 @@ METHODS = {
 #: first and largest pause between tries, in seconds (jittered +-50%).
 BACKOFF_FIRST = 0.0005
 BACKOFF_MAX = 0.01
+#: a waiter asks the backend to break a stale lock at most this often (s).
+BREAK_EVERY = 0.005
 
 
 class LockError(OSError):
@@ -133,6 +140,14 @@ class Backend:
         """Monotonic token of the current hold, where the method has one."""
         return None
 
+    def describe(self) -> dict[str, Any] | None:
+        """Describe the lock at the path for ``perlcompat locks``; None if there is none.
+
+        Keys: ``method``, ``path``, ``pid`` (int or None), ``host`` (str or None),
+        ``alive`` (True, False, or None when unknown) and ``age`` (seconds).
+        """
+        raise NotImplementedError(f"lock method {self.method!r} cannot describe its locks")
+
 
 def _backend_class(method: str) -> type[Backend]:
     module_name = METHODS.get(method)
@@ -164,6 +179,89 @@ def resolve_path(name: str | os.PathLike[str], root: str | os.PathLike[str] | No
     if os.path.commonpath([base, parent]) != base or path == base:
         raise ValueError(f"lock name {text!r} escapes the lock root {base!r}")
     return os.path.join(parent, os.path.basename(path))
+
+
+def detect_method(path: str | os.PathLike[str]) -> str | None:
+    """Guess which lock method made the lock found at *path*; None if there is no lock there.
+
+    Only what a lock method can have made counts, so that a tool which breaks
+    stale locks never takes a data file for one:
+
+    * an *empty* directory is an mkdir lock (a lock directory stays empty);
+    * a symlink whose target is a pid or ``"."`` (seed 000's two forms) is a
+      symlink lock;
+    * a missing *path* whose ``<path>.locked`` twin exists is a held rename lock;
+    * a regular file is named by the record inside it (excl, flock); a file
+      whose every line is ``id<>time<>`` groups, with seed 001's long numeric
+      ids (or ours) and epoch times, is a toplock; any other regular file is
+      taken for a flock lock file (Perl's ``open(LOCK, "> f")`` makes an empty
+      one), which is never broken: it is only a lock while someone holds it.
+
+    The owner file beside an mkdir lock and a held rename marker are parts of
+    other locks: None.
+    """
+    import stat as stat_module
+
+    from . import _owner
+    from ._stale import lstat, read_small
+
+    text = os.fspath(path)
+    st = lstat(text)
+    if st is None:
+        twin = lstat(text + ".locked")
+        return "rename" if twin is not None and stat_module.S_ISREG(twin.st_mode) else None
+    if stat_module.S_ISLNK(st.st_mode):
+        try:
+            target = os.readlink(text)
+        except OSError:
+            return None
+        return "symlink" if target.isdigit() or target in (".", ":") else None
+    if stat_module.S_ISDIR(st.st_mode):
+        try:
+            return None if os.listdir(text) else "mkdir"
+        except OSError:
+            return None
+    if not stat_module.S_ISREG(st.st_mode):
+        return None
+    data = read_small(text, 65536) or b""
+    record = _owner.parse(data)
+    if record is not None:
+        kind = record["kind"]
+        return kind if kind in ("excl", "flock") else None
+    if _looks_like_toplock(data, st.st_size):
+        return "toplock"
+    return "flock"
+
+
+def _looks_like_toplock(data: bytes, size: int) -> bool:
+    """True if *data* is nothing but seed 001 request lines: ``id<>time<>`` groups."""
+    import re
+
+    if not data or size > len(data):
+        return False
+    group = rb"(?:\d{20,}|\d+\.\d{6,}|\d{30}-\d+-\d+@[^\s<>]+)<>\d{9,10}<>"
+    line = re.compile(rb"(?:%s)+\r?" % group)
+    lines = data.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()
+    return bool(lines) and all(line.fullmatch(item) for item in lines)
+
+
+def find_locks(directory: str | os.PathLike[str]) -> list[tuple[str, str]]:
+    """List (lock path, method) for every lock-like entry of *directory*, sorted by path."""
+    base = os.fspath(directory)
+    found: dict[str, str] = {}
+    for name in sorted(os.listdir(base)):
+        path = os.path.abspath(os.path.join(base, name))
+        if name.endswith(".locked") and detect_method(path[: -len(".locked")]) == "rename":
+            found[path[: -len(".locked")]] = "rename"
+            continue
+        if name.endswith(".breaker"):
+            continue
+        method = detect_method(path)
+        if method is not None:
+            found[path] = method
+    return sorted(found.items())
 
 
 # (method, path) -> the Lock holding it in this process.
@@ -221,6 +319,7 @@ class Lock:
         self._backend = _backend_class(method)(path, stale=self.stale, shared=shared, **options)
         self._owner_thread: int | None = None
         self._since = 0.0
+        self._abandoned = False
 
     # -- state ---------------------------------------------------------
     @property
@@ -249,9 +348,9 @@ class Lock:
 
     def acquire(self, timeout: float | None = -1.0) -> Lock:
         """Take the lock within *timeout* seconds (default: ``retry * wait``) or raise LockError."""
-        import threading
+        from . import _cleanup
 
-        me = threading.get_ident()
+        me = get_ident()
         key = (self.method, self.path)
         holder = _held.get(key)
         if holder is not None and holder._owner_thread == me:
@@ -262,44 +361,69 @@ class Lock:
         pause = BACKOFF_FIRST
         cap = min(BACKOFF_MAX, self.wait) if self.wait > 0 else BACKOFF_MAX
         backend = self._backend
+        next_break = 0.0
         while True:
-            if backend.try_acquire():
-                break
-            if backend.break_stale() and backend.try_acquire():
-                break
+            # a stopping signal waits until a lock just taken is tracked (then removed)
+            _cleanup.enter()
+            try:
+                taken = backend.try_acquire()
+                if not taken and time.monotonic() >= next_break:
+                    next_break = time.monotonic() + BREAK_EVERY
+                    taken = backend.break_stale() and backend.try_acquire()
+                if taken:
+                    self._owner_thread = me
+                    self._since = time.monotonic()
+                    self._abandoned = False
+                    _held[key] = self
+                    _cleanup.track(self)
+                    return self
+            finally:
+                _cleanup.leave()
             now = time.monotonic()
             if deadline is not None and now >= deadline:
                 raise LockError(f"lock {self.path!r} is busy (waited {timeout:g} s)")
-            delay = pause * (0.5 + random.random())
+            delay = pause * _jitter()
             if deadline is not None:
                 delay = min(delay, max(deadline - now, 0.0))
             _pause(delay)
             pause = min(pause * 1.6, cap)
-        self._owner_thread = me
-        self._since = time.monotonic()
-        _held[key] = self
-        _track(self)
-        return self
 
     def release(self) -> None:
-        """Release the lock; ExpiredLockError if it was held past ``stale``."""
+        """Release the lock; ExpiredLockError if it was held past ``stale``.
+
+        After a signal or exit cleanup released it (``_cleanup``), the next
+        ``release()`` is a no-op instead of NotLockedError.
+        """
         if self._owner_thread is None:
+            if self._abandoned:
+                self._abandoned = False
+                return
             raise NotLockedError(f"lock {self.path!r} is not held by this Lock")
-        held_for = time.monotonic() - self._since
-        self._owner_thread = None
-        key = (self.method, self.path)
-        if _held.get(key) is self:
-            del _held[key]
-        _untrack(self)
-        still_ours = self._backend.release()
+        import sys
+
+        cleanup = sys.modules.get("perlcompat._cleanup")
+        if cleanup is not None:
+            cleanup.enter()  # a stopping signal waits until the release is complete
+        try:
+            held_for = time.monotonic() - self._since
+            self._owner_thread = None
+            key = (self.method, self.path)
+            if _held.get(key) is self:
+                del _held[key]
+            if cleanup is not None:
+                cleanup.untrack(self)
+            still_ours = self._backend.release()
+        finally:
+            if cleanup is not None:
+                cleanup.leave()
         if not still_ours:
             raise ExpiredLockError(
                 f"lock {self.path!r} was broken or replaced while held ({held_for:.3g} s)"
             )
         if held_for > self.stale:
             raise ExpiredLockError(
-                f"lock {self.path!r} was held {held_for:.3g} s,"
-                f" past its stale limit {self.stale:g} s"
+                f"lock {self.path!r} was held {held_for:.3g} s, "
+                f"past its stale limit {self.stale:g} s"
             )
 
     def __enter__(self) -> Lock:
@@ -324,6 +448,35 @@ class Lock:
 
         return locked  # type: ignore[return-value]
 
+    def _abandon(self) -> bool:
+        """Release without raising, for cleanup at exit or on a signal; True if it was ours."""
+        if self._owner_thread is None:
+            return False
+        self._owner_thread = None
+        self._abandoned = True
+        key = (self.method, self.path)
+        if _held.get(key) is self:
+            del _held[key]
+        try:
+            return self._backend.release()
+        except OSError:
+            return False
+
+    def _forget(self) -> None:
+        """In a forked child: the parent holds this lock, not us; drop it without releasing."""
+        self._owner_thread = None
+        key = (self.method, self.path)
+        if _held.get(key) is self:
+            del _held[key]
+        forget = getattr(self._backend, "_forget", None)
+        if forget is not None:
+            forget()
+
+
+def _jitter() -> float:
+    """A random factor in [0.5, 1.5) (os.urandom: no ``random`` import on the CGI path)."""
+    return 0.5 + int.from_bytes(os.urandom(2), "little") / 65536
+
 
 def _pause(seconds: float) -> None:
     """Sleep between tries, honouring a pending cooperative ``alarm()``."""
@@ -334,20 +487,6 @@ def _pause(seconds: float) -> None:
         alarm_module.sleep_checked(seconds)
     else:
         time.sleep(seconds)
-
-
-def _track(lock_: Lock) -> None:
-    from . import _cleanup
-
-    _cleanup.track(lock_)
-
-
-def _untrack(lock_: Lock) -> None:
-    import sys
-
-    cleanup = sys.modules.get("perlcompat._cleanup")
-    if cleanup is not None:
-        cleanup.untrack(lock_)
 
 
 def _method_of(method: str | None, url: str | None) -> tuple[str, str | None]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import errno
 import sys
 
-from ._errno import fail, fail_from, set_errno
+from ._errno import _tls, fail, fail_from
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -40,24 +40,52 @@ if sys.platform == "win32":
 else:
     from fcntl import flock as lock_fd  # Perl's numbers are the kernel's
 
+class _NotLoaded:
+    """Stands for PerlFile until perlcompat._handle is imported."""
+
+
+#: PerlFile, for flock's fast path.  Neither module imports the other (``from
+#: perlcompat import flock`` alone stays cheap): whichever is imported second
+#: fills this in.
+_PerlFile: type = _NotLoaded
+_handle_module = sys.modules.get(__name__.rpartition(".")[0] + "._handle")
+if _handle_module is not None:
+    _PerlFile = _handle_module.PerlFile
+
 # pauses while polling for timeout= or a cooperative alarm
 _POLL_FIRST = 0.0005
 _POLL_MAX = 0.01
 
 
+def _flush(fh: object) -> None:
+    """Flush *fh*; a write error is remembered by a perlcompat handle, not raised."""
+    try:
+        fh.flush()  # type: ignore[attr-defined]
+    except OSError as exc:
+        if isinstance(exc, ValueError):  # io.UnsupportedOperation
+            raise
+        if type(getattr(fh, "_error", None)) is int:
+            fh._error = exc.errno or errno.EIO  # type: ignore[attr-defined]
+
+
 def _fileno(fh: object) -> int:
-    """Return *fh*'s descriptor after flushing it; raise OSError(EBADF) if it has none."""
+    """Return *fh*'s descriptor after flushing it; raise OSError(EBADF) if it has none.
+
+    As Perl's ``(void)PerlIO_flush(fp)``, a failed flush does not stop the lock
+    operation; a perlcompat handle remembers the failure and ``close`` reports it.
+    """
     if type(fh) is int:
+        if not 0 <= fh <= 0x7FFFFFFF:
+            raise OSError(errno.EBADF, f"bad file descriptor {fh}")
         return fh
-    flush = getattr(fh, "flush", None)
     fileno = getattr(fh, "fileno", None)
     if fileno is None:
         raise OSError(errno.EBADF, "not a file handle")
     try:
-        if flush is not None:
-            flush()
+        if getattr(fh, "flush", None) is not None:
+            _flush(fh)
         fd = fileno()
-    except ValueError:  # closed Python file
+    except ValueError:  # closed, or no descriptor (io.UnsupportedOperation)
         raise OSError(errno.EBADF, "closed file handle") from None
     except OSError as exc:
         if exc.errno is None:
@@ -86,14 +114,21 @@ def flock(fh: object, operation: int, timeout: float | None = None) -> int:
     ):
         raise ValueError(f"flock timeout must be a number of seconds >= 0, not {timeout!r}")
     try:
-        fd = _fileno(fh)
+        if type(fh) is _PerlFile:  # the common case, without the getattr()s of _fileno
+            if fh._closed:  # type: ignore[attr-defined]
+                return fail(errno.EBADF)
+            if fh._wbuf or fh._rbuf:  # type: ignore[attr-defined]
+                _flush(fh)
+            fd = fh._fd  # type: ignore[attr-defined]
+        else:
+            fd = _fileno(fh)
         if operation & (LOCK_NB | LOCK_UN) or not _must_poll(timeout):
             lock_fd(fd, operation)
         elif not _poll(fd, operation, timeout):
             return fail(errno.EWOULDBLOCK)
     except OSError as exc:
         return fail_from(exc)
-    set_errno(0)
+    _tls.errno = 0
     return 1
 
 

@@ -24,10 +24,17 @@ _locker: Any = None
 
 
 def _get_locker() -> Any:
+    """Return the shared ``Win32Locker`` (portalocker >= 3.2 with pywin32)."""
     global _locker
     if _locker is None:
-        from portalocker.portalocker import Win32Locker
-
+        try:
+            from portalocker.portalocker import Win32Locker
+        except ImportError as exc:
+            raise ImportError(
+                "perlcompat's flock on Windows needs portalocker>=3.2 (its Win32Locker, "
+                "which locks Perl's byte range) and pywin32: "
+                'pip install "portalocker[win32]>=3.2"'
+            ) from exc
         _locker = Win32Locker()
     return _locker
 

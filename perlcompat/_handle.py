@@ -24,19 +24,18 @@ Perl's:
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import io
 import os
 import sys
 
-from ._errno import fail, fail_from, set_errno
+from ._errno import _tls, fail, fail_from
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
     from types import TracebackType
-    from typing import Union
+    from typing import NoReturn, Union
 
     Data = Union[str, bytes]
 
@@ -64,7 +63,15 @@ _MODE_PREFIXES = ("+>>", "+<", "+>", ">>", "<", ">")
 
 
 class PerlFile:
-    """An open Perl file handle (what ``open_`` returns)."""
+    """An open Perl file handle (what ``open_`` returns).
+
+    Invariants: read-ahead (``_rbuf`` from ``_rpos``) and pending output
+    (``_wbuf``) are never both present.  ``_pos`` is the OS offset of the end
+    of the read-ahead (or of the start of pending output) as PerlIO counts it
+    (-1: ask the OS), so ``tell`` needs no system call.  Like PerlIO's count it
+    includes an O_APPEND write at its logical position, not at the end of the
+    file, until the next seek or ``tell`` after a write.
+    """
 
     __slots__ = (
         "__weakref__",
@@ -72,8 +79,11 @@ class PerlFile:
         "_closed",
         "_crlf",
         "_encoding",
+        "_eof",
+        "_error",
         "_errors",
         "_fd",
+        "_pos",
         "_rbuf",
         "_readable",
         "_rpos",
@@ -102,6 +112,8 @@ class PerlFile:
         self._writable = writable
         self._append = append
         self._closed = False
+        self._eof = False
+        self._error = 0
         self._text = text
         self._encoding = encoding
         self._errors = "surrogateescape"
@@ -109,41 +121,80 @@ class PerlFile:
         self._rbuf = b""
         self._rpos = 0
         self._wbuf: list[bytes] = []
+        self._pos = -1  # unknown until asked: the fd may not be at 0
 
     # -- plumbing --------------------------------------------------------
     def _check(self) -> None:
         if self._closed:
             raise ValueError("I/O operation on closed file")
 
+    def _unreadable(self) -> NoReturn:
+        """Fail a read on a write-only handle; as in Perl, the handle's error flag is set."""
+        self._error = errno.EBADF
+        raise io.UnsupportedOperation("not readable")
+
     def _flush_write(self) -> None:
-        if self._wbuf:
-            data = b"".join(self._wbuf)
-            self._wbuf = []
-            view = memoryview(data)
-            while view:
-                written = os.write(self._fd, view)
-                view = view[written:]
+        """Write out pending output (the caller checked there is some)."""
+        wbuf = self._wbuf
+        data = wbuf[0] if len(wbuf) == 1 else b"".join(wbuf)
+        self._wbuf = []
+        pos = self._pos
+        self._pos = -1  # unknown if the write fails half-way
+        view = memoryview(data)
+        while view:
+            written = os.write(self._fd, view)
+            view = view[written:]
+        if pos >= 0:  # after an O_APPEND write this is PerlIO's belief, not the OS offset
+            self._pos = pos + len(data)
 
     def _drop_read(self) -> None:
         """Forget read-ahead, moving the OS position back to the logical one."""
         unread = len(self._rbuf) - self._rpos
-        if unread:
-            os.lseek(self._fd, -unread, SEEK_CUR)
         self._rbuf = b""
         self._rpos = 0
+        if unread:  # PerlIO seeks to where it believes the reader is
+            pos = self._pos
+            self._pos = -1
+            if pos >= 0:
+                self._pos = os.lseek(self._fd, pos - unread, SEEK_SET)
+            else:
+                self._pos = os.lseek(self._fd, -unread, SEEK_CUR)
+            self._eof = False
 
     def _fill(self) -> bool:
-        """Read more bytes into the buffer; False at end of file."""
-        self._flush_write()
+        """Read more bytes into the buffer; False at end of file.
+
+        As in PerlIO, end of file is sticky: once a read returned nothing, later
+        reads return nothing without asking the OS until a seek clears it.
+        """
+        if self._wbuf:
+            self._flush_write()
+        if self._eof:
+            return False
         chunk = os.read(self._fd, _BUFSIZE)
         if not chunk:
+            self._eof = True
             return False
+        if self._pos >= 0:
+            self._pos += len(chunk)
         if self._rpos:
             self._rbuf = self._rbuf[self._rpos :] + chunk
             self._rpos = 0
-        else:
+        elif self._rbuf:
             self._rbuf += chunk
+        else:
+            self._rbuf = chunk
         return True
+
+    def _tell(self) -> int:
+        if self._wbuf:
+            self._flush_write()
+            if self._append:  # PerlIO asks the OS where an appending write went
+                self._pos = -1
+        pos = self._pos
+        if pos < 0:
+            pos = self._pos = os.lseek(self._fd, 0, SEEK_CUR)
+        return pos - (len(self._rbuf) - self._rpos)
 
     def _decode(self, data: bytes) -> str:
         if self._crlf:
@@ -158,49 +209,61 @@ class PerlFile:
         else:
             raise TypeError(f"write() argument must be str or bytes, not {type(data).__name__}")
         if self._crlf and self._text:
-            raw = raw.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
+            raw = raw.replace(b"\n", b"\r\n")  # as Perl's :crlf, even after a "\r"
         return raw
 
     # -- reading ---------------------------------------------------------
     def _readline_bytes(self) -> bytes:
-        if self._wbuf:
-            self._flush_write()
+        """Read one line when the buffer holds no newline: fill until one comes."""
         while True:
-            end = self._rbuf.find(b"\n", self._rpos)
-            if end >= 0:
-                line = self._rbuf[self._rpos : end + 1]
-                self._rpos = end + 1
-                return line
+            searched = len(self._rbuf) - self._rpos
             if not self._fill():
                 line = self._rbuf[self._rpos :]
                 self._rbuf = b""
                 self._rpos = 0
                 return line
+            end = self._rbuf.find(b"\n", self._rpos + searched)
+            if end >= 0:
+                line = self._rbuf[self._rpos : end + 1]
+                self._rpos = end + 1
+                return line
 
     def readline(self, size: int = -1) -> Data:
         """Read one line, newline included ('' or b'' at end of file)."""
-        self._check()
+        if self._closed:
+            raise ValueError("I/O operation on closed file")
         if not self._readable:
-            raise io.UnsupportedOperation("not readable")
-        line = self._readline_bytes()
+            self._unreadable()
+        end = self._rbuf.find(b"\n", self._rpos)
+        if end >= 0:  # the common case: a whole line is buffered
+            line = self._rbuf[self._rpos : end + 1]
+            self._rpos = end + 1
+        else:
+            line = self._readline_bytes()
         if size is not None and 0 <= size < len(line):
-            keep = line[:size]
-            self._rpos -= len(line) - size
-            if self._rpos < 0:  # line came from a buffer we already dropped
-                os.lseek(self._fd, self._rpos, SEEK_CUR)
-                self._rpos = 0
-            line = keep
-        return self._decode(line) if self._text else line
+            # keep the rest of the line buffered for the next read
+            self._rbuf = line[size:] + self._rbuf[self._rpos :]
+            self._rpos = 0
+            line = line[:size]
+        if self._text:
+            if self._crlf:
+                line = line.replace(b"\r\n", b"\n")
+            return line.decode(self._encoding, "surrogateescape")
+        return line
 
     def _read_all_bytes(self) -> bytes:
-        self._flush_write()
+        if self._wbuf:
+            self._flush_write()
         parts = [self._rbuf[self._rpos :]]
         self._rbuf = b""
         self._rpos = 0
-        while True:
+        while not self._eof:
             chunk = os.read(self._fd, 65536)
             if not chunk:
+                self._eof = True
                 break
+            if self._pos >= 0:
+                self._pos += len(chunk)
             parts.append(chunk)
         return b"".join(parts)
 
@@ -208,7 +271,7 @@ class PerlFile:
         """Read *size* characters (bytes for ``:raw``), or everything when *size* < 0."""
         self._check()
         if not self._readable:
-            raise io.UnsupportedOperation("not readable")
+            self._unreadable()
         if size is None or size < 0:
             data = self._read_all_bytes()
             return self._decode(data) if self._text else data
@@ -225,6 +288,8 @@ class PerlFile:
         if self._crlf:  # count the \r bytes that decoding removed
             used = self._crlf_byte_length(avail, text)
         self._rpos += used
+        if self._rpos < len(self._rbuf):
+            self._eof = False  # the look-ahead saw the end, the reader has not
         return text
 
     def _encode_plain(self, text: str) -> bytes:
@@ -271,6 +336,7 @@ class PerlFile:
         if self._rpos < len(self._rbuf):
             return False
         if not self._readable:
+            self._error = errno.EBADF  # Perl's eof tries a read, which fails
             return True
         return not self._fill()
 
@@ -294,9 +360,12 @@ class PerlFile:
             self.write(line)
 
     def flush(self) -> None:
-        """Write out buffered data."""
+        """Write out buffered data and drop read-ahead, as PerlIO's flush does."""
         self._check()
-        self._flush_write()
+        if self._wbuf:
+            self._flush_write()
+        if self._rbuf:
+            self._drop_read()
 
     # -- positioning -----------------------------------------------------
     def seek(self, offset: int, whence: int = SEEK_SET) -> int:
@@ -304,31 +373,33 @@ class PerlFile:
         self._check()
         if whence not in (SEEK_SET, SEEK_CUR, SEEK_END):
             raise OSError(errno.EINVAL, "Invalid argument")
-        self._flush_write()
-        if whence == SEEK_CUR:
-            offset -= len(self._rbuf) - self._rpos
-        self._rbuf = b""
-        self._rpos = 0
-        return os.lseek(self._fd, offset, whence)
+        if self._wbuf:
+            self._flush_write()
+        if self._rbuf:
+            self._drop_read()
+        self._pos = -1
+        position = self._pos = os.lseek(self._fd, offset, whence)
+        self._eof = False
+        return position
 
     def tell(self) -> int:
         """Return the current position in bytes."""
-        self._check()
-        self._flush_write()
-        return os.lseek(self._fd, 0, SEEK_CUR) - (len(self._rbuf) - self._rpos)
+        if self._closed:
+            raise ValueError("I/O operation on closed file")
+        return self._tell()
 
     def truncate(self, size: int | None = None) -> int:
         """Cut the file to *size* bytes (default: the current position); return *size*."""
         self._check()
         if size is None:
-            size = self.tell()
-        self._flush_write()
+            size = self._tell()
+        self.flush()
         os.ftruncate(self._fd, size)
         return size
 
     # -- state -----------------------------------------------------------
     def fileno(self) -> int:
-        """Return the OS file descriptor."""
+        """Return the OS file descriptor (move it only through this handle)."""
         self._check()
         return self._fd
 
@@ -336,10 +407,11 @@ class PerlFile:
         """Flush and close (which releases any ``flock`` held through it)."""
         if self._closed:
             return
+        self._closed = True
         try:
-            self._flush_write()
+            if self._wbuf:
+                self._flush_write()
         finally:
-            self._closed = True
             self._rbuf = b""
             os.close(self._fd)
 
@@ -396,8 +468,10 @@ class PerlFile:
     def __del__(self) -> None:
         # Perl flushes and closes a handle that goes out of scope; so do we.
         if not getattr(self, "_closed", True):
-            with contextlib.suppress(OSError):
+            try:  # noqa: SIM105  (contextlib costs 4 ms of import time)
                 self.close()
+            except OSError:
+                pass
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"fd={self._fd}"
@@ -405,6 +479,10 @@ class PerlFile:
 
 
 io.IOBase.register(PerlFile)
+
+_flock_module = sys.modules.get(__name__.rpartition(".")[0] + "._flock")
+if _flock_module is not None:  # flock's fast path (see _flock._PerlFile)
+    _flock_module._PerlFile = PerlFile
 
 
 # -- layers ------------------------------------------------------------------
@@ -490,22 +568,25 @@ def _parse_three_arg(spec: str) -> tuple[str, str]:
     raise ValueError(f"Unknown open() mode {spec!r}; use <, >, >>, +<, +> or +>>")
 
 
-def open_(mode: str, path: str | os.PathLike[str] | None = None) -> PerlFile | None:
-    """Open a file the Perl way; return a :class:`PerlFile`, or None with ``OS_ERROR`` set.
+#: parsed open_ arguments -> (mode, name, os.open flags, text, encoding, crlf); a CGI
+#: script opens the same few files with the same spelling on every request
+_OPEN_CACHE: dict[object, tuple[str, str, int, bool, str, bool]] = {}
 
-    ``open_("+< " + path)`` is Perl's two-argument form, ``open_("+<", path)`` and
-    ``open_("<:encoding(cp932)", path)`` the three-argument form.  An unknown
-    mode or layer raises ``ValueError`` (Perl dies there too).
-    """
+
+def _parse_open(mode: object, path: object) -> tuple[str, str, int, bool, str, bool]:
+    """Parse ``open_``'s arguments (cached)."""
+    key = mode if path is None else (mode, path)
+    try:
+        return _OPEN_CACHE[key]
+    except (KeyError, TypeError):  # TypeError: an unhashable path-like
+        pass
+    if not isinstance(mode, str):
+        raise TypeError(f"open_ mode must be str, not {type(mode).__name__}")
     if path is None:
-        if not isinstance(mode, str):
-            raise TypeError(f"open_ mode must be str, not {type(mode).__name__}")
         mode_, name = _parse_two_arg(mode)
         layers = ""
     else:
-        if not isinstance(mode, str):
-            raise TypeError(f"open_ mode must be str, not {type(mode).__name__}")
-        name = os.fspath(path)
+        name = os.fspath(path)  # type: ignore[call-overload]
         if not isinstance(name, str):
             name = os.fsdecode(name)
         colon = mode.find(":")
@@ -516,7 +597,27 @@ def open_(mode: str, path: str | os.PathLike[str] | None = None) -> PerlFile | N
     text, encoding, crlf = True, "utf-8", _DEFAULT_CRLF
     if layers:
         text, encoding, crlf = _apply_layers(layers, text, encoding, crlf)
-    flags = _MODES[mode_][0] | _EXTRA_FLAGS
+    parsed = (mode_, name, _MODES[mode_][0] | _EXTRA_FLAGS, text, encoding, crlf)
+    if len(_OPEN_CACHE) >= 256:
+        _OPEN_CACHE.clear()
+    try:
+        _OPEN_CACHE[key] = parsed
+    except TypeError:
+        pass
+    return parsed
+
+
+_new_handle = object.__new__
+
+
+def open_(mode: str, path: str | os.PathLike[str] | None = None) -> PerlFile | None:
+    """Open a file the Perl way; return a :class:`PerlFile`, or None with ``OS_ERROR`` set.
+
+    ``open_("+< " + path)`` is Perl's two-argument form, ``open_("+<", path)`` and
+    ``open_("<:encoding(cp932)", path)`` the three-argument form.  An unknown
+    mode or layer raises ``ValueError`` (Perl dies there too).
+    """
+    mode_, name, flags, text, encoding, crlf = _parse_open(mode, path)
     if not name:
         fail(errno.ENOENT)
         return None
@@ -525,10 +626,30 @@ def open_(mode: str, path: str | os.PathLike[str] | None = None) -> PerlFile | N
     except OSError as exc:
         fail_from(exc)
         return None
-    fh = PerlFile(fd, name, mode_, text=text, encoding=encoding, crlf=crlf)
-    if fh._append:
-        os.lseek(fd, 0, SEEK_END)  # Perl reports the end of file as the position
-    set_errno(0)
+    # PerlFile.__init__ inlined: this is on every CGI request's path
+    fh: PerlFile = _new_handle(PerlFile)
+    fh._fd = fd
+    fh.name = name
+    fh.mode = mode_
+    _flags, fh._readable, fh._writable, append = _MODES[mode_]
+    fh._append = append
+    fh._closed = fh._eof = False
+    fh._error = 0
+    fh._text = text
+    fh._encoding = encoding
+    fh._errors = "surrogateescape"
+    fh._crlf = crlf
+    fh._rbuf = b""
+    fh._rpos = 0
+    fh._wbuf = []
+    fh._pos = 0  # a new descriptor starts at 0
+    if append:
+        fh._pos = -1
+        try:
+            fh._pos = os.lseek(fd, 0, SEEK_END)  # Perl reports the end as the position
+        except OSError:  # a pipe or terminal: no position
+            pass
+    _tls.errno = 0
     return fh
 
 
@@ -538,6 +659,8 @@ def _perl_str(item: object) -> str | bytes:
     kind = type(item)
     if kind is str or kind is bytes:
         return item  # type: ignore[return-value]
+    if kind is int:
+        return str(item)
     if item is None or item is False:
         return ""
     if item is True:
@@ -562,12 +685,26 @@ def print_(fh: PerlFile, *items: object) -> int:
         return _print_other(fh, items)
     if fh._closed or not fh._writable:
         return fail(errno.EBADF)
+    encoding = fh._encoding
+    crlf = fh._crlf and fh._text
+    wbuf = fh._wbuf
     try:
+        if fh._rbuf:
+            fh._drop_read()
         for item in items:
-            fh.write(_perl_str(item))
+            data = item if type(item) is str else _perl_str(item)
+            raw = data.encode(encoding, "surrogateescape") if type(data) is str else data
+            if crlf:
+                raw = raw.replace(b"\n", b"\r\n")  # type: ignore[union-attr]
+            wbuf.append(raw)  # type: ignore[arg-type]
+            if len(raw) > _BUFSIZE or len(wbuf) > 64:
+                fh._flush_write()
+                wbuf = fh._wbuf
     except OSError as exc:
+        fh._error = exc.errno or errno.EIO
         return fail_from(exc)
-    return 1
+    # Perl's print is false on a handle with its error flag set (the data is still written).
+    return 0 if fh._error else 1
 
 
 def _print_other(fh: object, items: tuple[object, ...]) -> int:
@@ -597,7 +734,23 @@ def printf(fh: PerlFile, fmt: str, *args: object) -> int:
 
 def seek(fh: PerlFile, position: int, whence: int = SEEK_SET) -> int:
     """Perl's ``seek``: 1 on success (even at position 0), else 0 with ``OS_ERROR`` set."""
-    if whence not in (SEEK_SET, SEEK_CUR, SEEK_END) or type(position) is not int:
+    if type(fh) is PerlFile:
+        if fh._closed:
+            return fail(errno.EBADF)
+        if type(position) is not int or whence not in (SEEK_SET, SEEK_CUR, SEEK_END):
+            return fail(errno.EINVAL)
+        try:
+            if fh._wbuf:
+                fh._flush_write()
+            if fh._rbuf:
+                fh._drop_read()
+            fh._pos = -1
+            fh._pos = os.lseek(fh._fd, position, whence)
+        except OSError as exc:
+            return fail_from(exc)
+        fh._eof = False
+        return 1
+    if type(position) is not int or whence not in (SEEK_SET, SEEK_CUR, SEEK_END):
         return fail(errno.EINVAL)
     try:
         fh.seek(position, whence)
@@ -611,6 +764,8 @@ def seek(fh: PerlFile, position: int, whence: int = SEEK_SET) -> int:
 def tell(fh: PerlFile) -> int:
     """Perl's ``tell``: the byte position, or -1 with ``OS_ERROR`` set."""
     try:
+        if type(fh) is PerlFile and not fh._closed:
+            return fh._tell()
         return fh.tell()
     except (ValueError, AttributeError):
         fail(errno.EBADF)
@@ -619,33 +774,63 @@ def tell(fh: PerlFile) -> int:
     return -1
 
 
-def truncate(fh: PerlFile | str | os.PathLike[str], length: int) -> int:
-    """Perl's ``truncate`` on a handle or a path: 1 on success, else 0 with ``OS_ERROR`` set."""
+def truncate(fh: PerlFile | int | str | os.PathLike[str], length: int) -> int:
+    """Perl's ``truncate`` on a handle, fd or path: 1 on success, else 0 with ``OS_ERROR`` set.
+
+    A handle is flushed first (Perl does too); a read-only handle fails with the
+    kernel's errno (EINVAL on Linux).
+    """
+    if type(fh) is PerlFile and not fh._closed:
+        fd = fh._fd
+        if fh._wbuf or fh._rbuf:
+            try:
+                fh.flush()
+            except OSError as exc:  # as Perl, cut anyway; close reports the failure
+                fh._error = exc.errno or errno.EIO
+    elif isinstance(fh, (str, bytes, os.PathLike)):
+        if type(length) is not int or length < 0:
+            return fail(errno.EINVAL)
+        try:
+            os.truncate(fh, length)
+        except OSError as exc:
+            return fail_from(exc)
+        return 1
+    else:
+        try:
+            if type(fh) is int:
+                fd = fh
+            else:
+                fh.flush()  # type: ignore[union-attr]
+                fd = fh.fileno()  # type: ignore[union-attr]
+        except (ValueError, AttributeError):
+            return fail(errno.EBADF)
+        except OSError as exc:
+            return fail_from(exc)
     if type(length) is not int or length < 0:
         return fail(errno.EINVAL)
     try:
-        if isinstance(fh, (str, os.PathLike)):
-            os.truncate(fh, length)
-        else:
-            if getattr(fh, "writable", None) is not None and not fh.writable():
-                return fail(errno.EINVAL)
-            fh.truncate(length)
-    except (ValueError, AttributeError):
-        return fail(errno.EBADF)
+        os.ftruncate(fd, length)
     except OSError as exc:
         return fail_from(exc)
     return 1
 
 
 def close(fh: PerlFile) -> int:
-    """Perl's ``close``: flush, close (releasing its flock); 1 or 0 with ``OS_ERROR`` set."""
-    if getattr(fh, "closed", True):
+    """Perl's ``close``: flush, close (releasing its flock); 1 or 0 with ``OS_ERROR`` set.
+
+    As in Perl, a handle on which a read or write failed closes but returns 0.
+    """
+    if type(fh) is PerlFile:
+        if fh._closed:
+            return fail(errno.EBADF)
+    elif getattr(fh, "closed", True):
         return fail(errno.EBADF)
     try:
         fh.close()
     except OSError as exc:
         return fail_from(exc)
-    return 1
+    error = getattr(fh, "_error", 0)
+    return fail(error) if error else 1
 
 
 def binmode(fh: PerlFile, layer: str = ":raw") -> int:

@@ -1,0 +1,109 @@
+"""The exclusive-create lock (seed 004's ``(set -C; : > file)``): a file held while it exists.
+
+``open(O_CREAT | O_EXCL | O_NOFOLLOW)`` fails if anything exists at the path
+(a planted symlink included, whose target is never touched), so exactly one
+process creates the file.  The holder writes one line into it:
+``perlcompat excl pid=.. host=.. start=.. token=..``.  An empty file, as a shell
+script's ``set -C`` makes, is a lock with an unknown owner.
+
+A lock is stale when the file is older than ``stale`` seconds (mtime), or at
+once when its record names a dead process on this host (ESRCH, a zombie, or a
+pid reused by a process with another start time).  Stale files are removed by
+``_stale`` (one remover at a time, identity re-checked right before the
+``unlink``).  Release removes the file only if it is still the one this holder
+made.
+"""
+
+from __future__ import annotations
+
+import os
+import stat as stat_module
+
+from . import _owner
+from ._stale import (
+    O_BINARY,
+    O_CLOEXEC,
+    O_NOFOLLOW,
+    StaleBackend,
+    identity,
+    kind_error,
+    lstat,
+    read_small,
+    release_guard,
+    same,
+    unguard,
+)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ._stale import Owner
+
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_BINARY
+
+
+class Backend(StaleBackend):
+    """A file created with O_EXCL at ``path``, the holder's record inside."""
+
+    method = "excl"
+    kind = "regular file"
+
+    def __init__(self, path: str, *, stale: float, shared: bool = False, **options: Any) -> None:
+        super().__init__(path, stale=stale, shared=shared, **options)
+        self._mine: os.stat_result | None = None
+        self._token = ""
+
+    def try_acquire(self) -> bool:
+        """Create the file exclusively; True if we created it."""
+        try:
+            fd = os.open(self.path, _CREATE, 0o644)
+        except FileExistsError:
+            return False
+        token = _owner.nonce()
+        try:
+            os.write(fd, _owner.record("excl", token=token).encode())
+            st = os.fstat(fd)
+        except OSError:
+            os.close(fd)
+            os.unlink(self.path)
+            raise
+        os.close(fd)
+        self._mine = st
+        self._token = token
+        return True
+
+    def release(self) -> bool:
+        """Unlink the file if it is still the one we created; False if it was broken."""
+        mine, self._mine = self._mine, None
+        if mine is None:
+            return False
+        fd = release_guard(self.path)
+        try:
+            st = lstat(self.path)
+            if st is None or (st.st_dev, st.st_ino) != (mine.st_dev, mine.st_ino):
+                return False
+            if identity(st) != identity(mine):
+                fields = _owner.parse(read_small(self.path) or b"", "excl")
+                if fields is None or fields.get("token") != self._token:
+                    return False
+            os.unlink(self.path)
+            return True
+        finally:
+            unguard(fd)
+
+    def _check(self, st: os.stat_result) -> None:
+        if not stat_module.S_ISREG(st.st_mode):
+            raise kind_error(self.path, st, "regular file")
+
+    def _owner(self, st: os.stat_result) -> Owner:
+        return _owner.owner_of(_owner.parse(read_small(self.path) or b"", "excl"))
+
+    def _remove(self, st: os.stat_result) -> bool:
+        if not same(self.path, st):
+            return False
+        try:
+            os.unlink(self.path)
+        except OSError:
+            return False
+        return True

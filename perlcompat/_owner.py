@@ -1,0 +1,196 @@
+"""Who holds a lock, and whether that holder is still running.
+
+A holder is named by its pid, its host name and its process start time (field 22
+of ``/proc/<pid>/stat``, clock ticks since boot).  The judgement is three-valued:
+
+* ``False`` (dead): the host is this host and ``kill(pid, 0)`` fails with ESRCH,
+  or the process is a zombie, or the pid now belongs to a process with another
+  start time (the pid was reused), or to a process that started after the lock
+  was made (a lock cannot be older than its maker).
+* ``True`` (alive): ``kill(pid, 0)`` succeeds, or fails with EPERM (a live
+  process of another user), and nothing above says the pid was reused.
+* ``None`` (unknown): the lock names another host, names no pid, or this
+  platform cannot ask (Windows: ``os.kill`` there would terminate the process).
+
+Only ``False`` lets a lock be broken before its age limit; ``None`` leaves it to age.
+"""
+
+from __future__ import annotations
+
+import errno
+import itertools
+import os
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+#: seconds of slack between a process's start time and a lock's creation time.
+START_SLACK = 2.0
+
+_me: tuple[int, str, int | None] | None = None
+_host: str | None = None
+_boot: tuple[float, float] | None = None
+
+
+def hostname() -> str:
+    """Return this host's name (``uname -n``)."""
+    global _host
+    if _host is None:
+        if sys.platform == "win32":
+            import socket
+
+            _host = socket.gethostname()
+        else:
+            _host = os.uname().nodename
+        _host = _host.replace(" ", "_") or "localhost"
+    return _host
+
+
+def proc_stat(pid: int) -> tuple[str, int] | None:
+    """Return (state letter, start time in clock ticks) of *pid* from /proc, or None."""
+    try:
+        with open(f"/proc/{int(pid)}/stat", "rb") as stream:
+            data = stream.read()
+    except OSError:
+        return None
+    fields = data[data.rfind(b")") + 2 :].split()
+    try:
+        return fields[0].decode("ascii", "replace"), int(fields[19])
+    except (IndexError, ValueError):
+        return None
+
+
+def start_time(pid: int) -> int | None:
+    """Return *pid*'s start time in clock ticks since boot, None where /proc cannot tell."""
+    found = proc_stat(pid)
+    return None if found is None else found[1]
+
+
+def _boot_clock() -> tuple[float, float]:
+    """Return (boot time as epoch seconds, clock ticks per second)."""
+    global _boot
+    if _boot is None:
+        btime = 0.0
+        try:
+            with open("/proc/stat", "rb") as stream:
+                for line in stream:
+                    if line.startswith(b"btime "):
+                        btime = float(line.split()[1])
+                        break
+        except OSError:
+            pass
+        ticks = 100.0
+        if sys.platform != "win32":
+            try:
+                ticks = float(os.sysconf("SC_CLK_TCK"))
+            except (ValueError, OSError):
+                ticks = 100.0
+        _boot = (btime, ticks or 100.0)
+    return _boot
+
+
+def started_at(ticks: int) -> float | None:
+    """Convert a start time in clock ticks to epoch seconds (None without /proc/stat)."""
+    btime, hz = _boot_clock()
+    if not btime:
+        return None
+    return btime + ticks / hz
+
+
+def me() -> tuple[int, str, int | None]:
+    """Return this process's (pid, host, start time)."""
+    global _me
+    pid = os.getpid()
+    if _me is None or _me[0] != pid:
+        _me = (pid, hostname(), start_time(pid))
+    return _me
+
+
+def alive(
+    pid: int | None,
+    host: str | None = None,
+    start: int | None = None,
+    created: float | None = None,
+) -> bool | None:
+    """Judge whether the holder (*pid* on *host*, started at *start* ticks) still runs.
+
+    *created* (epoch seconds) is when the lock was made: a process that started
+    more than ``START_SLACK`` seconds later cannot have made it.
+    """
+    if pid is None or pid <= 0:
+        return None
+    if host is not None and host != hostname():
+        return None
+    if sys.platform == "win32":
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # EPERM: it exists, it belongs to someone else
+    except OSError as exc:
+        return False if exc.errno == errno.ESRCH else None
+    found = proc_stat(pid)
+    if found is None:
+        return True
+    state, ticks = found
+    if state in ("Z", "X", "x"):
+        return False
+    if start is not None and ticks != start:
+        return False
+    if created is not None:
+        began = started_at(ticks)
+        if began is not None and began > created + START_SLACK:
+            return False
+    return True
+
+
+def record(kind: str, **extra: object) -> str:
+    """Return a one-line owner record for this process: ``perlcompat KIND pid=.. host=.. ...``."""
+    pid, host, start = me()
+    head = f"perlcompat {kind} pid={pid} host={host}"
+    if start is not None:
+        head += f" start={start}"
+    return " ".join([head, *(f"{key}={value}" for key, value in extra.items())]) + "\n"
+
+
+def parse(text: str | bytes, kind: str | None = None) -> dict[str, str] | None:
+    """Parse an owner record; None if *text* is not one (or not of *kind*)."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    line = text.split("\n", 1)[0].split()
+    if len(line) < 2 or line[0] != "perlcompat" or (kind is not None and line[1] != kind):
+        return None
+    fields = {"kind": line[1]}
+    for item in line[2:]:
+        key, sep, value = item.partition("=")
+        if sep:
+            fields[key] = value
+    return fields
+
+
+def owner_of(fields: Mapping[str, str] | None) -> tuple[int | None, str | None, int | None]:
+    """Return (pid, host, start) named by a parsed record (Nones where absent or bad)."""
+    if not fields:
+        return None, None, None
+    return _int(fields.get("pid")), fields.get("host") or None, _int(fields.get("start"))
+
+
+def _int(text: str | None) -> int | None:
+    if text is None:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
+_tokens = itertools.count(1)
+
+
+def nonce() -> str:
+    """Return a token no other hold on this host has: our pid and a per-process count."""
+    return f"{os.getpid()}.{next(_tokens)}"

@@ -1,0 +1,202 @@
+"""The rename lock (seed 000's inverse marker): held while the marker is *not* under its name.
+
+A marker file sits at ``path`` while the lock is free.  Taking the lock is
+``rename(path, held)`` (``held`` defaults to ``path + ".locked"``, seed 000's
+``$lockfile2``); rename is atomic, so exactly one process moves it and the
+others get ENOENT.  Release renames it back.  The holder writes its record into
+the marker (``perlcompat rename pid=.. host=.. start=.. token=..``) and empties
+it again before giving it back, so a free marker names nobody.
+
+If neither name exists (first use), the marker is created already held, with
+O_EXCL under the remover lock of ``_stale``, and only after looking at
+``held`` and then ``path``: a second marker would let two processes hold.
+
+A lock is stale when the held marker's ctime (set by the rename) is older than
+``stale`` seconds, or at once when its record names a dead process on this
+host; a record counts only if the marker was not renamed after it was written
+(ctime not newer than mtime).  Breaking a stale lock renames the marker back
+to ``path`` (one remover at a time, identity re-checked right before).
+Release gives the marker back only if it still carries this holder's record.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat as stat_module
+import time
+
+from . import _owner
+from ._stale import (
+    O_BINARY,
+    O_CLOEXEC,
+    O_NOFOLLOW,
+    StaleBackend,
+    guard,
+    identity,
+    kind_error,
+    lstat,
+    read_small,
+    release_guard,
+    same,
+    unguard,
+)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ._stale import Owner
+
+#: default suffix of the marker's name while held.
+HELD_SUFFIX = ".locked"
+
+_WRITE = os.O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_BINARY
+
+
+class Backend(StaleBackend):
+    """A marker file at ``path``, renamed to ``held`` while the lock is held."""
+
+    method = "rename"
+    kind = "regular file"
+
+    def __init__(
+        self,
+        path: str,
+        *,
+        stale: float,
+        shared: bool = False,
+        held: str | None = None,
+        **options: Any,
+    ) -> None:
+        super().__init__(path, stale=stale, shared=shared, **options)
+        if held:
+            self.held = os.path.join(os.path.dirname(path), os.fspath(held))
+        else:
+            self.held = path + HELD_SUFFIX
+        if self.held == path:
+            raise ValueError(f"held name of the rename lock {path!r} must differ from it")
+        self._mine: os.stat_result | None = None
+        self._token = ""
+
+    # -- acquire / release -------------------------------------------------
+    def try_acquire(self) -> bool:
+        """Rename the marker to the held name; True if we moved it (or made it held)."""
+        try:
+            os.rename(self.path, self.held)
+        except FileNotFoundError:
+            return self._first_use()
+        return self._claim()
+
+    def _first_use(self) -> bool:
+        if lstat(self.held) is not None:
+            return False  # held by someone
+        directory = os.path.dirname(self.path) or "."
+        if not os.path.isdir(directory):
+            raise FileNotFoundError(
+                errno.ENOENT, f"lock directory {directory!r} does not exist", self.path
+            )
+        fd = guard(self.path, exclusive=True)
+        if fd is None:
+            return False
+        try:
+            if lstat(self.held) is not None or lstat(self.path) is not None:
+                return False
+            try:
+                marker = os.open(self.held, _WRITE | os.O_CREAT | os.O_EXCL, 0o644)
+            except FileExistsError:
+                return False
+            self._sign(marker)
+            return True
+        finally:
+            unguard(fd)
+
+    def _claim(self) -> bool:
+        """Sign the marker we just moved; give it back and raise if it is not a plain file."""
+        try:
+            marker = os.open(self.held, _WRITE)
+        except OSError as exc:
+            os.rename(self.held, self.path)
+            raise OSError(
+                exc.errno, f"lock marker {self.path!r} is not a regular file ({exc.strerror})"
+            ) from None
+        st = os.fstat(marker)
+        if not stat_module.S_ISREG(st.st_mode):
+            os.close(marker)
+            os.rename(self.held, self.path)
+            raise kind_error(self.path, st, "regular file")
+        self._sign(marker)
+        return True
+
+    def _sign(self, marker: int) -> None:
+        """Write our record into the held marker *marker* (then closed) and remember it."""
+        token = _owner.nonce()
+        data = _owner.record("rename", token=token).encode()
+        try:
+            os.write(marker, data)
+            os.ftruncate(marker, len(data))
+            st = os.fstat(marker)
+        finally:
+            os.close(marker)
+        self._mine = st
+        self._token = token
+
+    def release(self) -> bool:
+        """Empty the marker and rename it back, if it still carries our record."""
+        mine, self._mine = self._mine, None
+        if mine is None:
+            return False
+        fd = release_guard(self.path)
+        try:
+            st = lstat(self.held)
+            if st is None or (st.st_dev, st.st_ino) != (mine.st_dev, mine.st_ino):
+                return False
+            if identity(st) != identity(mine):
+                fields = _owner.parse(read_small(self.held) or b"", "rename")
+                if fields is None or fields.get("token") != self._token:
+                    return False
+            self._clear()  # if that fails, the record is ignored anyway (its ctime is newer)
+            os.rename(self.held, self.path)
+            return True
+        finally:
+            unguard(fd)
+
+    def _clear(self) -> bool:
+        """Empty the held marker, so a free marker names nobody; False if that failed."""
+        try:
+            marker = os.open(self.held, _WRITE)
+        except OSError:
+            return False
+        try:
+            os.ftruncate(marker, 0)
+        except OSError:
+            return False
+        finally:
+            os.close(marker)
+        return True
+
+    # -- stale hooks -------------------------------------------------------
+    def _lstat(self) -> os.stat_result | None:
+        return lstat(self.held)
+
+    def _check(self, st: os.stat_result) -> None:
+        if not stat_module.S_ISREG(st.st_mode):
+            raise kind_error(self.held, st, "regular file")
+
+    def _age(self, st: os.stat_result) -> float:
+        return time.time() - st.st_ctime
+
+    def _owner(self, st: os.stat_result) -> Owner:
+        if st.st_ctime_ns > st.st_mtime_ns:
+            return None, None, None  # renamed since the record was written: not this hold's
+        return _owner.owner_of(_owner.parse(read_small(self.held) or b"", "rename"))
+
+    def _remove(self, st: os.stat_result) -> bool:
+        if not same(self.held, st):
+            return False
+        self._clear()
+        try:
+            os.rename(self.held, self.path)
+        except OSError:
+            return False
+        return True

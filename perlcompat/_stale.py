@@ -1,0 +1,293 @@
+"""Race-free removal of stale locks, shared by the lock-file methods.
+
+Removing a stale lock is check-then-act, and seed 000 shows the five steps that
+go wrong: A and B both see an old lock, A removes it, C makes a fresh one, B
+removes C's.  Three rules close that here:
+
+1. **One remover at a time** (seed 000's second lock, seed 004's single
+   remover).  A remover holds an exclusive ``flock`` on the lock's directory
+   (on Windows, on a ``<lock>.breaker`` file).  The kernel drops it if the
+   remover dies, so the second lock never goes stale itself.  It is taken with
+   LOCK_NB: a remover that finds it busy gives up this round and tries again
+   on its next wait, so nobody ever blocks on it.
+2. **Look again, then compare identity.**  Holding it, the remover judges the
+   lock from scratch (age, owner) and, immediately before ``rmdir``/``unlink``,
+   ``lstat``\\ s the path once more and compares device, inode, mtime and ctime
+   with what it judged.  Any difference: nothing is removed.
+3. **Holders release under a shared flock on the same directory**, so between
+   the remover's last look and its removal no perlcompat holder can release
+   (and so no successor can create a fresh lock at the path).  A stale lock is
+   stale because its owner is dead or past its ``stale`` age; the only window
+   left is a *Perl* holder, alive and past ``stale``, that releases with a bare
+   ``rmdir``/``unlink`` in the microseconds between that ``lstat`` and the
+   removal.
+
+A lock is stale when it is older than ``stale`` seconds, or when its owner
+record names a process on this host that is dead (see ``_owner``).  A fresh
+lock with a live or unknown owner is never removed.  Waiters look at a lock's
+owner at most every :data:`RELOOK` seconds and only after it has been held
+:data:`FIRST_LOOK` seconds, so busy hand-offs cost one ``lstat`` per wait.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat as stat_module
+import sys
+import time
+from _thread import _local
+
+from . import _owner
+from ._api import Backend
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    Identity = tuple[int, int, int, int]
+    Owner = tuple["int | None", "str | None", "int | None"]
+
+#: a waiter first checks a busy lock's owner after it has been held this long (s).
+FIRST_LOOK = 0.02
+#: and again at most this often (s).
+RELOOK = 0.25
+#: a release waits at most this long (s) for a remover to finish.
+RELEASE_PATIENCE = 0.5
+
+_LOCK_SH = 1
+_LOCK_EX = 2
+_LOCK_NB = 4
+_LOCK_UN = 8
+
+O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+O_BINARY = getattr(os, "O_BINARY", 0)
+
+_tls = _local()
+
+
+def identity(st: os.stat_result) -> Identity:
+    """Return what names one lock object: (device, inode, mtime ns, ctime ns)."""
+    return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def lstat(path: str) -> os.stat_result | None:
+    """``os.lstat`` that returns None when nothing is at *path*."""
+    try:
+        return os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except NotADirectoryError:
+        return None
+
+
+def read_small(path: str, limit: int = 4096) -> bytes | None:
+    """Read up to *limit* bytes of a regular file, never following a symlink; None if absent."""
+    try:
+        fd = os.open(path, os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_BINARY)
+    except OSError:
+        return None
+    try:
+        return os.read(fd, limit)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def write_at_zero(fd: int, data: bytes) -> None:
+    """Write *data* at offset 0 of *fd* (pwrite where there is one)."""
+    if sys.platform == "win32":
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.write(fd, data)
+    else:
+        os.pwrite(fd, data, 0)
+
+
+def unlink_quietly(path: str) -> bool:
+    """Unlink *path*; False instead of an error if that fails."""
+    try:
+        os.unlink(path)
+    except OSError:
+        return False
+    return True
+
+
+def kind_error(path: str, st: os.stat_result, wanted: str) -> OSError:
+    """Return the error for a lock path occupied by something its method cannot have made."""
+    if stat_module.S_ISLNK(st.st_mode):
+        return OSError(
+            errno.ELOOP,
+            f"lock path {path!r} is a symlink, not a {wanted}; refusing to use or follow it",
+        )
+    number = errno.ENOTDIR if wanted == "directory" else errno.EEXIST
+    return OSError(number, f"lock path {path!r} exists and is not a {wanted}")
+
+
+def _lock_fd(fd: int, operation: int) -> None:
+    from ._flock import lock_fd
+
+    lock_fd(fd, operation)
+
+
+def _guard_open(path: str) -> int:
+    """Open the descriptor that carries the remover lock for *path*."""
+    if sys.platform == "win32":
+        flags = os.O_RDWR | os.O_CREAT | O_BINARY
+        return os.open(path + ".breaker", flags, 0o666)
+    directory = os.path.dirname(path) or "."
+    return os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | O_CLOEXEC)
+
+
+def guard(path: str, exclusive: bool) -> int | None:
+    """Take the remover lock of *path* without waiting; the descriptor, or None if busy."""
+    try:
+        fd = _guard_open(path)
+    except OSError:
+        return None
+    try:
+        _lock_fd(fd, (_LOCK_EX if exclusive else _LOCK_SH) | _LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def release_guard(path: str) -> int | None:
+    """Take the remover lock shared, to release a lock; waits briefly for a remover."""
+    if getattr(_tls, "breaking", 0):
+        return None  # a signal handler interrupted this thread's own removal
+    deadline = time.monotonic() + RELEASE_PATIENCE
+    pause = 0.0002
+    while True:
+        fd = guard(path, exclusive=False)
+        if fd is not None or time.monotonic() >= deadline:
+            return fd
+        time.sleep(pause)
+        pause = min(pause * 2, 0.01)
+
+
+def unguard(fd: int | None) -> None:
+    """Drop a remover lock taken by :func:`guard` or :func:`release_guard`."""
+    if fd is not None:
+        os.close(fd)
+
+
+class Watch:
+    """When a waiter should look closely (owner liveness) at a busy lock."""
+
+    __slots__ = ("ident", "next_look")
+
+    def __init__(self) -> None:
+        self.ident: Identity | None = None
+        self.next_look = 0.0
+
+    def due(self, ident: Identity) -> bool:
+        """True if the lock *ident* deserves an owner check now."""
+        now = time.monotonic()
+        if ident != self.ident:
+            self.ident = ident
+            self.next_look = now + FIRST_LOOK
+        if now < self.next_look:
+            return False
+        self.next_look = now + RELOOK
+        return True
+
+
+class StaleBackend(Backend):
+    """A lock that is one object at a path, broken when stale under :func:`guard`.
+
+    Subclasses provide ``_lstat``, ``_check``, ``_owner`` and ``_remove``; this
+    class provides ``break_stale`` and ``describe`` on top of them.
+    """
+
+    #: what the method puts at the path, for error messages.
+    kind = "lock"
+
+    def __init__(self, path: str, *, stale: float, shared: bool = False, **options: Any) -> None:
+        super().__init__(path, stale=stale, shared=shared, **options)
+        self._watch = Watch()
+
+    # -- hooks -----------------------------------------------------------
+    def _lstat(self) -> os.stat_result | None:
+        """Stat the lock object (not following symlinks); None if there is no lock."""
+        return lstat(self.path)
+
+    def _check(self, st: os.stat_result) -> None:
+        """Raise OSError if *st* is not something this method makes."""
+
+    def _owner(self, st: os.stat_result) -> Owner:
+        """Return (pid, host, start ticks) named by the lock *st*, Nones if unknown."""
+        return None, None, None
+
+    def _age(self, st: os.stat_result) -> float:
+        """Seconds since the lock *st* was made."""
+        return time.time() - st.st_mtime
+
+    def _quick_age(self, st: os.stat_result) -> float:
+        """A cheap lower bound of :meth:`_age`, from *st* alone."""
+        return self._age(st)
+
+    def _key(self, st: os.stat_result) -> Identity:
+        """What stays the same while one holder holds (for :class:`Watch`)."""
+        return identity(st)
+
+    def _remove(self, st: os.stat_result) -> bool:
+        """Remove the lock *st* if the path still holds exactly it; True if removed."""
+        raise NotImplementedError
+
+    # -- shared logic ----------------------------------------------------
+    def _is_stale(self, st: os.stat_result) -> bool:
+        age = self._age(st)
+        if age > self.stale:
+            return True
+        pid, host, start = self._owner(st)
+        return _owner.alive(pid, host, start, time.time() - age) is False
+
+    def break_stale(self) -> bool:
+        """Remove the current lock if stale (age or dead owner), race-free; True if removed."""
+        st = self._lstat()
+        if st is None:
+            return False
+        self._check(st)
+        if self._quick_age(st) <= self.stale and not self._watch.due(self._key(st)):
+            return False
+        if not self._is_stale(st):
+            return False
+        fd = guard(self.path, exclusive=True)
+        if fd is None:
+            return False
+        _tls.breaking = getattr(_tls, "breaking", 0) + 1
+        try:
+            st = self._lstat()
+            if st is None:
+                return False
+            self._check(st)
+            return self._is_stale(st) and self._remove(st)
+        finally:
+            _tls.breaking -= 1
+            unguard(fd)
+
+    def describe(self) -> dict[str, Any] | None:
+        """Describe the lock at the path (None if there is none), for ``perlcompat locks``."""
+        st = self._lstat()
+        if st is None:
+            return None
+        self._check(st)
+        age = self._age(st)
+        pid, host, start = self._owner(st)
+        return {
+            "method": self.method,
+            "path": self.path,
+            "pid": pid,
+            "host": host,
+            "alive": _owner.alive(pid, host, start, time.time() - age),
+            "age": age,
+        }
+
+
+def same(path: str, st: os.stat_result) -> bool:
+    """True if *path* still holds exactly the object *st* (the last look before removal)."""
+    now = lstat(path)
+    return now is not None and identity(now) == identity(st)

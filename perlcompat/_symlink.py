@@ -1,0 +1,97 @@
+"""The symlink lock (seed 000): ``symlink($$, $lockfile)``, held while the link exists.
+
+``symlink(2)`` fails if anything exists at the path, so exactly one process
+makes the link.  Its target is the holder's pid, as in seed 000, so a Perl
+script doing ``symlink($$, $f)`` / ``$$ == readlink($f)`` / ``unlink($f)`` and
+Python processes exclude each other.  Any symlink at the path is a lock (seed
+000's first version links to ``"."``); its target is never followed.
+
+The target is only a pid, so the holder is assumed to be on this host.  A lock
+is stale when its link is older than ``stale`` seconds, or at once when that
+pid is dead, a zombie, or now a process that started after the link was made
+(the pid was reused).  Stale links are removed by ``_stale`` (one remover at a
+time, identity re-checked right before the ``unlink``).  Release removes the
+link only if it is still the one this holder made.
+"""
+
+from __future__ import annotations
+
+import os
+import stat as stat_module
+
+from ._stale import StaleBackend, identity, kind_error, lstat, release_guard, same, unguard
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ._stale import Owner
+
+
+def _target(path: str) -> str | None:
+    try:
+        return os.readlink(path)
+    except OSError:
+        return None
+
+
+class Backend(StaleBackend):
+    """A symlink at ``path`` whose target is the holder's pid."""
+
+    method = "symlink"
+    kind = "symlink"
+
+    def __init__(self, path: str, *, stale: float, shared: bool = False, **options: Any) -> None:
+        super().__init__(path, stale=stale, shared=shared, **options)
+        self._mine: os.stat_result | None = None
+        self._pid = ""
+
+    def try_acquire(self) -> bool:
+        """Make the link; True if we made it."""
+        pid = str(os.getpid())
+        try:
+            os.symlink(pid, self.path)
+        except FileExistsError:
+            return False
+        st = lstat(self.path)
+        if st is None:
+            return False  # removed at once by someone else
+        self._mine = st
+        self._pid = pid
+        return True
+
+    def release(self) -> bool:
+        """Unlink the link if it is still ours (seed 000's ``$$ == readlink``); False if not."""
+        mine, self._mine = self._mine, None
+        if mine is None:
+            return False
+        fd = release_guard(self.path)
+        try:
+            st = lstat(self.path)
+            if st is None or (st.st_dev, st.st_ino) != (mine.st_dev, mine.st_ino):
+                return False
+            if identity(st) != identity(mine) and _target(self.path) != self._pid:
+                return False
+            os.unlink(self.path)
+            return True
+        finally:
+            unguard(fd)
+
+    def _check(self, st: os.stat_result) -> None:
+        if not stat_module.S_ISLNK(st.st_mode):
+            raise kind_error(self.path, st, "symlink")
+
+    def _owner(self, st: os.stat_result) -> Owner:
+        target = _target(self.path)
+        if target is None or not target.isdigit():
+            return None, None, None
+        return int(target), None, None
+
+    def _remove(self, st: os.stat_result) -> bool:
+        if not same(self.path, st):
+            return False
+        try:
+            os.unlink(self.path)
+        except OSError:
+            return False
+        return True

@@ -1,0 +1,228 @@
+"""The TOP?LOCK lock (seed 001, Sajiro DATABASE): the writer whose line comes first holds.
+
+Every contender appends one line ``id<>time<>`` to the lock file (O_APPEND, so
+lines never interleave) and reads the file back: if the first line is its own,
+it holds the lock.  Release removes the file, and the next appender creates a
+new one and comes first.  Our ids are ``<30 random digits>-<pid>-<start>@<host>``,
+Perl's are random numbers; both sides compare the first field as a string, so a
+Perl script doing seed 001 and Python processes exclude each other.  A line
+with or without its newline (the seed's last version omits it) is read alike.
+
+A contender appends once per lock file (per inode): its line can never become
+first in a file that already has a first line, so later tries only ``lstat``
+until the file is replaced.  The lock file is opened with O_NOFOLLOW and
+O_APPEND, never truncated.
+
+A lock is stale when the time in its first line is older than ``stale``
+seconds (the seed uses 600), or at once when that line's id names a dead
+process on this host.  The remover (one at a time, ``_stale``) re-reads the
+first line and compares the file's device and inode right before the unlink.
+
+Seed 001 checks the lock again right before renaming its work file into place:
+:func:`still_holding` is that check and :func:`rename_if_holding` does both.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat as stat_module
+import sys
+import time
+
+from . import _owner
+from ._errno import fail, set_errno
+from ._stale import (
+    O_BINARY,
+    O_CLOEXEC,
+    O_NOFOLLOW,
+    StaleBackend,
+    kind_error,
+    lstat,
+    read_small,
+    release_guard,
+    unguard,
+)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ._api import Lock
+    from ._stale import Identity, Owner
+
+_APPEND = os.O_RDWR | os.O_APPEND | os.O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_BINARY
+
+
+def first_line(data: bytes | None) -> tuple[str, int | None] | None:
+    """Return (id, time) of the first ``id<>time<>`` line of *data*; None if there is none."""
+    if not data:
+        return None
+    line = data.split(b"\n", 1)[0].decode("utf-8", "replace")
+    fields = line.split("<>")
+    if not fields[0].strip() and len(fields) < 2:
+        return None
+    stamp = fields[1].strip() if len(fields) > 1 else ""
+    return fields[0], int(stamp) if stamp.isdigit() else None
+
+
+def make_id() -> str:
+    """Return a new id: 30 random digits, then our pid, start time and host."""
+    pid, host, start = _owner.me()
+    digits = int.from_bytes(os.urandom(13), "big") % 10**30
+    return f"{digits:030d}-{pid}-{start or 0}@{host}"
+
+
+def owner_of_id(ident: str) -> Owner:
+    """Return (pid, host, start) encoded in one of our ids; Nones for a Perl id."""
+    head, at, host = ident.partition("@")
+    parts = head.split("-")
+    if not at or len(parts) != 3 or not (parts[1].isdigit() and parts[2].isdigit()):
+        return None, None, None
+    start = int(parts[2]) or None
+    return int(parts[1]), host or None, start
+
+
+def _read_head(fd: int) -> bytes:
+    if sys.platform != "win32":
+        return os.pread(fd, 4096, 0)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return os.read(fd, 4096)
+
+
+class Backend(StaleBackend):
+    """A TOP?LOCK file at ``path``: held while our ``id<>time<>`` line is its first."""
+
+    method = "toplock"
+    kind = "regular file"
+
+    def __init__(self, path: str, *, stale: float, shared: bool = False, **options: Any) -> None:
+        super().__init__(path, stale=stale, shared=shared, **options)
+        self._id = ""
+        self._appended: tuple[int, int] | None = None
+        self._mine: tuple[int, int] | None = None
+
+    # -- acquire / release -------------------------------------------------
+    def try_acquire(self) -> bool:
+        """Append our line (once per lock file) and check whether it is first."""
+        if self._appended is not None:
+            st = lstat(self.path)
+            if st is not None and (st.st_dev, st.st_ino) == self._appended:
+                return False  # our line waits in this file behind the holder's
+        ident = make_id()
+        line = f"{ident}<>{int(time.time())}<>\n".encode()
+        fd = os.open(self.path, _APPEND, 0o666)
+        try:
+            st = os.fstat(fd)
+            if not stat_module.S_ISREG(st.st_mode):
+                raise kind_error(self.path, st, "regular file")
+            os.write(fd, line)
+            head = _read_head(fd)
+        finally:
+            os.close(fd)
+        key = (st.st_dev, st.st_ino)
+        self._appended = key
+        first = first_line(head)
+        if first is None or first[0] != ident:
+            return False
+        now = lstat(self.path)
+        if now is None or (now.st_dev, now.st_ino) != key:
+            return False  # our file was removed under us: we hold nothing
+        self._id = ident
+        self._mine = key
+        return True
+
+    def still_holding(self) -> bool:
+        """Seed 001's second check: the lock file is ours and our line is still first."""
+        mine = self._mine
+        if mine is None:
+            return False
+        st = lstat(self.path)
+        if st is None or (st.st_dev, st.st_ino) != mine:
+            return False
+        first = first_line(read_small(self.path))
+        return first is not None and first[0] == self._id
+
+    def release(self) -> bool:
+        """Remove the lock file if our line is still its first; False if it was broken."""
+        if self._mine is None:
+            return False
+        fd = release_guard(self.path)
+        try:
+            ours = self.still_holding()
+            self._mine = self._appended = None
+            if not ours:
+                return False
+            os.unlink(self.path)
+            return True
+        finally:
+            unguard(fd)
+
+    # -- stale hooks -------------------------------------------------------
+    def _key(self, st: os.stat_result) -> Identity:
+        return (st.st_dev, st.st_ino, 0, 0)
+
+    def _check(self, st: os.stat_result) -> None:
+        if not stat_module.S_ISREG(st.st_mode):
+            raise kind_error(self.path, st, "regular file")
+
+    def _quick_age(self, st: os.stat_result) -> float:
+        return time.time() - st.st_mtime  # never more than the first line's age
+
+    def _age(self, st: os.stat_result) -> float:
+        first = first_line(read_small(self.path))
+        if first is None or first[1] is None:
+            return time.time() - st.st_mtime
+        return time.time() - first[1]
+
+    def _owner(self, st: os.stat_result) -> Owner:
+        first = first_line(read_small(self.path))
+        return (None, None, None) if first is None else owner_of_id(first[0])
+
+    def _remove(self, st: os.stat_result) -> bool:
+        judged = first_line(read_small(self.path))
+        now = lstat(self.path)
+        if now is None or (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+            return False
+        if not self._is_stale(now) or first_line(read_small(self.path)) != judged:
+            return False
+        try:
+            os.unlink(self.path)
+        except OSError:
+            return False
+        return True
+
+
+def _toplock_backend(lock_: Lock) -> Backend:
+    backend = lock_.backend
+    if not isinstance(backend, Backend):
+        raise TypeError(f"{lock_!r} is not a toplock lock (method={lock_.method!r})")
+    return backend
+
+
+def still_holding(lock_: Lock) -> bool:
+    """True if the toplock *lock_* is held and its line is still the first (seed 001's re-check)."""
+    return lock_.is_locked and _toplock_backend(lock_).still_holding()
+
+
+def rename_if_holding(
+    lock_: Lock, work: str | os.PathLike[str], data: str | os.PathLike[str]
+) -> int:
+    """Seed 001's last step: rename *work* onto *data* only while *lock_* is ours (1, else 0).
+
+    ``$!`` is ENOLCK when the lock was lost (the work file is left in place).
+    No perlcompat remover can break the lock between the check and the rename.
+    """
+    backend = _toplock_backend(lock_)
+    fd = release_guard(backend.path)
+    try:
+        if not (lock_.is_locked and backend.still_holding()):
+            return fail(errno.ENOLCK)
+        try:
+            os.rename(work, data)
+        except OSError as exc:
+            return fail(exc.errno or errno.EIO)
+    finally:
+        unguard(fd)
+    set_errno(0)
+    return 1

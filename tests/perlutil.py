@@ -1,0 +1,139 @@
+"""Helpers to run real ``perl`` (and Python children) next to perlcompat in tests.
+
+``run_perl(code, *args)`` runs a snippet to completion.  ``Child`` starts a
+long-lived Perl or Python process whose stdin/stdout are pipes, so a test can
+wait for a readiness line ("locked") and tell it when to go on ("release")
+instead of sleeping.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+PERL = shutil.which("perl") or "/usr/bin/perl"
+REPO = Path(__file__).resolve().parent.parent
+
+#: environment for Python children: perlcompat importable from this checkout
+CHILD_ENV = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+
+
+def perl_bytes(data: bytes) -> str:
+    """Return a Perl expression for *data* (``pack("H*", ...)``), safe for any bytes."""
+    return f'pack("H*", "{data.hex()}")'
+
+
+def run_perl(
+    code: str, *args: str, input: bytes | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[bytes]:
+    """Run Perl *code* with *args* to completion and return the finished process."""
+    return subprocess.run(
+        [PERL, "-e", code, "--", *args],
+        input=input,
+        capture_output=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def run_python(
+    code: str, *args: str, timeout: float = 60, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    """Run Python *code* with perlcompat importable and return the finished process."""
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        timeout=timeout,
+        check=False,
+        env=CHILD_ENV if env is None else env,
+    )
+
+
+class Child:
+    """A Perl or Python process driven line by line over pipes."""
+
+    def __init__(self, argv: list[str], timeout: float = 30) -> None:
+        self.timeout = timeout
+        self.proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=CHILD_ENV,
+        )
+
+    @classmethod
+    def perl(cls, code: str, *args: str) -> Child:
+        """Start ``perl -e CODE ARGS`` (stdout is made unbuffered)."""
+        return cls([PERL, "-e", "$| = 1;\n" + code, "--", *args])
+
+    @classmethod
+    def python(cls, code: str, *args: str) -> Child:
+        """Start ``python -u -c CODE ARGS``."""
+        return cls([sys.executable, "-u", "-c", code, *args])
+
+    def expect(self, wanted: str) -> str:
+        """Read one line and assert it is *wanted*; return it."""
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline().decode()
+        if line.rstrip("\n") != wanted:
+            rest = self._finish()
+            raise AssertionError(f"expected {wanted!r}, got {line!r}; stderr: {rest}")
+        return line
+
+    def readline(self) -> str:
+        """Read one line of output (without its newline)."""
+        assert self.proc.stdout is not None
+        return self.proc.stdout.readline().decode().rstrip("\n")
+
+    def send(self, line: str) -> None:
+        """Write *line* and a newline to the child's stdin."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line.encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def wait(self) -> tuple[int, str, str]:
+        """Close stdin, wait, and return (status, remaining stdout, stderr)."""
+        out, err = self.proc.communicate(timeout=self.timeout)
+        return self.proc.returncode, out.decode(), err.decode()
+
+    def _finish(self) -> str:
+        self.proc.kill()
+        _out, err = self.proc.communicate(timeout=self.timeout)
+        return err.decode()
+
+    def kill(self) -> None:
+        """Kill the child if it still runs."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.communicate(timeout=self.timeout)
+
+
+def flock_holders(path: str | os.PathLike[str]) -> list[tuple[int, str, bool]]:
+    """Return (pid, "READ"/"WRITE", waiting) for each flock(2) lock on *path* (/proc/locks)."""
+    inode = os.stat(path).st_ino
+    found = []
+    with open("/proc/locks") as locks:
+        for line in locks:
+            fields = line.split()
+            waiting = len(fields) > 1 and fields[1] == "->"
+            if waiting:
+                del fields[1]
+            # "1: FLOCK  ADVISORY  WRITE 13623 fe:00:2146598 0 EOF"
+            if len(fields) >= 6 and fields[1] == "FLOCK" and int(fields[5].split(":")[-1]) == inode:
+                found.append((int(fields[4]), fields[3], waiting))
+    return found
+
+
+def wait_until_blocked(pid: int, path: str | os.PathLike[str], timeout: float = 20) -> None:
+    """Wait until process *pid* is blocked in flock(2) on *path* (a waiter in /proc/locks)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if any(p == pid and waiting for p, _kind, waiting in flock_holders(path)):
+            return
+        time.sleep(0.002)
+    raise AssertionError(f"process {pid} never blocked in flock on {path}: {flock_holders(path)}")

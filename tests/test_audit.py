@@ -1,0 +1,256 @@
+"""``perlcompat audit``: every rule against positive and negative Perl scripts.
+
+Each script under ``tests/audit_cases/`` marks the lines that must be reported
+with a trailing ``# EXPECT rule`` comment; a script is audited and the set of
+(line, rule) pairs found must equal the marked set exactly, so a missing
+finding and a spurious one both fail.  ``*_ok.pl`` scripts carry no marks: no
+rule may fire on them.  Every case is also compiled by the real ``perl -c``.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from perlcompat._audit import iter_files, lex, read_source
+from perlcompat._audit_rules import RULES, audit
+
+CASES = Path(__file__).parent / "audit_cases"
+SINGLE = sorted(CASES.glob("*.pl"))
+GROUPS = sorted(p for p in CASES.iterdir() if p.is_dir())
+ROOT = Path(__file__).parent.parent
+
+
+def expected(paths: list[str]) -> set[tuple[str, int, str]]:
+    marks = set()
+    for path in paths:
+        for number, line in enumerate(read_source(path).split("\n"), 1):
+            match = re.search(r"# EXPECT ([\w, -]+)", line)
+            if match:
+                marks |= {(path, number, rule.strip()) for rule in match.group(1).split(",")}
+    return marks
+
+
+def found(paths: list[str]) -> set[tuple[str, int, str]]:
+    return {(f.file, f.line, f.rule) for f in audit([(p, read_source(p)) for p in paths])}
+
+
+def run_cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run(
+        [sys.executable, "-m", "perlcompat", "audit", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize("case", SINGLE, ids=lambda p: p.name)
+def test_case_script(case: Path) -> None:
+    paths = [str(case)]
+    assert found(paths) == expected(paths)
+
+
+@pytest.mark.parametrize("group", GROUPS, ids=lambda p: p.name)
+def test_case_scripts_audited_together(group: Path) -> None:
+    paths = list(iter_files([str(group)]))
+    assert len(paths) == 3
+    assert found(paths) == expected(paths)
+
+
+def test_bad_cases_have_marks_and_ok_cases_have_none() -> None:
+    for case in [*SINGLE, *(p for g in GROUPS for p in g.iterdir())]:
+        marks = expected([str(case)])
+        if "_ok" in str(case):
+            assert not marks, case
+        elif case.name != "lock.pl":
+            assert marks, case
+
+
+def test_every_rule_has_a_positive_and_a_negative_case() -> None:
+    positive = {rule for _, _, rule in expected([str(p) for p in SINGLE])}
+    positive |= {rule for g in GROUPS for _, _, rule in expected(list(iter_files([str(g)])))}
+    assert positive == set(RULES)
+    for rule in RULES:
+        stem = rule.replace("-", "_")
+        if rule == "lock-order":
+            assert (CASES / "order_ok").is_dir()
+        else:
+            assert (CASES / f"{stem}_ok.pl").is_file(), rule
+            assert (CASES / f"{stem}_bad.pl").is_file(), rule
+
+
+@pytest.mark.parametrize(
+    "case", [*SINGLE, *(p for g in GROUPS for p in sorted(g.iterdir()))], ids=lambda p: p.name
+)
+def test_case_is_valid_perl(case: Path) -> None:
+    result = subprocess.run(
+        ["perl", "-c", case.name], cwd=case.parent, capture_output=True, timeout=30
+    )
+    assert result.returncode == 0, result.stderr
+    assert b"syntax OK" in result.stderr
+
+
+# -- encodings and line endings -------------------------------------------------
+
+
+def test_shift_jis_case_is_really_shift_jis_with_5c_trail_bytes() -> None:
+    raw = (CASES / "sjis_bad.pl").read_bytes()
+    with pytest.raises(UnicodeDecodeError):
+        raw.decode("utf-8")
+    text = raw.decode("cp932")
+    assert "表" in text and "ソ" in text and "\r\n" in text
+    assert "表".encode("cp932")[1:] == b"\\"
+
+
+def test_euc_jp_case_is_really_euc_jp() -> None:
+    raw = (CASES / "eucjp_ok.pl").read_bytes()
+    with pytest.raises(UnicodeDecodeError):
+        raw.decode("utf-8")
+    assert "書き込みました" in raw.decode("euc_jp")
+
+
+def test_jperl_style_shift_jis_string_does_not_swallow_the_rest(tmp_path: Path) -> None:
+    # "能" is 0x94 0x5C: plain perl sees \" and runs on; jperl does not.  Either way the
+    # open on line 3 must be found on line 3.
+    script = tmp_path / "jperl.cgi"
+    script.write_bytes(
+        '$title = "能";\r\n# コメント\r\nopen(OUT, ">$f") or die;\r\nflock(OUT, 2) or die;\r\n'
+        "print OUT $title;\r\n".encode("cp932")
+    )
+    assert found([str(script)]) == {(str(script), 3, "truncate-before-lock")}
+
+
+def test_crlf_heredoc_terminator(tmp_path: Path) -> None:
+    script = tmp_path / "crlf.pl"
+    script.write_bytes(
+        b'print <<"EOT";\r\nopen(OUT, ">$f");\r\nEOT\r\n'
+        b'open(OUT, ">$f") or die;\r\nflock(OUT, 2) or die;\r\nprint OUT 1;\r\n'
+    )
+    assert found([str(script)]) == {(str(script), 4, "truncate-before-lock")}
+
+
+def test_undecodable_bytes_everywhere(tmp_path: Path) -> None:
+    script = tmp_path / "junk.pl"
+    script.write_bytes(b"# \xff\xfe\x80 junk\n$x = '\xe9\x5c\\';\nopen(IN, \"<$f\");\n@l = <IN>;\n")
+    assert found([str(script)]) == {(str(script), 3, "unchecked-result")}
+
+
+# -- the lexer on Perl's ambiguous spots ------------------------------------------
+
+
+def kinds(code: str) -> list[tuple[str, str]]:
+    return [(t.kind, t.text) for t in lex(code)]
+
+
+def test_lexer_slash_is_regex_or_division() -> None:
+    assert ("re", ",") in kinds("split /,/, $x;")
+    toks = kinds("$a = $h{s} / 2 / $b;")
+    assert ("op", "/") in toks and not any(k == "re" for k, _ in toks)
+    assert ("op", "/") in kinds("$m = time / 60;")
+
+
+def test_lexer_special_variables_and_filetests() -> None:
+    assert ("var", "$#list") in kinds("$n = $#list;")
+    assert ("var", "$'") in kinds("$x = $';  $y = 'q';")
+    assert ("ft", "-s") in kinds("$z = -s $file;")
+    assert ("ft", "-M") in kinds("if (-M $dir > 1) {}")
+    assert ("id", "s") in kinds("$h{s} = 1;")
+    assert ("id", "y") in kinds("%h = (y => 1);")
+
+
+def test_lexer_readline_heredoc_pod_end() -> None:
+    assert ("rl", "IN") in kinds("@l = <IN>;")
+    assert ("rl", "$fh") in kinds("while (<$fh>) {}")
+    assert ("op", "<") in kinds("if ($a < $b) {}")
+    toks = lex(
+        'print <<"EOT";\nflock(OUT, 2);\nEOT\n'
+        "=pod\n\nflock(X, 2)\n\n=cut\n"
+        "close(A);\n__END__\nflock(Z, 2);\n"
+    )
+    assert [t.text for t in toks if t.kind == "id"] == ["print", "close", "A"]
+    assert toks[-1].line == 9
+
+
+def test_lexer_perl4_package_quote_and_quote_operators() -> None:
+    assert ("id", "jcode'convert") in kinds("&jcode'convert(*s, 'sjis');")
+    assert ("str", "b") in kinds("if ($a eq'b') {}")
+    toks = kinds("s{a}{b}g; tr/a-z/A-Z/; $x = q(it's); s#a#b#;")
+    assert [k for k, _ in toks if k in ("re", "str")] == ["re", "re", "str", "re"]
+
+
+# -- command line -------------------------------------------------------------------
+
+
+LINE = re.compile(
+    r"^(?P<file>.+?):(?P<line>\d+): (?P<sev>error|warning|info) (?P<rule>[a-z-]+): .+$"
+)
+
+
+def test_cli_text_output_and_exit_status() -> None:
+    case = "tests/audit_cases/lock_after_read_bad.pl"
+    result = run_cli(case)
+    assert result.returncode == 1
+    lines = result.stdout.splitlines()
+    heads = [LINE.match(line) for line in lines[0::2]]
+    assert all(heads), lines
+    assert all(line.startswith("    perlcompat: ") for line in lines[1::2])
+    got = {(m.group("file"), int(m.group("line")), m.group("rule")) for m in heads if m}
+    assert got == expected([case])
+    assert "2 error(s), 0 warning(s), 0 info in 1 file(s)" in result.stderr
+
+
+def test_cli_json_shape() -> None:
+    case = "tests/audit_cases/unchecked_result_bad.pl"
+    result = run_cli("--json", case)
+    assert result.returncode == 1
+    findings = json.loads(result.stdout)["findings"]
+    assert {(f["file"], f["line"], f["rule"]) for f in findings} == expected([case])
+    assert len(findings) == len(expected([case]))
+    for f in findings:
+        assert set(f) == {"file", "line", "rule", "severity", "message", "suggestion"}
+        assert f["severity"] == RULES[f["rule"]]
+        ast.parse(f["suggestion"])  # the perlcompat line is Python
+
+
+def test_cli_exit_zero_when_clean_or_only_info() -> None:
+    clean = run_cli("--json", "tests/audit_cases/seed003_ok.pl")
+    assert clean.returncode == 0
+    assert json.loads(clean.stdout) == {"findings": []}
+    info = run_cli("--json", "tests/audit_cases/append_no_seek_bad.pl")
+    assert info.returncode == 0
+    assert [f["severity"] for f in json.loads(info.stdout)["findings"]] == ["info"]
+
+
+def test_cli_directory_walk_picks_perl_files(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "bbs").write_text('#!/usr/bin/perl\nopen(OUT, ">$f");\n')
+    (tmp_path / "notes.txt").write_text('open(OUT, ">$f");\n')
+    (tmp_path / "a.cgi").write_text("flock(OUT, 2);\n")
+    result = run_cli("--json", str(tmp_path))
+    files = sorted({os.path.basename(f["file"]) for f in json.loads(result.stdout)["findings"]})
+    assert files == ["a.cgi", "bbs"]
+
+
+def test_cli_missing_path_and_usage() -> None:
+    missing = run_cli("no/such/file.pl")
+    assert missing.returncode == 2
+    assert "cannot read no/such/file.pl" in missing.stderr
+    assert run_cli().returncode == 2
+
+
+def test_all_suggestions_are_python() -> None:
+    paths = [str(p) for p in SINGLE] + [p for g in GROUPS for p in iter_files([str(g)])]
+    findings = audit([(p, read_source(p)) for p in paths])
+    assert len(findings) > 30
+    for f in findings:
+        ast.parse(f.suggestion)

@@ -1,0 +1,227 @@
+"""``perlcompat locks DIR``: real locks held by real processes, alive and killed.
+
+Holders are separate Python (or Perl) processes that take a lock, print
+``held`` and wait on stdin; the test reads that line before looking, closes
+stdin to let a holder release, or kills it with SIGKILL to leave a dead lock.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parent.parent
+ENV = dict(os.environ, PYTHONPATH=str(ROOT))
+ENV.pop("PERLCOMPAT_LOCK_ROOT", None)
+
+HOLDER = """
+import sys
+from perlcompat import Lock
+lock = Lock(sys.argv[2], method=sys.argv[3], root=sys.argv[1], stale=1000)
+lock.acquire(timeout=10)
+print("held", flush=True)
+sys.stdin.read()
+lock.release()
+print("released", flush=True)
+"""
+
+METHODS = ["mkdir", "symlink", "rename", "excl", "flock", "toplock"]
+
+
+class Holder:
+    """A process holding one lock until its stdin closes (or it is killed)."""
+
+    def __init__(self, argv: list[str], cwd: Path | None = None) -> None:
+        self.proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=ENV,
+            cwd=cwd,
+        )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        assert line == "held\n", line
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def release(self) -> str:
+        out, _ = self.proc.communicate(timeout=20)
+        assert self.proc.returncode == 0
+        return out
+
+    def kill(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(timeout=20)
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            if pipe is not None:
+                pipe.close()
+
+
+def hold(directory: Path, name: str, method: str) -> Holder:
+    return Holder([sys.executable, "-c", HOLDER, str(directory), name, method])
+
+
+def perl_hold(directory: Path, code: str) -> Holder:
+    return Holder(["perl", "-e", code], cwd=directory)
+
+
+def locks(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "perlcompat", "locks", *args],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=60,
+    )
+
+
+def listed(directory: Path, *extra: str) -> dict[str, dict[str, object]]:
+    result = locks(str(directory), "--json", *extra)
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["directory"] == str(directory)
+    return {row["name"]: row for row in doc["locks"]}
+
+
+def test_every_method_alive_then_gone(tmp_path: Path) -> None:
+    holders = {m: hold(tmp_path, f"{m}.lock", m) for m in METHODS}
+    try:
+        rows = listed(tmp_path)
+        assert sorted(rows) == sorted(f"{m}.lock" for m in METHODS)
+        for method, holder in holders.items():
+            row = rows[f"{method}.lock"]
+            assert row["method"] == method
+            assert row["pid"] == holder.pid
+            assert row["alive"] is True
+            assert row["stale"] is False
+            assert isinstance(row["age"], float) and 0 <= row["age"] < 30
+            assert row["path"] == str(tmp_path / f"{method}.lock")
+    finally:
+        for holder in holders.values():
+            assert holder.release() == "released\n"
+    assert listed(tmp_path) == {}  # the flock file remains, but nobody holds it
+    assert (tmp_path / "flock.lock").exists()
+
+
+def test_dead_holders_are_reported_dead(tmp_path: Path) -> None:
+    live = hold(tmp_path, "live.lock", "mkdir")
+    dead = {m: hold(tmp_path, f"dead_{m}.lock", m) for m in ("mkdir", "excl", "symlink")}
+    for holder in dead.values():
+        holder.kill()
+    try:
+        rows = listed(tmp_path)
+        assert rows["live.lock"]["alive"] is True
+        for method, holder in dead.items():
+            row = rows[f"dead_{method}.lock"]
+            assert (row["method"], row["pid"], row["alive"]) == (method, holder.pid, False)
+            assert row["stale"] is True
+        text = locks(str(tmp_path)).stdout.splitlines()
+        assert text[0].split() == ["NAME", "METHOD", "PID", "HOST", "HOLDER", "AGE", "STALE"]
+        by_name = {line.split()[0]: line.split() for line in text[1:]}
+        assert by_name["dead_excl.lock"][1:3] == ["excl", str(dead["excl"].pid)]
+        assert by_name["dead_excl.lock"][4] == "dead"
+        assert by_name["live.lock"][4] == "alive"
+    finally:
+        assert live.release() == "released\n"
+
+
+def test_break_stale_removes_dead_and_old_locks_only(tmp_path: Path) -> None:
+    live = hold(tmp_path, "live.lock", "mkdir")
+    dead_mkdir = hold(tmp_path, "dead_mkdir.lock", "mkdir")
+    dead_excl = hold(tmp_path, "dead_excl.lock", "excl")
+    dead_mkdir.kill()
+    dead_excl.kill()
+    # seed 000's symlink($$, $lockfile) by a Perl process that has exited.
+    perl = subprocess.run(["perl", "-e", 'symlink($$, "perl_sym.lock") or die'], cwd=tmp_path)
+    assert perl.returncode == 0
+    # seed 003's Perl mkdir lock: no owner, judged by age only.
+    (tmp_path / "perl_old.lock").mkdir()
+    (tmp_path / "perl_new.lock").mkdir()
+    os.utime(tmp_path / "perl_old.lock", (0, os.stat(tmp_path).st_mtime - 3600))
+    try:
+        rows = listed(tmp_path, "--break-stale", "--stale", "600")
+        removed = {name for name, row in rows.items() if row["removed"]}
+        assert removed == {"dead_mkdir.lock", "dead_excl.lock", "perl_sym.lock", "perl_old.lock"}
+        assert rows["perl_new.lock"]["alive"] is None and rows["perl_new.lock"]["pid"] is None
+        for name in removed:
+            assert not os.path.lexists(tmp_path / name)
+        for name in ("live.lock", "perl_new.lock"):
+            assert (tmp_path / name).is_dir()
+    finally:
+        assert live.release() == "released\n"  # still ours: no ExpiredLockError
+    assert sorted(listed(tmp_path)) == ["perl_new.lock"]
+
+
+def test_concurrent_break_stale_removes_a_dead_lock_once(tmp_path: Path) -> None:
+    dead = hold(tmp_path, "bbs.lock", "mkdir")
+    dead.kill()
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "perlcompat", "locks", str(tmp_path), "--json", "--break-stale"],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=ENV,
+        )
+        for _ in range(6)
+    ]
+    removed = 0
+    for proc in procs:
+        out, _ = proc.communicate(timeout=60)
+        assert proc.returncode == 0
+        removed += sum(1 for row in json.loads(out)["locks"] if row["removed"])
+    assert removed == 1
+    assert not (tmp_path / "bbs.lock").exists()
+
+
+def test_flock_held_by_perl(tmp_path: Path) -> None:
+    code = (
+        'use Fcntl qw(:flock); open(LOCK, "> bbs.lck") or die; flock(LOCK, LOCK_EX) or die; '
+        '$| = 1; print "held\\n"; <STDIN>;'
+    )
+    holder = perl_hold(tmp_path, code)
+    try:
+        row = listed(tmp_path, "--break-stale", "--stale", "1")["bbs.lck"]
+        assert (row["method"], row["alive"], row["removed"]) == ("flock", True, False)
+    finally:
+        holder.release()
+    assert listed(tmp_path) == {}
+
+
+def test_break_stale_goes_through_the_backend(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from perlcompat import _locks_cli, _mkdir
+
+    (tmp_path / "old.lock").mkdir()
+    os.utime(tmp_path / "old.lock", (0, 1))
+    calls: list[tuple[str, float]] = []
+
+    def fake(self: _mkdir.Backend) -> bool:
+        calls.append((self.path, self.stale))
+        return True
+
+    monkeypatch.setattr(_mkdir.Backend, "break_stale", fake)
+    rows = _locks_cli.survey(str(tmp_path), 42.0, break_stale=True)
+    assert [r["removed"] for r in rows] == [True]
+    assert calls == [(os.path.realpath(tmp_path / "old.lock"), 42.0)]
+    assert (tmp_path / "old.lock").is_dir()  # only the backend removes
+
+
+def test_empty_and_missing_directory(tmp_path: Path) -> None:
+    (tmp_path / "data.txt").write_text("not a lock\n")
+    empty = locks(str(tmp_path))
+    assert (empty.returncode, empty.stdout) == (0, f"no locks in {tmp_path}\n")
+    missing = locks(str(tmp_path / "nope"))
+    assert missing.returncode == 2
+    assert "cannot read" in missing.stderr
+    assert locks(str(tmp_path), "--stale", "0").returncode == 2
