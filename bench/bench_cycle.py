@@ -18,9 +18,10 @@ Rows:
 
 Workers start, import, say "ready" and wait; the clock runs from "go" until the
 last one is done, so interpreter start-up is not counted.  Each row runs
-``--rounds`` times, interleaved with the others; the median is printed with its
-ratio to raw (targets: perlcompat <= 1.5x raw, faster than portalocker).  Every
-run must end with the counter at procs * cycles.
+``--rounds`` times, interleaved with the others; the median wall time is printed
+with its ratio to raw (targets: perlcompat <= 1.5x raw, faster than portalocker),
+and the median CPU time all workers spent in the loop (user + system; steadier on
+a busy machine).  Every run must end with the counter at procs * cycles.
 
     python bench/bench_cycle.py [--procs 4] [--cycles 1500] [--rounds 5]
 """
@@ -40,6 +41,7 @@ PERL = r"""
 $| = 1;
 my ($f, $cycles) = @ARGV;
 print "ready\n"; <STDIN>;
+my ($user0, $system0) = times;
 for (1 .. $cycles) {
     open(OUT, "+< $f") or die "Can't open: $!";
     flock(OUT, 2) or die "Can't flock: $!";
@@ -49,7 +51,8 @@ for (1 .. $cycles) {
     truncate(OUT, tell(OUT));
     close(OUT);
 }
-print "done\n";
+my ($user1, $system1) = times;
+printf "done %.6f\n", $user1 + $system1 - $user0 - $system0;
 """
 
 
@@ -121,13 +124,14 @@ def worker(name: str, path: str, cycles: int) -> None:
     sys.stdout.write("ready\n")
     sys.stdout.flush()
     sys.stdin.readline()
+    cpu = time.process_time()
     run(path, cycles)
-    sys.stdout.write("done\n")
+    sys.stdout.write(f"done {time.process_time() - cpu:.6f}\n")
     sys.stdout.flush()
 
 
-def run_row(name: str, python: str, path: str, procs: int, cycles: int) -> float:
-    """Run one row once; return the seconds from "go" to the last "done"."""
+def run_row(name: str, python: str, path: str, procs: int, cycles: int) -> tuple[float, float]:
+    """Run one row once; return (seconds from "go" to the last "done", CPU seconds of all)."""
     with open(path, "w") as fh:
         fh.write("0")
     if name == PERL_ROW:
@@ -146,10 +150,13 @@ def run_row(name: str, python: str, path: str, procs: int, cycles: int) -> float
         assert child.stdin is not None
         child.stdin.write(b"go\n")
         child.stdin.flush()
+    cpu = 0.0
     for child in children:
         assert child.stdout is not None
-        if child.stdout.readline() != b"done\n":
+        line = child.stdout.readline().split()
+        if not line or line[0] != b"done":
             raise SystemExit(f"{name}: a worker failed")
+        cpu += float(line[1])
     elapsed = time.perf_counter() - start
     for child in children:
         child.communicate()
@@ -157,7 +164,7 @@ def run_row(name: str, python: str, path: str, procs: int, cycles: int) -> float
         total = int(fh.read())
     if total != procs * cycles:
         raise SystemExit(f"{name}: counter is {total}, expected {procs * cycles}: lost updates")
-    return elapsed
+    return elapsed, cpu
 
 
 def main() -> int:
@@ -177,10 +184,13 @@ def main() -> int:
     workdir = tempfile.mkdtemp(prefix="perlcompat-bench-")
     path = os.path.join(workdir, "counter.txt")
     times: dict[str, list[float]] = {name: [] for name in rows}
+    cpus: dict[str, list[float]] = {name: [] for name in rows}
     try:
         for _ in range(args.rounds):
             for name in rows:
-                times[name].append(run_row(name, args.python, path, args.procs, args.cycles))
+                elapsed, cpu = run_row(name, args.python, path, args.procs, args.cycles)
+                times[name].append(elapsed)
+                cpus[name].append(cpu)
     finally:
         shutil.rmtree(workdir)
     print(
@@ -189,10 +199,17 @@ def main() -> int:
         f"on {os.cpu_count()} CPUs"
     )
     base = statistics.median(times[rows[0]])
-    print(f"{'row':36} {'seconds':>8} {'(min)':>7} {'ratio to raw':>13}")
+    base_cpu = statistics.median(cpus[rows[0]])
+    print(
+        f"{'row':36} {'seconds':>8} {'(min)':>7} {'ratio to raw':>13}   {'CPU s':>6} {'ratio':>6}"
+    )
     for name in rows:
         median = statistics.median(times[name])
-        print(f"{name:36} {median:8.3f} {min(times[name]):7.3f} {median / base:12.2f}x")
+        cpu = statistics.median(cpus[name])
+        print(
+            f"{name:36} {median:8.3f} {min(times[name]):7.3f} {median / base:12.2f}x"
+            f"   {cpu:6.3f} {cpu / base_cpu:5.2f}x"
+        )
     return 0
 
 

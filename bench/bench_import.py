@@ -4,8 +4,8 @@ Each row is a fresh ``python -c CODE`` process; the rows are run interleaved,
 ``--runs`` times each, so drift hits all of them alike.  Printed per row: the
 median and minimum wall time, the median CPU time (user + system, from
 ``wait4``; steadier than wall time on a busy machine) and both medians' ratio
-to a bare ``python -c pass`` (target for ``import perlcompat``: <= 1.15x).  ``perl -e1`` is shown for
-scale, and portalocker's import for contrast.
+to a bare ``python -c pass`` (target for ``import perlcompat``: <= 1.15x).
+``perl -e1`` is shown for scale, and portalocker's import for contrast.
 
     python bench/bench_import.py [--runs 60] [--python PATH] [--importtime]
 

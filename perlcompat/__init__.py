@@ -64,6 +64,9 @@ _EXPORTS = {
     "sem_acquire": "_semaphore",
     "sem_release": "_semaphore",
     "replace_file": "_replace",
+    # TOP?LOCK's "check again before renaming the work file into place"
+    "still_holding": "_toplock",
+    "rename_if_holding": "_toplock",
 }
 
 __all__ = sorted(
@@ -137,6 +140,10 @@ if TYPE_CHECKING:
         Semaphore as Semaphore,
         sem_acquire as sem_acquire,
         sem_release as sem_release,
+    )
+    from ._toplock import (
+        rename_if_holding as rename_if_holding,
+        still_holding as still_holding,
     )
 
 

@@ -381,7 +381,14 @@ class Lock:
                 _cleanup.leave()
             now = time.monotonic()
             if deadline is not None and now >= deadline:
-                raise LockError(f"lock {self.path!r} is busy (waited {timeout:g} s)")
+                why = getattr(backend, "why_busy", None)
+                reason = why() if why is not None else ""
+                detail = f": {reason}" if reason else ""
+                raise LockError(f"lock {self.path!r} is busy (waited {timeout:g} s){detail}")
+            wait_for_release = getattr(backend, "wait_for_release", None)
+            if wait_for_release is not None:  # redis: block until a release wakes us
+                _wait_for_release(wait_for_release, None if deadline is None else deadline - now)
+                continue
             delay = pause * _jitter()
             if deadline is not None:
                 delay = min(delay, max(deadline - now, 0.0))
@@ -425,6 +432,21 @@ class Lock:
                 f"lock {self.path!r} was held {held_for:.3g} s, "
                 f"past its stale limit {self.stale:g} s"
             )
+
+    def extend(self, seconds: float | None = None) -> None:
+        """Renew a lease-based lock (redis) to *seconds* (default ``stale``) from now.
+
+        Raises ExpiredLockError if the lease was already lost, NotLockedError if not held.
+        """
+        if self._owner_thread is None:
+            raise NotLockedError(f"lock {self.path!r} is not held by this Lock")
+        renew = getattr(self._backend, "extend", None)
+        if renew is None:
+            raise TypeError(f"lock method {self.method!r} has no lease to extend")
+        if not renew(seconds):
+            raise ExpiredLockError(f"lock {self.path!r} was lost before it could be extended")
+        length = self.stale if seconds is None else float(seconds)
+        self._since = time.monotonic() + length - self.stale
 
     def __enter__(self) -> Lock:
         return self.acquire()
@@ -476,6 +498,20 @@ class Lock:
 def _jitter() -> float:
     """A random factor in [0.5, 1.5) (os.urandom: no ``random`` import on the CGI path)."""
     return 0.5 + int.from_bytes(os.urandom(2), "little") / 65536
+
+
+def _wait_for_release(wait: Callable[[float | None], None], limit: float | None) -> None:
+    """Block in the backend's wake-up wait, honouring a pending cooperative ``alarm()``."""
+    import sys
+
+    alarm_module = sys.modules.get("perlcompat._alarm")
+    due = alarm_module.pending_deadline() if alarm_module is not None else None
+    if due is not None:
+        left = max(due - time.monotonic(), 0.0)
+        limit = left if limit is None else min(limit, left)
+    wait(limit)
+    if alarm_module is not None:
+        alarm_module.fire_if_due()
 
 
 def _pause(seconds: float) -> None:

@@ -47,7 +47,6 @@ class Backend(StaleBackend):
     """A file created with O_EXCL at ``path``, the holder's record inside."""
 
     method = "excl"
-    kind = "regular file"
 
     def __init__(self, path: str, *, stale: float, shared: bool = False, **options: Any) -> None:
         super().__init__(path, stale=stale, shared=shared, **options)

@@ -5,7 +5,12 @@ flock syscall, which conflicts with ``fcntl.flock`` and not with ``lockf``).  On
 Windows it is ``LockFileEx`` over Perl's byte range 0..0xFFFF0000, through
 portalocker (see ``_flock_windows``), imported only there.  Perl's numbers are
 accepted as they are written in legacy scripts: ``flock(OUT, 2)``, ``5``, ``6``,
-``8``.  The handle is flushed before locking and unlocking, as perlfunc says.
+``8``.  The handle is flushed before locking and unlocking, as perlfunc says
+(a failed flush does not stop the lock operation, as in Perl; ``close`` reports
+it).  Invalid operations give 0 with EINVAL and lock nothing: ``LOCK_SH|LOCK_EX``,
+0, ``LOCK_NB`` alone, non-integers, and numbers with the old LOCK_MAND bit (32,
+negative ones included), which Linux, and so Perl, would accept as a silent
+no-op.  Closed handles and objects without a descriptor give 0 with EBADF.
 
 A blocking request waits in the kernel; a pending ``alarm()`` whose handler
 raises interrupts it (PEP 475 retries only when the handler returns).  With
@@ -39,6 +44,7 @@ if sys.platform == "win32":
     from ._flock_windows import lock_fd
 else:
     from fcntl import flock as lock_fd  # Perl's numbers are the kernel's
+
 
 class _NotLoaded:
     """Stands for PerlFile until perlcompat._handle is imported."""
@@ -110,7 +116,9 @@ def flock(fh: object, operation: int, timeout: float | None = None) -> int:
     if operation not in VALID_OPERATIONS:
         return fail(errno.EINVAL)
     if timeout is not None and (
-        isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0
+        isinstance(timeout, bool)
+        or not isinstance(timeout, (int, float))
+        or not timeout >= 0  # negative or NaN
     ):
         raise ValueError(f"flock timeout must be a number of seconds >= 0, not {timeout!r}")
     try:
@@ -122,7 +130,12 @@ def flock(fh: object, operation: int, timeout: float | None = None) -> int:
             fd = fh._fd  # type: ignore[attr-defined]
         else:
             fd = _fileno(fh)
-        if operation & (LOCK_NB | LOCK_UN) or not _must_poll(timeout):
+        # (the middle test is _must_poll's common case, without the call)
+        if (
+            operation & (LOCK_NB | LOCK_UN)
+            or (timeout is None and _ALARM not in _modules)
+            or not _must_poll(timeout)
+        ):
             lock_fd(fd, operation)
         elif not _poll(fd, operation, timeout):
             return fail(errno.EWOULDBLOCK)
@@ -132,10 +145,14 @@ def flock(fh: object, operation: int, timeout: float | None = None) -> int:
     return 1
 
 
+_ALARM = __name__.rpartition(".")[0] + "._alarm"
+_modules = sys.modules
+
+
 def _must_poll(timeout: float | None) -> bool:
     if timeout is not None:
         return True
-    alarm = sys.modules.get("perlcompat._alarm")
+    alarm = _modules.get(_ALARM)
     return alarm is not None and alarm.pending_deadline() is not None
 
 

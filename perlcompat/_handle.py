@@ -4,22 +4,25 @@
 ``os.write`` and ``os.lseek`` with its own buffers (it iterates, ``readline``\\ s,
 ``write``\\ s and works as a context manager like any Python file; the io stack's
 object construction costs more than a CGI lock cycle does).  The semantics are
-Perl's:
+Perl's (PerlIO's), checked against perl by tests/test_differential.py:
 
 * Modes ``<``, ``>``, ``>>``, ``+<``, ``+>``, ``+>>``; the two-argument form
   ``open_("+< " + path)`` strips white space around the name as Perl does, the
   three-argument form ``open_("+<", path)`` takes the name literally and accepts
-  layers ``:raw``, ``:bytes``, ``:crlf``, ``:encoding(NAME)``.  ``>`` truncates at
-  open, before any lock can be taken; rewrite under a lock with ``+<``.
+  layers ``:raw``, ``:bytes``, ``:utf8``, ``:crlf``, ``:encoding(NAME)``.  ``>``
+  truncates at open, before any lock can be taken; rewrite under a lock with ``+<``.
 * Text by default: lines are decoded as UTF-8 with ``surrogateescape``, so any
   bytes (Shift_JIS, EUC-JP, invalid UTF-8) read and written back are identical.
   ``:raw`` gives ``bytes``.  Newlines are untouched on POSIX; ``:crlf`` (the
-  default on Windows, as in Perl) reads ``\\r\\n`` as ``\\n`` and writes ``\\n``
-  as ``\\r\\n``.
+  default on Windows, as in Perl) reads ``\\r\\n`` as ``\\n`` and writes every
+  ``\\n`` as ``\\r\\n``.
 * Positions are byte offsets.  ``seek``, ``truncate``, ``close`` and ``print_``
   return 1 or 0 (never the position), ``tell`` returns the position or -1, and
   every failure sets ``OS_ERROR`` as Perl sets ``$!``.  ``close`` flushes, then
   closes, which releases a ``flock``.
+* As in PerlIO: end of file is sticky until a seek; ``flush`` (so ``flock``)
+  also drops read-ahead; a read from a write-only handle or a failed write sets
+  the handle's error flag, after which ``print_`` and ``close`` return 0.
 """
 
 from __future__ import annotations
@@ -30,6 +33,10 @@ import os
 import sys
 
 from ._errno import _tls, fail, fail_from
+
+# the hot path's system calls, bound once (a module attribute lookup per call adds up)
+_open, _read, _write, _lseek = os.open, os.read, os.write, os.lseek
+_ftruncate, _close = os.ftruncate, os.close
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -81,7 +88,6 @@ class PerlFile:
         "_encoding",
         "_eof",
         "_error",
-        "_errors",
         "_fd",
         "_pos",
         "_rbuf",
@@ -116,12 +122,14 @@ class PerlFile:
         self._error = 0
         self._text = text
         self._encoding = encoding
-        self._errors = "surrogateescape"
         self._crlf = crlf
         self._rbuf = b""
         self._rpos = 0
         self._wbuf: list[bytes] = []
         self._pos = -1  # unknown until asked: the fd may not be at 0
+
+    #: the codec error handler: any bytes survive a text round trip
+    _errors = "surrogateescape"
 
     # -- plumbing --------------------------------------------------------
     def _check(self) -> None:
@@ -140,10 +148,11 @@ class PerlFile:
         self._wbuf = []
         pos = self._pos
         self._pos = -1  # unknown if the write fails half-way
-        view = memoryview(data)
-        while view:
-            written = os.write(self._fd, view)
-            view = view[written:]
+        written = _write(self._fd, data)
+        if written < len(data):  # a short write: go on with the rest
+            view = memoryview(data)[written:]
+            while view:
+                view = view[_write(self._fd, view) :]
         if pos >= 0:  # after an O_APPEND write this is PerlIO's belief, not the OS offset
             self._pos = pos + len(data)
 
@@ -156,9 +165,9 @@ class PerlFile:
             pos = self._pos
             self._pos = -1
             if pos >= 0:
-                self._pos = os.lseek(self._fd, pos - unread, SEEK_SET)
+                self._pos = _lseek(self._fd, pos - unread, SEEK_SET)
             else:
-                self._pos = os.lseek(self._fd, -unread, SEEK_CUR)
+                self._pos = _lseek(self._fd, -unread, SEEK_CUR)
             self._eof = False
 
     def _fill(self) -> bool:
@@ -171,7 +180,7 @@ class PerlFile:
             self._flush_write()
         if self._eof:
             return False
-        chunk = os.read(self._fd, _BUFSIZE)
+        chunk = _read(self._fd, _BUFSIZE)
         if not chunk:
             self._eof = True
             return False
@@ -193,7 +202,7 @@ class PerlFile:
                 self._pos = -1
         pos = self._pos
         if pos < 0:
-            pos = self._pos = os.lseek(self._fd, 0, SEEK_CUR)
+            pos = self._pos = _lseek(self._fd, 0, SEEK_CUR)
         return pos - (len(self._rbuf) - self._rpos)
 
     def _decode(self, data: bytes) -> str:
@@ -214,19 +223,30 @@ class PerlFile:
 
     # -- reading ---------------------------------------------------------
     def _readline_bytes(self) -> bytes:
-        """Read one line when the buffer holds no newline: fill until one comes."""
-        while True:
-            searched = len(self._rbuf) - self._rpos
-            if not self._fill():
-                line = self._rbuf[self._rpos :]
-                self._rbuf = b""
-                self._rpos = 0
-                return line
-            end = self._rbuf.find(b"\n", self._rpos + searched)
-            if end >= 0:
-                line = self._rbuf[self._rpos : end + 1]
-                self._rpos = end + 1
-                return line
+        """Read one line when the buffer holds no newline: read until one comes."""
+        if self._wbuf:
+            self._flush_write()
+        line = self._rbuf[self._rpos :]
+        self._rbuf = b""
+        self._rpos = 0
+        try:
+            while not self._eof:
+                chunk = _read(self._fd, _BUFSIZE)
+                if not chunk:
+                    self._eof = True
+                    break
+                if self._pos >= 0:
+                    self._pos += len(chunk)
+                end = chunk.find(b"\n")
+                if end >= 0:
+                    self._rbuf = chunk
+                    self._rpos = end + 1
+                    return line + chunk[: end + 1]
+                line += chunk
+        except BaseException:
+            self._rbuf = line  # keep what was read for the next try
+            raise
+        return line
 
     def readline(self, size: int = -1) -> Data:
         """Read one line, newline included ('' or b'' at end of file)."""
@@ -235,11 +255,33 @@ class PerlFile:
         if not self._readable:
             self._unreadable()
         end = self._rbuf.find(b"\n", self._rpos)
-        if end >= 0:  # the common case: a whole line is buffered
+        if end >= 0:  # a whole line is buffered
             line = self._rbuf[self._rpos : end + 1]
             self._rpos = end + 1
-        else:
-            line = self._readline_bytes()
+        else:  # read until a newline comes (as _readline_bytes, inlined: the hot path)
+            if self._wbuf:
+                self._flush_write()
+            line = self._rbuf[self._rpos :]
+            self._rbuf = b""
+            self._rpos = 0
+            try:
+                while not self._eof:
+                    chunk = _read(self._fd, _BUFSIZE)
+                    if not chunk:
+                        self._eof = True
+                        break
+                    if self._pos >= 0:
+                        self._pos += len(chunk)
+                    end = chunk.find(b"\n")
+                    if end >= 0:
+                        self._rbuf = chunk
+                        self._rpos = end + 1
+                        line += chunk[: end + 1]
+                        break
+                    line += chunk
+            except BaseException:
+                self._rbuf = line  # keep what was read for the next try
+                raise
         if size is not None and 0 <= size < len(line):
             # keep the rest of the line buffered for the next read
             self._rbuf = line[size:] + self._rbuf[self._rpos :]
@@ -258,7 +300,7 @@ class PerlFile:
         self._rbuf = b""
         self._rpos = 0
         while not self._eof:
-            chunk = os.read(self._fd, 65536)
+            chunk = _read(self._fd, 65536)
             if not chunk:
                 self._eof = True
                 break
@@ -371,14 +413,13 @@ class PerlFile:
     def seek(self, offset: int, whence: int = SEEK_SET) -> int:
         """Move to *offset* (bytes) from *whence*; return the new position."""
         self._check()
-        if whence not in (SEEK_SET, SEEK_CUR, SEEK_END):
+        if whence not in (0, 1, 2):
             raise OSError(errno.EINVAL, "Invalid argument")
         if self._wbuf:
             self._flush_write()
         if self._rbuf:
             self._drop_read()
-        self._pos = -1
-        position = self._pos = os.lseek(self._fd, offset, whence)
+        position = self._pos = _lseek(self._fd, offset, whence)
         self._eof = False
         return position
 
@@ -394,7 +435,7 @@ class PerlFile:
         if size is None:
             size = self._tell()
         self.flush()
-        os.ftruncate(self._fd, size)
+        _ftruncate(self._fd, size)
         return size
 
     # -- state -----------------------------------------------------------
@@ -413,7 +454,7 @@ class PerlFile:
                 self._flush_write()
         finally:
             self._rbuf = b""
-            os.close(self._fd)
+            _close(self._fd)
 
     @property
     def closed(self) -> bool:
@@ -482,7 +523,7 @@ io.IOBase.register(PerlFile)
 
 _flock_module = sys.modules.get(__name__.rpartition(".")[0] + "._flock")
 if _flock_module is not None:  # flock's fast path (see _flock._PerlFile)
-    _flock_module._PerlFile = PerlFile
+    _flock_module._PerlFile = PerlFile  # type: ignore[attr-defined]
 
 
 # -- layers ------------------------------------------------------------------
@@ -568,12 +609,14 @@ def _parse_three_arg(spec: str) -> tuple[str, str]:
     raise ValueError(f"Unknown open() mode {spec!r}; use <, >, >>, +<, +> or +>>")
 
 
-#: parsed open_ arguments -> (mode, name, os.open flags, text, encoding, crlf); a CGI
-#: script opens the same few files with the same spelling on every request
-_OPEN_CACHE: dict[object, tuple[str, str, int, bool, str, bool]] = {}
+#: parsed open_ arguments -> (mode, name, os.open flags, text, encoding, crlf, readable,
+#: writable, append); a CGI script opens the same few files the same way on every request
+_OPEN_CACHE: dict[object, tuple[str, str, int, bool, str, bool, bool, bool, bool]] = {}
 
 
-def _parse_open(mode: object, path: object) -> tuple[str, str, int, bool, str, bool]:
+def _parse_open(
+    mode: object, path: object
+) -> tuple[str, str, int, bool, str, bool, bool, bool, bool]:
     """Parse ``open_``'s arguments (cached)."""
     key = mode if path is None else (mode, path)
     try:
@@ -597,12 +640,13 @@ def _parse_open(mode: object, path: object) -> tuple[str, str, int, bool, str, b
     text, encoding, crlf = True, "utf-8", _DEFAULT_CRLF
     if layers:
         text, encoding, crlf = _apply_layers(layers, text, encoding, crlf)
-    parsed = (mode_, name, _MODES[mode_][0] | _EXTRA_FLAGS, text, encoding, crlf)
+    flags, readable, writable, append = _MODES[mode_]
+    parsed = (mode_, name, flags | _EXTRA_FLAGS, text, encoding, crlf, readable, writable, append)
     if len(_OPEN_CACHE) >= 256:
         _OPEN_CACHE.clear()
-    try:
+    try:  # noqa: SIM105  (contextlib costs 4 ms of import time)
         _OPEN_CACHE[key] = parsed
-    except TypeError:
+    except TypeError:  # an unhashable path-like: not cached
         pass
     return parsed
 
@@ -617,12 +661,19 @@ def open_(mode: str, path: str | os.PathLike[str] | None = None) -> PerlFile | N
     ``open_("<:encoding(cp932)", path)`` the three-argument form.  An unknown
     mode or layer raises ``ValueError`` (Perl dies there too).
     """
-    mode_, name, flags, text, encoding, crlf = _parse_open(mode, path)
+    try:
+        mode_, name, flags, text, encoding, crlf, readable, writable, append = _OPEN_CACHE[
+            mode if path is None else (mode, path)
+        ]
+    except (KeyError, TypeError):
+        mode_, name, flags, text, encoding, crlf, readable, writable, append = _parse_open(
+            mode, path
+        )
     if not name:
         fail(errno.ENOENT)
         return None
     try:
-        fd = os.open(name, flags, _CREATE)
+        fd = _open(name, flags, _CREATE)
     except OSError as exc:
         fail_from(exc)
         return None
@@ -631,13 +682,11 @@ def open_(mode: str, path: str | os.PathLike[str] | None = None) -> PerlFile | N
     fh._fd = fd
     fh.name = name
     fh.mode = mode_
-    _flags, fh._readable, fh._writable, append = _MODES[mode_]
-    fh._append = append
+    fh._readable, fh._writable, fh._append = readable, writable, append
     fh._closed = fh._eof = False
     fh._error = 0
     fh._text = text
     fh._encoding = encoding
-    fh._errors = "surrogateescape"
     fh._crlf = crlf
     fh._rbuf = b""
     fh._rpos = 0
@@ -645,8 +694,8 @@ def open_(mode: str, path: str | os.PathLike[str] | None = None) -> PerlFile | N
     fh._pos = 0  # a new descriptor starts at 0
     if append:
         fh._pos = -1
-        try:
-            fh._pos = os.lseek(fd, 0, SEEK_END)  # Perl reports the end as the position
+        try:  # noqa: SIM105
+            fh._pos = _lseek(fd, 0, SEEK_END)  # Perl reports the end as the position
         except OSError:  # a pipe or terminal: no position
             pass
     _tls.errno = 0
@@ -686,20 +735,25 @@ def print_(fh: PerlFile, *items: object) -> int:
     if fh._closed or not fh._writable:
         return fail(errno.EBADF)
     encoding = fh._encoding
-    crlf = fh._crlf and fh._text
-    wbuf = fh._wbuf
     try:
         if fh._rbuf:
             fh._drop_read()
+        wbuf = fh._wbuf
         for item in items:
-            data = item if type(item) is str else _perl_str(item)
-            raw = data.encode(encoding, "surrogateescape") if type(data) is str else data
-            if crlf:
-                raw = raw.replace(b"\n", b"\r\n")  # type: ignore[union-attr]
-            wbuf.append(raw)  # type: ignore[arg-type]
-            if len(raw) > _BUFSIZE or len(wbuf) > 64:
+            kind = type(item)
+            if kind is str or kind is int:
+                raw = str(item).encode(encoding, "surrogateescape")
+            else:
+                data = _perl_str(item)
+                raw = data.encode(encoding, "surrogateescape") if isinstance(data, str) else data
+            if fh._crlf and fh._text:
+                raw = raw.replace(b"\n", b"\r\n")
+            wbuf.append(raw)
+            if len(raw) > _BUFSIZE:
                 fh._flush_write()
                 wbuf = fh._wbuf
+        if len(wbuf) > 64:
+            fh._flush_write()
     except OSError as exc:
         fh._error = exc.errno or errno.EIO
         return fail_from(exc)
@@ -737,20 +791,19 @@ def seek(fh: PerlFile, position: int, whence: int = SEEK_SET) -> int:
     if type(fh) is PerlFile:
         if fh._closed:
             return fail(errno.EBADF)
-        if type(position) is not int or whence not in (SEEK_SET, SEEK_CUR, SEEK_END):
+        if type(position) is not int or whence not in (0, 1, 2):
             return fail(errno.EINVAL)
         try:
             if fh._wbuf:
                 fh._flush_write()
             if fh._rbuf:
                 fh._drop_read()
-            fh._pos = -1
-            fh._pos = os.lseek(fh._fd, position, whence)
+            fh._pos = _lseek(fh._fd, position, whence)  # unchanged if it fails
         except OSError as exc:
             return fail_from(exc)
         fh._eof = False
         return 1
-    if type(position) is not int or whence not in (SEEK_SET, SEEK_CUR, SEEK_END):
+    if type(position) is not int or whence not in (0, 1, 2):
         return fail(errno.EINVAL)
     try:
         fh.seek(position, whence)
@@ -765,7 +818,14 @@ def tell(fh: PerlFile) -> int:
     """Perl's ``tell``: the byte position, or -1 with ``OS_ERROR`` set."""
     try:
         if type(fh) is PerlFile and not fh._closed:
-            return fh._tell()
+            if fh._wbuf:  # (no read-ahead then: the two never coexist)
+                fh._flush_write()
+                if fh._append:  # PerlIO asks the OS where an appending write went
+                    fh._pos = -1
+            pos = fh._pos
+            if pos < 0:
+                pos = fh._pos = _lseek(fh._fd, 0, SEEK_CUR)
+            return pos - (len(fh._rbuf) - fh._rpos)
         return fh.tell()
     except (ValueError, AttributeError):
         fail(errno.EBADF)
@@ -809,7 +869,7 @@ def truncate(fh: PerlFile | int | str | os.PathLike[str], length: int) -> int:
     if type(length) is not int or length < 0:
         return fail(errno.EINVAL)
     try:
-        os.ftruncate(fd, length)
+        _ftruncate(fd, length)
     except OSError as exc:
         return fail_from(exc)
     return 1
@@ -823,13 +883,25 @@ def close(fh: PerlFile) -> int:
     if type(fh) is PerlFile:
         if fh._closed:
             return fail(errno.EBADF)
-    elif getattr(fh, "closed", True):
+        fh._closed = True
+        fh._rbuf = b""
+        try:
+            if fh._wbuf:
+                fh._flush_write()
+        except OSError as exc:
+            fh._error = exc.errno or errno.EIO
+        try:
+            _close(fh._fd)
+        except OSError as exc:
+            return fail_from(exc)
+        return fail(fh._error) if fh._error else 1
+    if getattr(fh, "closed", True):
         return fail(errno.EBADF)
     try:
         fh.close()
     except OSError as exc:
         return fail_from(exc)
-    error = getattr(fh, "_error", 0)
+    error = getattr(fh, "_error", 0)  # a PerlFile subclass
     return fail(error) if error else 1
 
 

@@ -66,7 +66,6 @@ class Backend(StaleBackend):
     """A lock directory at ``path`` (mode 0755 like seed 003), owner file beside it."""
 
     method = "mkdir"
-    kind = "directory"
 
     def __init__(
         self, path: str, *, stale: float, shared: bool = False, mode: int = 0o755, **options: Any

@@ -58,7 +58,6 @@ class Backend(StaleBackend):
     """A marker file at ``path``, renamed to ``held`` while the lock is held."""
 
     method = "rename"
-    kind = "regular file"
 
     def __init__(
         self,

@@ -58,7 +58,6 @@ RELEASE_PATIENCE = 0.5
 _LOCK_SH = 1
 _LOCK_EX = 2
 _LOCK_NB = 4
-_LOCK_UN = 8
 
 O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -76,9 +75,7 @@ def lstat(path: str) -> os.stat_result | None:
     """``os.lstat`` that returns None when nothing is at *path*."""
     try:
         return os.lstat(path)
-    except FileNotFoundError:
-        return None
-    except NotADirectoryError:
+    except (FileNotFoundError, NotADirectoryError):
         return None
 
 
@@ -201,9 +198,6 @@ class StaleBackend(Backend):
     Subclasses provide ``_lstat``, ``_check``, ``_owner`` and ``_remove``; this
     class provides ``break_stale`` and ``describe`` on top of them.
     """
-
-    #: what the method puts at the path, for error messages.
-    kind = "lock"
 
     def __init__(self, path: str, *, stale: float, shared: bool = False, **options: Any) -> None:
         super().__init__(path, stale=stale, shared=shared, **options)

@@ -39,7 +39,6 @@ class Backend(StaleBackend):
     """A symlink at ``path`` whose target is the holder's pid."""
 
     method = "symlink"
-    kind = "symlink"
 
     def __init__(self, path: str, *, stale: float, shared: bool = False, **options: Any) -> None:
         super().__init__(path, stale=stale, shared=shared, **options)

@@ -94,7 +94,6 @@ class Backend(StaleBackend):
     """A TOP?LOCK file at ``path``: held while our ``id<>time<>`` line is its first."""
 
     method = "toplock"
-    kind = "regular file"
 
     def __init__(self, path: str, *, stale: float, shared: bool = False, **options: Any) -> None:
         super().__init__(path, stale=stale, shared=shared, **options)
@@ -202,7 +201,8 @@ def _toplock_backend(lock_: Lock) -> Backend:
 
 def still_holding(lock_: Lock) -> bool:
     """True if the toplock *lock_* is held and its line is still the first (seed 001's re-check)."""
-    return lock_.is_locked and _toplock_backend(lock_).still_holding()
+    backend = _toplock_backend(lock_)
+    return lock_.is_locked and backend.still_holding()
 
 
 def rename_if_holding(

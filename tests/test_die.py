@@ -80,10 +80,10 @@ def test_warn_prints_to_stderr_and_returns_1(capsys: pytest.CaptureFixture[str])
 
 SCRIPT = """\
 import atexit, sys
-from perlcompat import open_, die
+from perlcompat import OS_ERROR, die, open_
 atexit.register(lambda: open(sys.argv[2], "w").write("atexit ran"))
 print("output before dying", end="")
-fh = open_("<", sys.argv[1]) or die(f"Can't open {sys.argv[1]}: ", __import__("perlcompat").OS_ERROR)
+fh = open_("<", sys.argv[1]) or die(f"Can't open {sys.argv[1]}: ", OS_ERROR)
 """
 
 
@@ -105,8 +105,13 @@ def test_uncaught_die_prints_only_the_message_and_exits_like_perl(tmp_path: Path
     # same status as perl: $! (ENOENT) is the exit code
     assert proc.returncode == perl.returncode == errno.ENOENT
     # only the message, no traceback; same text as perl apart from the file name
-    assert proc.stderr.decode() == f"Can't open {missing}: No such file or directory at {script} line 5.\n"
-    assert perl.stderr.decode() == f"Can't open {missing}: No such file or directory at -e line 1.\n"
+    assert (
+        proc.stderr.decode()
+        == f"Can't open {missing}: No such file or directory at {script} line 5.\n"
+    )
+    assert (
+        perl.stderr.decode() == f"Can't open {missing}: No such file or directory at -e line 1.\n"
+    )
     assert proc.stdout == b"output before dying"  # buffered stdout is flushed
     assert marker.read_text() == "atexit ran"
 

@@ -14,8 +14,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from hypothesis import HealthCheck, example, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, example, given, settings, strategies as st
 from perlutil import PERL, perl_bytes
 
 from perlcompat import OS_ERROR, close, eof, open_, print_, seek, tell, truncate
@@ -24,9 +23,9 @@ MODES = ["<", ">", ">>", "+<", "+>", "+>>"]
 
 #: pieces that make lines, CRLF, Shift_JIS, EUC-JP and invalid UTF-8 likely
 PIECES = [b"\n", b"\r\n", b"abc", b"\x82\xa0\x82\xa2", b"\xa4\xa2", b"\xff\xfe", b"\xe3\x81", b"0"]
-chunks = st.lists(
-    st.one_of(st.sampled_from(PIECES), st.binary(max_size=5)), max_size=8
-).map(b"".join)
+chunks = st.lists(st.one_of(st.sampled_from(PIECES), st.binary(max_size=5)), max_size=8).map(
+    b"".join
+)
 
 ops = st.one_of(
     st.tuples(st.just("open"), st.sampled_from(MODES), st.sampled_from(["", ":raw"])),
@@ -204,7 +203,10 @@ def _compare(tmp_path: Path, start: bytes, program: list[tuple[object, ...]]) ->
     assert proc.returncode == 0, proc.stderr.decode()
     perl_results = proc.stdout.decode().splitlines()
     py_results = run_perlcompat(program, str(py_file), missing)
-    steps = [f"{op!r:50} perl={p:20} perlcompat={q}" for op, p, q in zip(program, perl_results, py_results)]
+    steps = [
+        f"{op!r:50} perl={p:20} perlcompat={q}"
+        for op, p, q in zip(program, perl_results, py_results)
+    ]
     assert py_results == perl_results, "\n".join(steps)
     assert py_file.read_bytes() == perl_file.read_bytes(), "\n".join(steps)
 
@@ -234,7 +236,9 @@ EXAMPLES = int(os.environ.get("PERLCOMPAT_DIFF_EXAMPLES", "150"))
         ("tell",),
     ],
 )
-def test_same_results_as_perl(tmp_path: Path, start: bytes, program: list[tuple[object, ...]]) -> None:
+def test_same_results_as_perl(
+    tmp_path: Path, start: bytes, program: list[tuple[object, ...]]
+) -> None:
     _compare(tmp_path, start, program)
 
 

@@ -260,7 +260,7 @@ def test_timeout_acquires_when_the_holder_lets_go(path: Path) -> None:
     close(fh)
 
 
-@pytest.mark.parametrize("timeout", [-1, "1", True, [1]])
+@pytest.mark.parametrize("timeout", [-1, "1", True, [1], float("nan")])
 def test_bad_timeouts_raise(path: Path, timeout: object) -> None:
     fh = _open("+<", path)
     with pytest.raises(ValueError, match="timeout"):

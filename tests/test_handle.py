@@ -154,7 +154,7 @@ def test_two_argument_parsing_matches_perl(tmp_path: Path) -> None:
     (tmp_path / " spaced ").write_bytes(b"y")
     specs = ["< plain ", "  plain", "+<plain", ">>plain", "< spaced ", "<  spaced", "< nothing"]
     code = (
-        'chdir $ARGV[0] or die; shift @ARGV; for my $s (@ARGV) {'
+        "chdir $ARGV[0] or die; shift @ARGV; for my $s (@ARGV) {"
         ' if (open(FH, $s)) { print((stat(FH))[1], "\\n"); close FH }'
         ' else { print "fail ", $!+0, "\\n" } }'
     )
@@ -335,7 +335,9 @@ def test_legacy_bytes_survive_a_text_round_trip(tmp_path: Path, payload: bytes) 
     assert out.read_bytes() == payload * 3
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(payload=st.binary(max_size=20000), size=st.integers(1, 300))
 def test_any_bytes_round_trip_through_text_handles(
     tmp_path: Path, payload: bytes, size: int
@@ -452,8 +454,13 @@ def test_seek_returns_1_even_at_offset_0(data: Path) -> None:
 
 @pytest.mark.parametrize(
     ("position", "whence", "number"),
-    [(-1, SEEK_SET, errno.EINVAL), (0, 3, errno.EINVAL), (0, -1, errno.EINVAL),
-     (1.5, SEEK_SET, errno.EINVAL), ("0", SEEK_SET, errno.EINVAL)],
+    [
+        (-1, SEEK_SET, errno.EINVAL),
+        (0, 3, errno.EINVAL),
+        (0, -1, errno.EINVAL),
+        (1.5, SEEK_SET, errno.EINVAL),
+        ("0", SEEK_SET, errno.EINVAL),
+    ],
 )
 def test_seek_failures(data: Path, position: object, whence: int, number: int) -> None:
     fh = _open("<", data)

@@ -402,3 +402,27 @@ def test_another_thread_waits_like_another_process(tmp_path: Path, method: str) 
     first.release()
     thread.join(10)
     assert taken.is_set() and result == [True]
+
+
+def test_toplock_check_again_before_the_rename(tmp_path: Path) -> None:
+    from perlcompat._toplock import rename_if_holding, still_holding
+
+    path, work, data = tmp_path / "test.lock", tmp_path / "work.tmp", tmp_path / "work.dat"
+    lk = Lock(str(path), method="toplock", stale=600).acquire()
+    assert still_holding(lk)
+    work.write_text("new\n")
+    assert rename_if_holding(lk, str(work), str(data)) == 1
+    assert data.read_text() == "new\n" and not work.exists()
+    # a seed 001 remover deletes our file and another writer's line comes first
+    os.unlink(path)
+    path.write_text(f"{'7' * 32}<>{int(time.time())}<>")
+    work.write_text("newer\n")
+    assert not still_holding(lk)
+    assert rename_if_holding(lk, str(work), str(data)) == 0
+    assert OS_ERROR == errno.ENOLCK
+    assert data.read_text() == "new\n" and work.exists()
+    with pytest.raises(ExpiredLockError):
+        lk.release()
+    assert path.exists()  # the other writer's lock is left alone
+    with pytest.raises(TypeError, match="not a toplock"):
+        still_holding(Lock(str(tmp_path / "d")))

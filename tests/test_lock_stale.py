@@ -239,7 +239,7 @@ def test_kill_9_perl_holder_is_recovered_only_after_stale(tmp_path: Path, method
     made = time.time()
     holder.proc.kill()
     holder.proc.wait()
-    stale = 1.5
+    stale = 2.0
     assert lock(str(path), method=method, stale=stale, retry=3, wait=0.05) == 0
     assert OS_ERROR == errno.EWOULDBLOCK  # no owner named: only age can tell
     assert lock(str(path), method=method, stale=stale, retry=100, wait=0.05) == 1

@@ -15,6 +15,7 @@ import sys
 import types
 from collections.abc import Iterator
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -52,7 +53,7 @@ class AlreadyLocked(LockException):
 class FakeWin32Locker:
     """Records calls; ``busy`` makes LockFileEx report ERROR_LOCK_VIOLATION."""
 
-    instances: list[FakeWin32Locker] = []
+    instances: ClassVar[list[FakeWin32Locker]] = []
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, int, object]] = []
@@ -213,7 +214,9 @@ def test_windows_flock_timeout_polls_with_non_blocking_requests(
     assert win_flock.flock(fh, LOCK_EX, timeout=0.05) == 0
     assert OS_ERROR == errno.EWOULDBLOCK
     assert len(locker.calls) >= 2
-    assert all(flags == FakeFlags.EXCLUSIVE | FakeFlags.NON_BLOCKING for _, _, flags in locker.calls)
+    assert all(
+        flags == FakeFlags.EXCLUSIVE | FakeFlags.NON_BLOCKING for _, _, flags in locker.calls
+    )
     close(fh)
 
 
