@@ -247,13 +247,12 @@ def _alarm(d: str, wid: int, n: int) -> None:
 
 
 def _toplock(d: str, wid: int, n: int) -> None:
-    from . import Lock, rename
+    from . import Lock, rename, still_holding
 
     for i in range(n):
         with Lock(f"{d}/list.lock", method="toplock", retry=None) as held:
             _add_entry(d, wid, i, target="list.tmp")  # seed 001: into a work file
-            still_holding = getattr(held.backend, "still_holding", None)
-            _check(still_holding is not None and still_holding(), "lock lost")
+            _check(still_holding(held), "lock lost")
             _check(rename(f"{d}/list.tmp", f"{d}/list.dat"), "rename")
 
 

@@ -12,7 +12,7 @@ import re
 import sys
 from urllib.parse import unquote_to_bytes
 
-from perlcompat import OS_ERROR, Lock, LockError, close, open_, print_, rename
+from perlcompat import OS_ERROR, Lock, LockError, close, open_, print_, rename, still_holding
 
 datadir = os.environ.get("PERLCOMPAT_DATA_DIR") or "."
 lockfile = f"{datadir}/workdata.lock"
@@ -42,7 +42,7 @@ def main():
         print_(DATA, *lines)
         close(DATA)
         # 再度ファイルのロック確認、ロック成功のときだけ本番ファイルに
-        LOCKED.backend.still_holding() or error("Lost the lock.")
+        still_holding(LOCKED) or error("Lost the lock.")
         rename(workfile, datafile) or error(f"Can't rename: {OS_ERROR}")
         LOCKED.release()  # ロック解除
 
