@@ -13,12 +13,17 @@ becomes an event carrying the set of locks held at that moment.
 
 A sub whose every call site (in the scripts audited together) holds a lock is
 walked as holding its caller's lock; a sub never called is judged on its own.
-Paths are compared by their text after substituting simple ``$name = "..."``
-assignments, so ``$datafile`` in two scripts sharing a settings file matches.
+Paths are compared by their text after substituting, per script, the simple
+``$name = "..."`` assignments of that script and of the files it ``require``s
+or ``do``es.  Two scripts name the same file only when those texts are equal
+and fully resolved: a path that still holds a variable (``$datafile`` set from
+``$ENV{...}``) is qualified by its script's name and matches nothing elsewhere.
 
 Rules (severity):
   truncate-before-lock (error)   ``open(F, ">$f")``/``+>`` then flock F and use it
-  check-then-create (error)      ``-e``/``-f`` test, then ``open`` creating the file
+  check-then-create (error)      ``-e``/``-f`` test, then an ``open`` that takes a lock
+                                 (any creating mode) or truncates (``>``/``+>``); a ``>>``
+                                 append to a data file empties nothing and is not reported
   lock-after-read (error)        the file is read before the lock that covers its write
   lock-gap (error)               read under one lock, written under another (or none)
   unlocked-write (error)         rewritten with no lock while other code flocks it
@@ -86,6 +91,14 @@ _LOCKISH = re.compile(r"lock|lck", re.I)
 _EXISTS_TESTS = frozenset({"-e", "-f", "-d", "-l", "-s"})
 _AGE_TESTS = frozenset({"-M", "-A", "-C"})
 _NAMED_UNARY = frozenset({"close", "alarm", "rmdir", "readline", "chdir", "eof", "getc", "tell"})
+_TRUNCATE = frozenset({">", "+>"})
+#: Between a script's name and a path key that means something in that script only.
+_QUAL = "\x00"
+
+
+def _bare(key: str) -> str:
+    """A path key without the script qualifier :meth:`_Walker.path` may have added."""
+    return key.rpartition(_QUAL)[2]
 
 
 class Finding:
@@ -450,6 +463,8 @@ class _Source:
     def __init__(self, name: str) -> None:
         self.name = name
         self.consts: dict[str, str] = {}
+        self.requires: set[str] = set()  # base names of the files it `require`s or `do`es
+        self.shared: dict[str, str] = {}  # constants of those files, where they agree
 
 
 class Program:
@@ -458,7 +473,6 @@ class Program:
     def __init__(self) -> None:
         self.sources: list[_Source] = []
         self.subs: dict[str, list[tuple[_Source, Block]]] = {}
-        self.global_consts: dict[str, str] = {}
         self.sub_class: dict[str, str] = {}  # name -> "lock" / "unlock"
         self.can_fail: set[str] = set()
         self.exit_subs: set[tuple[str, str]] = set()  # (file, sub) that always leaves
@@ -562,13 +576,13 @@ class _Walker:
     # -- paths and constants ----------------------------------------------
     def resolve(self, raw: str) -> str:
         consts = self.src.consts
-        glob = self.prog.global_consts
+        shared = self.src.shared
 
         def sub(match: re.Match[str]) -> str:
             name = match.group(1) or match.group(2)
             if name in self.lexicals:
                 return "$" + name  # a `my` variable is not the file-level one
-            return consts.get(name, glob.get(name, match.group(0)))
+            return consts.get(name, shared.get(name, match.group(0)))
 
         for _ in range(4):
             new = _INTERP.sub(sub, raw)
@@ -613,9 +627,12 @@ class _Walker:
         key = self.resolve("".join(raw).strip())
         shown = display(text or "''")
         py_expr = _valid_py(display(" + ".join(py) or '""'))
-        if re.search(r"\$\w+->\{", key):
-            key = f"{self.src.name}|{key}"  # an object field: the same in this script only
-        return Path(key, shown, py_expr, self.is_local(key))
+        local = self.is_local(key)
+        if "$" in key or "{...}" in key:
+            # Still a variable (an object field, `$ENV{...}`, a `my`): its value is this
+            # script's own, so the key names nothing in another script.
+            key = f"{self.src.name}{_QUAL}{key}"
+        return Path(key, shown, py_expr, local)
 
     # -- blocks and statements --------------------------------------------
     def walk(self, stmts: list[list[Item]]) -> _Result:
@@ -905,6 +922,8 @@ class _Walker:
             args, end = [], i + 1  # `&lock;` passes the caller's @_
         first = self.path(args[0]) if args else None
         key = first.key if first is not None else f"{name}()"
+        if first is None and any(s is self.src for s, _ in self.prog.subs.get(name, [])):
+            key = f"{self.src.name}{_QUAL}{key}"  # this script's own sub: its own lock
         shown = f"&{name}({first.text if first else ''})"
         if kind == "lock":
             if not self.used(items, i, end, ctx) and name in self.prog.can_fail:
@@ -982,7 +1001,7 @@ def _h_open(w: _Walker, items: Sequence[Item], i: int, st: State, ctx: Ctx) -> i
         )
     if mode in _CREATE and path.key in st.absent and not st.held:
         test_line, waited = st.absent[path.key]
-        lockish = waited or bool(_LOCKISH.search(path.key))
+        lockish = waited or bool(_LOCKISH.search(_bare(path.key)))
         if lockish:
             w.find(
                 line,
@@ -995,7 +1014,9 @@ def _h_open(w: _Walker, items: Sequence[Item], i: int, st: State, ctx: Ctx) -> i
                 w.prog.new_id(), "file", path.key, line, f"open(>{path.text})", name=path.py
             )
             w.acquire(st, inst)
-        else:
+        elif mode in _TRUNCATE:
+            # `>>`/`+>>` after the test is the safe way to create a data file: it never
+            # empties what another request wrote.  Only a truncating open loses data.
             w.find(
                 line,
                 "check-then-create",
@@ -1347,7 +1368,7 @@ def _h_marker(kind: str, path_arg: int) -> Handler:
         if len(args) <= path_arg:
             return i + 1
         path = w.path(args[path_arg])
-        lockish = ctx.loop or bool(_LOCKISH.search(path.key)) or path.key in w.remove_keys
+        lockish = ctx.loop or bool(_LOCKISH.search(_bare(path.key))) or path.key in w.remove_keys
         if w.used(items, i, end, ctx) and lockish:
             line = items[i].line
             inst = Inst(w.prog.new_id(), kind, path.key, line, f"{kind}({path.text})", name=path.py)
@@ -1560,8 +1581,46 @@ def _collect_consts(stmts: list[list[Item]], source: _Source) -> dict[str, str]:
         if any(t.kind == "str" and t.extra not in ('"', "'", "qq", "q") for t in rhs):
             continue
         path = walker_path.path(rhs)
-        seen.setdefault(var.text[1:], []).append(path.key)
+        seen.setdefault(var.text[1:], []).append(_bare(path.key))
     return {name: values[0] for name, values in seen.items() if len(set(values)) == 1}
+
+
+def _collect_requires(stmts: list[list[Item]]) -> set[str]:
+    """Base names of the files ``require "x.pl"`` / ``do "x.pl"`` load, anywhere in *stmts*."""
+    names: set[str] = set()
+    for items in stmts:
+        for k, item in enumerate(items):
+            if isinstance(item, Block):
+                names |= _collect_requires(item.stmts)
+                continue
+            if not item.is_id("require", "do"):
+                continue
+            arg = _item(items, k + 1)
+            if isinstance(arg, Tok) and arg.is_op("("):
+                arg = _item(items, k + 2)
+            if isinstance(arg, Tok) and arg.kind == "str" and arg.text.strip():
+                names.add(re.split(r"[/\\]", arg.text.strip())[-1])
+    return names
+
+
+def _shared_consts(source: _Source, sources: list[_Source]) -> dict[str, str]:
+    """Constants of the files *source* loads (transitively), where all of them agree."""
+    by_base: dict[str, list[_Source]] = {}
+    for other in sources:
+        by_base.setdefault(re.split(r"[/\\]", other.name)[-1], []).append(other)
+    seen: set[int] = {id(source)}
+    todo = [source]
+    values: dict[str, set[str]] = {}
+    while todo:
+        for base in sorted(todo.pop().requires):
+            for lib in by_base.get(base, []):
+                if id(lib) in seen:
+                    continue
+                seen.add(id(lib))
+                todo.append(lib)
+                for name, value in lib.consts.items():
+                    values.setdefault(name, set()).add(value)
+    return {name: next(iter(v)) for name, v in values.items() if len(v) == 1}
 
 
 def _sub_exits(block: Block) -> bool:
@@ -1639,14 +1698,12 @@ def audit(sources: Iterable[tuple[str, str]]) -> list[Finding]:
         source = _Source(name)
         stmts = parse(lex(text))
         source.consts = _collect_consts(_main_stmts(stmts), source)
+        source.requires = _collect_requires(stmts)
         _collect_subs(stmts, source, prog)
         prog.sources.append(source)
         units.append(_Unit(source, stmts))
-    merged: dict[str, set[str]] = {}
     for source in prog.sources:
-        for key, value in source.consts.items():
-            merged.setdefault(key, set()).add(value)
-    prog.global_consts = {k: next(iter(v)) for k, v in merged.items() if len(v) == 1}
+        source.shared = _shared_consts(source, prog.sources)
     for name, defs in prog.subs.items():
         for source, block in defs:
             if _sub_exits(block) or _EXIT_NAME.match(name):
@@ -1912,7 +1969,7 @@ def _removal_rules(res: _Result, ctx: _Judge) -> Iterator[Finding]:
             continue
         path = ev.path
         builtin = ev.via in ("unlink", "rmdir")
-        lockish = not builtin or bool(_LOCKISH.search(path.key)) or path.key in ctx.lock_keys
+        lockish = not builtin or bool(_LOCKISH.search(_bare(path.key))) or path.key in ctx.lock_keys
         if ev.age and lockish:
             yield _finding(
                 res,
@@ -2046,9 +2103,13 @@ def _lock_order(prog: Program, results: list[_Result]) -> list[Finding]:
             continue
         blocking = all(s[2] for s in sites) and all(s[2] for s in back)
         for site, other in ((sites[0], back[0]), (back[0], sites[0])):
-            first = site[3].text if site[3].kind == "sub" else site[3].key
+            first = site[3].text if site[3].kind == "sub" else _bare(site[3].key)
             taken = site[4]
-            second = (taken.text if taken.kind == "sub" else taken.key) if taken else "a sub's lock"
+            second = (
+                (taken.text if taken.kind == "sub" else _bare(taken.key))
+                if taken
+                else "a sub's lock"
+            )
             out.append(
                 Finding(
                     site[0],

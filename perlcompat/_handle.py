@@ -508,11 +508,15 @@ class PerlFile:
 
     def __del__(self) -> None:
         # Perl flushes and closes a handle that goes out of scope; so do we.
-        if not getattr(self, "_closed", True):
-            try:  # noqa: SIM105  (contextlib costs 4 ms of import time)
-                self.close()
-            except OSError:
-                pass
+        try:
+            if self._closed:
+                return
+        except AttributeError:  # __init__ failed before setting it
+            return
+        try:  # noqa: SIM105  (contextlib costs 4 ms of import time)
+            self.close()
+        except OSError:
+            pass
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"fd={self._fd}"

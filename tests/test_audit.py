@@ -254,3 +254,16 @@ def test_all_suggestions_are_python() -> None:
     assert len(findings) > 30
     for f in findings:
         ast.parse(f.suggestion)
+
+
+def test_examples_audited_together_report_only_what_each_script_does_alone() -> None:
+    # Each example sets its own $datafile from $ENV: audited together they must not be
+    # taken for one file (issue 7: workdata.cgi's rename reported against visitors.cgi).
+    paths = list(iter_files([str(ROOT / "examples")]))
+    assert len(paths) >= 7
+    together = found(paths)
+    alone: set[tuple[str, int, str]] = set()
+    for path in paths:
+        alone |= found([path])
+    assert together == alone
+    assert not any(rule == "check-then-create" for _, _, rule in together)

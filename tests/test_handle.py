@@ -706,3 +706,25 @@ def test_newlines_are_untouched_by_default_on_posix(tmp_path: Path) -> None:
     print_(fh, "d\r\n")
     close(fh)
     assert path.read_bytes() == b"a\r\nb\rc\nd\r\n"
+
+
+def test_perlfile_over_an_existing_descriptor(data: Path) -> None:
+    fd = os.open(data, os.O_RDWR)
+    os.lseek(fd, 5, os.SEEK_SET)  # the handle takes the descriptor where it is
+    fh = PerlFile(fd, str(data), "+<")
+    assert tell(fh) == 5
+    assert fh.readline() == "one\n"
+    assert print_(fh, "LINE") == 1
+    assert close(fh) == 1
+    assert data.read_bytes() == b"line one\nLINE two\nlast"
+
+
+def test_a_failed_constructor_leaves_nothing_to_finalize(monkeypatch: pytest.MonkeyPatch) -> None:
+    import gc
+
+    unraisable: list[object] = []
+    monkeypatch.setattr(sys, "unraisablehook", unraisable.append)
+    with pytest.raises(KeyError):
+        PerlFile(0, "name", "bad mode")
+    gc.collect()
+    assert unraisable == []

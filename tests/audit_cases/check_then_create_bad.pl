@@ -47,3 +47,21 @@ sub pid_lock2 {
     close(PID);
     return 1;
 }
+
+# '+>' empties like '>': the second first request wipes the first one's count.
+sub init_count {
+    my $file = "count.dat";
+    unless (-e $file) {
+        open(NEW, "+> $file") or die "create: $!";   # EXPECT check-then-create
+        close(NEW);
+    }
+}
+
+# A lock file made with '>>' is still only tested, then created: two requests both win.
+sub append_lock {
+    return 0 if -e "append.lock";
+    open(L, ">> append.lock") or return 0;   # EXPECT check-then-create
+    print L $$;
+    close(L);
+    return 1;
+}

@@ -24,3 +24,28 @@ sub excl_lock {
 }
 
 sub error { print "Content-type: text/plain\n\n$_[0]\n"; exit; }
+
+# Creating a data file with '>>' after the test is safe: two first requests may both
+# open it, but '>>' never empties what the other wrote; the update then runs under flock.
+sub count {
+    my $file = "count.dat";
+    unless (-e $file) {
+        open(NEW, ">> $file") or die "create: $!";
+        close(NEW);
+    }
+    open(DAT, "+< $file") or die "open: $!";
+    flock(DAT, 2) or die "flock: $!";
+    my $n = <DAT>;
+    seek(DAT, 0, 0) or die "seek: $!";
+    print DAT $n + 1, "\n";
+    truncate(DAT, tell(DAT)) or die "truncate: $!";
+    close(DAT) or die "close: $!";
+    return $n + 1;
+}
+
+sub init_log {
+    if (!-e $logfile) {
+        open(my $fh, '+>>', $logfile) or die "log: $!";
+        close($fh);
+    }
+}
