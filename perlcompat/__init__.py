@@ -151,9 +151,7 @@ def __getattr__(name: str) -> object:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'perlcompat' has no attribute {name!r}")
-    from importlib import import_module
-
-    value = getattr(import_module(f"{__name__}.{module}"), name)
+    value = getattr(__import__(f"{__name__}.{module}", None, None, [name]), name)
     globals()[name] = value
     return value
 

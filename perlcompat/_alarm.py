@@ -117,6 +117,11 @@ def pending_deadline() -> float | None:
     return getattr(_tls, "deadline", None)
 
 
+def raised_by_handler(exc: BaseException) -> bool:
+    """True if *exc* was raised by a signal handler run through ``%SIG``/``alarm`` here."""
+    return getattr(_tls, "raised", None) is exc
+
+
 def fire_if_due() -> None:
     """Run the ALRM handler if this thread's cooperative alarm is due (its exception propagates)."""
     deadline: float | None = getattr(_tls, "deadline", None)
@@ -156,7 +161,11 @@ def _deliver() -> None:
     if disposition is None or disposition == signal.SIG_DFL:
         _default_action()
     elif callable(disposition):
-        disposition(_SIGALRM, None)
+        try:
+            disposition(_SIGALRM, None)
+        except BaseException as exc:
+            _tls.raised = exc
+            raise
 
 
 def _default_action() -> None:
@@ -188,7 +197,11 @@ class _PerlHandler:
         args: tuple[object, ...] = (_signame(signum), frame)
         if self.nargs > 2:
             args += (None,) * (self.nargs - 2)
-        return self.func(*args[: self.nargs])
+        try:
+            return self.func(*args[: self.nargs])
+        except BaseException as exc:
+            _tls.raised = exc  # lets flock()/lock() tell the handler's error from their own
+            raise
 
     def __repr__(self) -> str:
         return f"<Perl-style handler {self.func!r}>"

@@ -39,7 +39,7 @@ import os
 import time
 from _thread import get_ident
 
-from ._errno import fail, set_errno
+from ._errno import fail, reraise_foreign, set_errno
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -568,6 +568,7 @@ def lock(
     except LockError as exc:
         return fail(exc.errno or errno.EWOULDBLOCK)
     except OSError as exc:
+        reraise_foreign(exc)
         return fail(exc.errno or errno.EIO)
     set_errno(0)
     return 1
@@ -595,6 +596,7 @@ def unlock(
     except LockError as exc:
         return fail(exc.errno or errno.ETIMEDOUT)
     except OSError as exc:
+        reraise_foreign(exc)
         return fail(exc.errno or errno.EIO)
     set_errno(0)
     return 1

@@ -43,6 +43,24 @@ def fail_from(exc: OSError) -> int:
     return 0
 
 
+def reraise_foreign(exc: OSError) -> None:
+    """Re-raise *exc* unless it is a system call's error (a signal handler's is never swallowed).
+
+    An ``OSError`` without errno never came from the kernel; one raised by an
+    ALRM handler (``TimeoutError`` from ``lambda *a: die(...)``'s cousins) is
+    marked by ``_alarm``.  Perl-style functions call this before turning an
+    ``OSError`` into 0 and ``$!``, so the pythonizer trap (a timed-out flock
+    reporting a plain failure, or success) cannot happen.
+    """
+    if exc.errno is None:
+        raise exc
+    import sys
+
+    alarm = sys.modules.get("perlcompat._alarm")
+    if alarm is not None and alarm.raised_by_handler(exc):
+        raise exc
+
+
 def strerror(number: int) -> str:
     """Return Perl's message for errno *number* ("" for 0)."""
     if not number:

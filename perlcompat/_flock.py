@@ -23,7 +23,7 @@ from __future__ import annotations
 import errno
 import sys
 
-from ._errno import _tls, fail, fail_from
+from ._errno import _tls, fail, fail_from, reraise_foreign
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -140,6 +140,7 @@ def flock(fh: object, operation: int, timeout: float | None = None) -> int:
         elif not _poll(fd, operation, timeout):
             return fail(errno.EWOULDBLOCK)
     except OSError as exc:
+        reraise_foreign(exc)
         return fail_from(exc)
     _tls.errno = 0
     return 1

@@ -143,18 +143,18 @@ class PerlFile:
 
     def _flush_write(self) -> None:
         """Write out pending output (the caller checked there is some)."""
-        wbuf = self._wbuf
-        data = wbuf[0] if len(wbuf) == 1 else b"".join(wbuf)
+        data = b"".join(self._wbuf)  # (one piece: joined without a copy)
         self._wbuf = []
         pos = self._pos
         self._pos = -1  # unknown if the write fails half-way
+        size = len(data)
         written = _write(self._fd, data)
-        if written < len(data):  # a short write: go on with the rest
+        if written < size:  # a short write: go on with the rest
             view = memoryview(data)[written:]
             while view:
                 view = view[_write(self._fd, view) :]
         if pos >= 0:  # after an O_APPEND write this is PerlIO's belief, not the OS offset
-            self._pos = pos + len(data)
+            self._pos = pos + size
 
     def _drop_read(self) -> None:
         """Forget read-ahead, moving the OS position back to the logical one."""
@@ -254,16 +254,20 @@ class PerlFile:
             raise ValueError("I/O operation on closed file")
         if not self._readable:
             self._unreadable()
-        end = self._rbuf.find(b"\n", self._rpos)
+        rbuf = self._rbuf
+        end = rbuf.find(b"\n", self._rpos) if rbuf else -1
         if end >= 0:  # a whole line is buffered
-            line = self._rbuf[self._rpos : end + 1]
+            line = rbuf[self._rpos : end + 1]
             self._rpos = end + 1
         else:  # read until a newline comes (as _readline_bytes, inlined: the hot path)
-            if self._wbuf:
-                self._flush_write()
-            line = self._rbuf[self._rpos :]
-            self._rbuf = b""
-            self._rpos = 0
+            if rbuf:
+                line = rbuf[self._rpos :]
+                self._rbuf = b""
+                self._rpos = 0
+            else:
+                line = b""
+                if self._wbuf:  # (output pending means no read-ahead)
+                    self._flush_write()
             try:
                 while not self._eof:
                     chunk = _read(self._fd, _BUFSIZE)

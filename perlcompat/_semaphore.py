@@ -34,7 +34,7 @@ from ._api import (
     _pause,
     resolve_path,
 )
-from ._errno import fail, set_errno
+from ._errno import fail, reraise_foreign, set_errno
 from ._flock import LOCK_EX, LOCK_NB, LOCK_UN, lock_fd
 
 TYPE_CHECKING = False
@@ -205,6 +205,7 @@ def sem_acquire(
     except LockError as exc:
         return fail(exc.errno or errno.EWOULDBLOCK)
     except OSError as exc:
+        reraise_foreign(exc)
         return fail(exc.errno or errno.EIO)
     _held[key] = sem
     set_errno(0)
@@ -221,6 +222,7 @@ def sem_release(name: str | os.PathLike[str], *, root: str | os.PathLike[str] | 
     try:
         sem.release()
     except OSError as exc:
+        reraise_foreign(exc)
         return fail(exc.errno or errno.EIO)
     set_errno(0)
     return 1

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
-from perlutil import Child
+from perlutil import Child, wait_until_blocked
 
 from perlcompat import OS_ERROR, ExpiredLockError, _owner, _stale, lock, unlock
 from perlcompat._api import Lock
@@ -122,13 +122,20 @@ def test_a_release_waits_for_a_remover_that_holds_the_second_lock(tmp_path: Path
     held = Lock(str(path)).acquire()
     guard = _stale.guard(str(path), exclusive=True)  # a remover between its look and rmdir
     assert guard is not None
+    assert _stale.guard(str(path), exclusive=True) is None  # a second remover gives up
+    release = Child.python(
+        "import sys\n"
+        "from perlcompat import _stale\n"
+        "fd = _stale.release_guard(sys.argv[1])\n"
+        "print('guarded', fd is not None, flush=True)\n",
+        str(path),
+    )
     try:
-        assert _stale.guard(str(path), exclusive=True) is None  # a second remover gives up
-        began = time.monotonic()
-        assert _stale.release_guard(str(path)) is None  # the release waited, bounded
-        assert time.monotonic() - began >= _stale.RELEASE_PATIENCE * 0.9
+        wait_until_blocked(release.proc.pid, tmp_path)  # the release waits, unbounded
     finally:
         _stale.unguard(guard)
+    release.expect("guarded True")
+    assert release.wait()[0] == 0
     shared = _stale.release_guard(str(path))
     assert shared is not None
     _stale.unguard(shared)
