@@ -6,13 +6,20 @@ and, from the main thread, a handler for each of SIGHUP, SIGINT, SIGPIPE,
 SIGQUIT and SIGTERM that is not ignored (Python ignores SIGPIPE: a signal that
 stops nothing needs no cleanup, and the locks stay held).
 
-On such a signal, and at normal interpreter exit, every held lock is
-released, each only if it is still ours (seed 000's ``$$ == readlink``).  Then
-the signal does what it would have done: a previous Python handler is called
-(SIGINT's raises ``KeyboardInterrupt``); a previous SIG_DFL is restored and the
-signal sent again, so a death by signal stays a death by that signal (exit
-status, core dump).  A ``Lock`` released this way counts as released: its
-``release()`` or ``with`` exit is then a no-op.
+Locks are released eagerly only when the process is certain to die: on a
+signal whose previous disposition was SIG_DFL, every held lock is released,
+each only if it is still ours (seed 000's ``$$ == readlink``), then SIG_DFL is
+restored and the signal sent again, so a death by signal stays a death by that
+signal (exit status, core dump).  A ``Lock`` released this way counts as
+released: its ``release()`` or ``with`` exit is then a no-op.
+
+When the previous handler is a Python callable (SIGINT's
+``default_int_handler``, or the program's own), it is just called and nothing
+is released here: the program may catch the ``KeyboardInterrupt`` (or ignore
+the signal) and carry on inside its critical section, so releasing first
+would let a second process in while it still works.  Its ``with`` exits,
+``release()`` calls and, at normal interpreter exit (an uncaught exception
+included), the ``atexit`` hook release the locks instead.
 
 A stopping signal that arrives while the main thread is between taking a
 lock and tracking it, or inside a release, is held back until that step is
@@ -123,17 +130,17 @@ def _install() -> None:
 
 
 def _on_signal(signum: int, frame: FrameType | None) -> None:
-    """Release our locks, then let the signal do what it would have done."""
+    """Let the signal do what it would have done; release our locks first if it kills us."""
     if _depth:
         _pending.append(signum)  # the main thread is mid-step: finish it first
         return
-    release_all()
     previous = _previous.get(signum)
     if callable(previous):
-        previous(signum, frame)
+        previous(signum, frame)  # may be caught: ``with``/release()/atexit release
         return
     if previous == _signal.SIG_IGN:
         return
+    release_all()  # SIG_DFL (or unknown): the process dies now
     _signal.signal(signum, _signal.SIG_DFL)
     os.kill(os.getpid(), signum)
     os._exit(128 + signum)  # only if the signal did not end us (blocked in this thread)

@@ -31,6 +31,7 @@ from ._stale import (
     O_BINARY,
     O_CLOEXEC,
     O_NOFOLLOW,
+    O_NONBLOCK,
     StaleBackend,
     identity,
     kind_error,
@@ -54,7 +55,8 @@ OWNER_SUFFIX = ".owner"
 #: the owner record is padded to this size, so rewriting it never truncates.
 RECORD_SIZE = 160
 
-_OPEN_OWNER = os.O_WRONLY | os.O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_BINARY
+#: O_NONBLOCK: a FIFO planted at the owner path must not hang us (a stopping signal waits).
+_OPEN_OWNER = os.O_WRONLY | os.O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_BINARY | O_NONBLOCK
 _BLANK = b" " * (RECORD_SIZE - 1) + b"\n"
 
 
@@ -210,11 +212,14 @@ class Backend(StaleBackend):
 
     def _blank_owner_file(self) -> None:
         try:
-            fd = os.open(self.owner_path, os.O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_BINARY)
+            fd = os.open(
+                self.owner_path, os.O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_BINARY | O_NONBLOCK
+            )
         except OSError:
             return
         try:
-            write_at_zero(fd, _BLANK)
+            if stat_module.S_ISREG(os.fstat(fd).st_mode):
+                write_at_zero(fd, _BLANK)
         except OSError:
             pass
         finally:

@@ -5,8 +5,10 @@ of ``/proc/<pid>/stat``, clock ticks since boot).  The judgement is three-valued
 
 * ``False`` (dead): the host is this host and ``kill(pid, 0)`` fails with ESRCH,
   or the process is a zombie, or the pid now belongs to a process with another
-  start time (the pid was reused), or to a process that started after the lock
-  was made (a lock cannot be older than its maker).
+  start time than the one recorded (the pid was reused), or, where no start
+  time is recorded, to a process that started more than ``START_SLACK``
+  seconds after the lock was made (a lock cannot be older than its maker; the
+  wide margin keeps a wall-clock step from killing a live holder).
 * ``True`` (alive): ``kill(pid, 0)`` succeeds, or fails with EPERM (a live
   process of another user), and nothing above says the pid was reused.
 * ``None`` (unknown): the lock names another host, names no pid, or this
@@ -26,8 +28,10 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-#: seconds of slack between a process's start time and a lock's creation time.
-START_SLACK = 2.0
+#: seconds of slack between a process's start time and a lock's creation time (used only
+#: when the lock records no start time; wide, so a wall-clock step cannot make a live holder
+#: look younger than its lock).
+START_SLACK = 60.0
 
 _me: tuple[int, str, int | None] | None = None
 _host: str | None = None
@@ -116,8 +120,9 @@ def alive(
 ) -> bool | None:
     """Judge whether the holder (*pid* on *host*, started at *start* ticks) still runs.
 
-    *created* (epoch seconds) is when the lock was made: a process that started
-    more than ``START_SLACK`` seconds later cannot have made it.
+    *created* (epoch seconds) is when the lock was made: where no *start* is
+    recorded, a process that started more than ``START_SLACK`` seconds later
+    cannot have made it.
     """
     if pid is None or pid <= 0:
         return None
@@ -139,8 +144,8 @@ def alive(
     state, ticks = found
     if state in ("Z", "X", "x"):
         return False
-    if start is not None and ticks != start:
-        return False
+    if start is not None:
+        return ticks == start  # the recorded start decides; wall-clock times play no part
     if created is not None:
         began = started_at(ticks)
         if began is not None and began > created + START_SLACK:

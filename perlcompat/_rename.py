@@ -31,6 +31,7 @@ from ._stale import (
     O_BINARY,
     O_CLOEXEC,
     O_NOFOLLOW,
+    O_NONBLOCK,
     StaleBackend,
     guard,
     identity,
@@ -51,7 +52,13 @@ if TYPE_CHECKING:
 #: default suffix of the marker's name while held.
 HELD_SUFFIX = ".locked"
 
-_WRITE = os.O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_BINARY
+#: O_NONBLOCK: a FIFO planted as the marker must not hang us (a stopping signal waits).
+_WRITE = os.O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_BINARY | O_NONBLOCK
+
+
+def _euid() -> int:
+    geteuid = getattr(os, "geteuid", None)
+    return -1 if geteuid is None else int(geteuid())
 
 
 class Backend(StaleBackend):
@@ -111,7 +118,12 @@ class Backend(StaleBackend):
             unguard(fd)
 
     def _claim(self) -> bool:
-        """Sign the marker we just moved; give it back and raise if it is not a plain file."""
+        """Sign the marker we just moved; give it back and raise if it is not a plain file.
+
+        A plain file means: a regular file with one link (not a hard link to
+        some other file, which signing would truncate) and, when we are root,
+        owned by root (root never writes into another user's file).
+        """
         try:
             marker = os.open(self.held, _WRITE)
         except OSError as exc:
@@ -120,10 +132,21 @@ class Backend(StaleBackend):
                 exc.errno, f"lock marker {self.path!r} is not a regular file ({exc.strerror})"
             ) from None
         st = os.fstat(marker)
+        problem = ""
         if not stat_module.S_ISREG(st.st_mode):
+            problem = "kind"
+        elif st.st_nlink != 1:
+            problem = f"has {st.st_nlink} hard links"
+        elif _euid() == 0 and st.st_uid != 0:
+            problem = f"belongs to uid {st.st_uid}, and we are root"
+        if problem:
             os.close(marker)
             os.rename(self.held, self.path)
-            raise kind_error(self.path, st, "regular file")
+            if problem == "kind":
+                raise kind_error(self.path, st, "regular file")
+            raise OSError(
+                errno.EPERM, f"lock marker {self.path!r} {problem}; refusing to write into it"
+            )
         self._sign(marker)
         return True
 
@@ -167,6 +190,8 @@ class Backend(StaleBackend):
         except OSError:
             return False
         try:
+            if not stat_module.S_ISREG(os.fstat(marker).st_mode):
+                return False
             os.ftruncate(marker, 0)
         except OSError:
             return False

@@ -7,9 +7,10 @@ removes C's.  Three rules close that here:
 1. **One remover at a time** (seed 000's second lock, seed 004's single
    remover).  A remover holds an exclusive ``flock`` on the lock's directory
    (on Windows, on a ``<lock>.breaker`` file).  The kernel drops it if the
-   remover dies, so the second lock never goes stale itself.  It is taken with
-   LOCK_NB: a remover that finds it busy gives up this round and tries again
-   on its next wait, so nobody ever blocks on it.
+   remover dies, so the second lock never goes stale itself.  A remover takes
+   it with LOCK_NB: one that finds it busy gives up this round and tries again
+   on its next wait.  A releasing holder (rule 3) waits for it: a remover
+   holds it only for a look and an ``rmdir``/``unlink``.
 2. **Look again, then compare identity.**  Holding it, the remover judges the
    lock from scratch (age, owner) and, immediately before ``rmdir``/``unlink``,
    ``lstat``\\ s the path once more and compares device, inode, mtime and ctime
@@ -52,8 +53,6 @@ if TYPE_CHECKING:
 FIRST_LOOK = 0.02
 #: and again at most this often (s).
 RELOOK = 0.25
-#: a release waits at most this long (s) for a remover to finish.
-RELEASE_PATIENCE = 0.5
 
 _LOCK_SH = 1
 _LOCK_EX = 2
@@ -62,6 +61,8 @@ _LOCK_NB = 4
 O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 O_BINARY = getattr(os, "O_BINARY", 0)
+#: opening a FIFO planted at a lock's side file must not block (a stopping signal waits).
+O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 _tls = _local()
 
@@ -80,12 +81,17 @@ def lstat(path: str) -> os.stat_result | None:
 
 
 def read_small(path: str, limit: int = 4096) -> bytes | None:
-    """Read up to *limit* bytes of a regular file, never following a symlink; None if absent."""
+    """Read up to *limit* bytes of a regular file, never following a symlink nor blocking.
+
+    None if absent or not a regular file (a FIFO, a device).
+    """
     try:
-        fd = os.open(path, os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_BINARY)
+        fd = os.open(path, os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_BINARY | O_NONBLOCK)
     except OSError:
         return None
     try:
+        if not stat_module.S_ISREG(os.fstat(fd).st_mode):
+            return None
         return os.read(fd, limit)
     except OSError:
         return None
@@ -152,17 +158,30 @@ def guard(path: str, exclusive: bool) -> int | None:
 
 
 def release_guard(path: str) -> int | None:
-    """Take the remover lock shared, to release a lock; waits briefly for a remover."""
+    """Take the remover lock shared, to release a lock, waiting for a remover to finish.
+
+    Raises OSError if it cannot be taken (never releases unguarded); None only
+    when this thread is itself inside a removal (a signal handler's cleanup).
+    """
     if getattr(_tls, "breaking", 0):
         return None  # a signal handler interrupted this thread's own removal
-    deadline = time.monotonic() + RELEASE_PATIENCE
-    pause = 0.0002
-    while True:
-        fd = guard(path, exclusive=False)
-        if fd is not None or time.monotonic() >= deadline:
-            return fd
-        time.sleep(pause)
-        pause = min(pause * 2, 0.01)
+    try:
+        fd = _guard_open(path)
+    except OSError as exc:
+        raise OSError(
+            exc.errno, f"cannot open the remover lock of {path!r} to release it: {exc.strerror}"
+        ) from None
+    try:
+        try:
+            _lock_fd(fd, _LOCK_SH | _LOCK_NB)
+        except BlockingIOError:
+            _lock_fd(fd, _LOCK_SH)  # a remover holds it for microseconds: wait for it
+    except OSError as exc:
+        os.close(fd)
+        raise OSError(
+            exc.errno, f"cannot take the remover lock of {path!r} to release it: {exc.strerror}"
+        ) from None
+    return fd
 
 
 def unguard(fd: int | None) -> None:

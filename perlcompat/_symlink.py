@@ -11,7 +11,9 @@ is stale when its link is older than ``stale`` seconds, or at once when that
 pid is dead, a zombie, or now a process that started after the link was made
 (the pid was reused).  Stale links are removed by ``_stale`` (one remover at a
 time, identity re-checked right before the ``unlink``).  Release removes the
-link only if it is still the one this holder made.
+link only if it is exactly the one this holder made (device, inode, mtime,
+ctime): the pid target cannot tell two threads of one process apart, and a
+link remade after a break may reuse the inode.
 """
 
 from __future__ import annotations
@@ -43,7 +45,6 @@ class Backend(StaleBackend):
     def __init__(self, path: str, *, stale: float, shared: bool = False, **options: Any) -> None:
         super().__init__(path, stale=stale, shared=shared, **options)
         self._mine: os.stat_result | None = None
-        self._pid = ""
 
     def try_acquire(self) -> bool:
         """Make the link; True if we made it."""
@@ -56,7 +57,6 @@ class Backend(StaleBackend):
         if st is None:
             return False  # removed at once by someone else
         self._mine = st
-        self._pid = pid
         return True
 
     def release(self) -> bool:
@@ -67,10 +67,8 @@ class Backend(StaleBackend):
         fd = release_guard(self.path)
         try:
             st = lstat(self.path)
-            if st is None or (st.st_dev, st.st_ino) != (mine.st_dev, mine.st_ino):
-                return False
-            if identity(st) != identity(mine) and _target(self.path) != self._pid:
-                return False
+            if st is None or identity(st) != identity(mine):
+                return False  # broken and remade, perhaps by another thread of ours (same pid)
             os.unlink(self.path)
             return True
         finally:
