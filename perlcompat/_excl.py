@@ -25,13 +25,9 @@ from ._stale import (
     O_CLOEXEC,
     O_NOFOLLOW,
     StaleBackend,
-    identity,
     kind_error,
-    lstat,
     read_small,
-    release_guard,
     same,
-    unguard,
 )
 
 TYPE_CHECKING = False
@@ -72,24 +68,11 @@ class Backend(StaleBackend):
         self._token = token
         return True
 
-    def release(self) -> bool:
-        """Unlink the file if it is still the one we created; False if it was broken."""
-        mine, self._mine = self._mine, None
-        if mine is None:
-            return False
-        fd = release_guard(self.path)
-        try:
-            st = lstat(self.path)
-            if st is None or (st.st_dev, st.st_ino) != (mine.st_dev, mine.st_ino):
-                return False
-            if identity(st) != identity(mine):
-                fields = _owner.parse(read_small(self.path) or b"", "excl")
-                if fields is None or fields.get("token") != self._token:
-                    return False
-            os.unlink(self.path)
-            return True
-        finally:
-            unguard(fd)
+    def _still_mine(self, st: os.stat_result, mine: os.stat_result) -> bool:
+        return self._record_is_ours(st, mine, self.path, "excl")
+
+    def _undo(self) -> None:
+        os.unlink(self.path)
 
     def _check(self, st: os.stat_result) -> None:
         if not stat_module.S_ISREG(st.st_mode):

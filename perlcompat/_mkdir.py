@@ -33,13 +33,10 @@ from ._stale import (
     O_NOFOLLOW,
     O_NONBLOCK,
     StaleBackend,
-    identity,
     kind_error,
     lstat,
     read_small,
-    release_guard,
     same,
-    unguard,
     unlink_quietly,
     write_at_zero,
 )
@@ -94,30 +91,15 @@ class Backend(StaleBackend):
         self._mine = st
         return True
 
-    def release(self) -> bool:
-        """Remove the directory if it is still the one we made; False if it was broken."""
-        mine, self._mine = self._mine, None
-        if mine is None:
-            return False
-        fd = release_guard(self.path)
-        try:
-            st = lstat(self.path)
-            if st is None or not self._is_mine(st, mine):
-                return False
-            self._unsign()
-            os.rmdir(self.path)
-            return True
-        finally:
-            unguard(fd)
-            self._close_owner()
+    def _still_mine(self, st: os.stat_result, mine: os.stat_result) -> bool:
+        return self._record_is_ours(st, mine, self.owner_path, "mkdir")
 
-    def _is_mine(self, st: os.stat_result, mine: os.stat_result) -> bool:
-        if (st.st_dev, st.st_ino) != (mine.st_dev, mine.st_ino):
-            return False
-        if identity(st) == identity(mine):
-            return True
-        fields = _owner.parse(read_small(self.owner_path) or b"", "mkdir")
-        return fields is not None and fields.get("token") == self._token
+    def _undo(self) -> None:
+        self._unsign()
+        os.rmdir(self.path)
+
+    def _after_release(self) -> None:
+        self._close_owner()
 
     def _forget(self) -> None:
         """In a forked child: drop the parent's hold without touching the directory."""

@@ -34,11 +34,9 @@ from ._stale import (
     O_NONBLOCK,
     StaleBackend,
     guard,
-    identity,
     kind_error,
     lstat,
     read_small,
-    release_guard,
     same,
     unguard,
 )
@@ -163,25 +161,16 @@ class Backend(StaleBackend):
         self._mine = st
         self._token = token
 
-    def release(self) -> bool:
-        """Empty the marker and rename it back, if it still carries our record."""
-        mine, self._mine = self._mine, None
-        if mine is None:
-            return False
-        fd = release_guard(self.path)
-        try:
-            st = lstat(self.held)
-            if st is None or (st.st_dev, st.st_ino) != (mine.st_dev, mine.st_ino):
-                return False
-            if identity(st) != identity(mine):
-                fields = _owner.parse(read_small(self.held) or b"", "rename")
-                if fields is None or fields.get("token") != self._token:
-                    return False
-            self._clear()  # if that fails, the record is ignored anyway (its ctime is newer)
-            os.rename(self.held, self.path)
-            return True
-        finally:
-            unguard(fd)
+    def _held_path(self) -> str:
+        return self.held
+
+    def _still_mine(self, st: os.stat_result, mine: os.stat_result) -> bool:
+        return self._record_is_ours(st, mine, self.held, "rename")
+
+    def _undo(self) -> None:
+        """Empty the marker and rename it back to the free name."""
+        self._clear()  # if that fails, the record is ignored anyway (its ctime is newer)
+        os.rename(self.held, self.path)
 
     def _clear(self) -> bool:
         """Empty the held marker, so a free marker names nobody; False if that failed."""

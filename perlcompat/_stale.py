@@ -250,6 +250,54 @@ class StaleBackend(Backend):
         """Remove the lock *st* if the path still holds exactly it; True if removed."""
         raise NotImplementedError
 
+    # -- release: our own lock, under the release guard -------------------
+    #: what we made when we took the lock (set by ``try_acquire``)
+    _mine: os.stat_result | None = None
+    #: the nonce in our owner record, if the method writes one
+    _token = ""
+
+    def _held_path(self) -> str:
+        """Where our lock object is while held."""
+        return self.path
+
+    def _still_mine(self, st: os.stat_result, mine: os.stat_result) -> bool:
+        """True if *st* is the lock object we made (*mine*)."""
+        return identity(st) == identity(mine)
+
+    def _undo(self) -> None:
+        """Remove our lock object (the path holds exactly it; the guard is held)."""
+        raise NotImplementedError
+
+    def _after_release(self) -> None:
+        """Tidy up after a release, whether or not the lock was still ours."""
+
+    def release(self) -> bool:
+        """Remove our lock if the path still holds exactly it; False if it was broken."""
+        mine, self._mine = self._mine, None
+        if mine is None:
+            return False
+        fd = release_guard(self.path)
+        try:
+            st = lstat(self._held_path())
+            if st is None or not self._still_mine(st, mine):
+                return False
+            self._undo()
+            return True
+        finally:
+            unguard(fd)
+            self._after_release()
+
+    def _record_is_ours(
+        self, st: os.stat_result, mine: os.stat_result, record_path: str, method: str
+    ) -> bool:
+        """Same inode as *mine*, and unchanged or still carrying our token in *record_path*."""
+        if (st.st_dev, st.st_ino) != (mine.st_dev, mine.st_ino):
+            return False
+        if identity(st) == identity(mine):
+            return True
+        fields = _owner.parse(read_small(record_path) or b"", method)
+        return fields is not None and fields.get("token") == self._token
+
     # -- shared logic ----------------------------------------------------
     def _is_stale(self, st: os.stat_result) -> bool:
         age = self._age(st)

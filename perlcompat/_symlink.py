@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import stat as stat_module
 
-from ._stale import StaleBackend, identity, kind_error, lstat, release_guard, same, unguard
+from ._stale import StaleBackend, kind_error, lstat, same
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -59,20 +59,10 @@ class Backend(StaleBackend):
         self._mine = st
         return True
 
-    def release(self) -> bool:
-        """Unlink the link if it is still ours (seed 000's ``$$ == readlink``); False if not."""
-        mine, self._mine = self._mine, None
-        if mine is None:
-            return False
-        fd = release_guard(self.path)
-        try:
-            st = lstat(self.path)
-            if st is None or identity(st) != identity(mine):
-                return False  # broken and remade, perhaps by another thread of ours (same pid)
-            os.unlink(self.path)
-            return True
-        finally:
-            unguard(fd)
+    # release: only the very link we made (identity), never "a link naming our pid":
+    # another thread of ours (same pid) may have broken it and made its own.
+    def _undo(self) -> None:
+        os.unlink(self.path)
 
     def _check(self, st: os.stat_result) -> None:
         if not stat_module.S_ISLNK(st.st_mode):

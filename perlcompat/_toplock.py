@@ -99,7 +99,7 @@ class Backend(StaleBackend):
         super().__init__(path, stale=stale, shared=shared, **options)
         self._id = ""
         self._appended: tuple[int, int] | None = None
-        self._mine: tuple[int, int] | None = None
+        self._held_key: tuple[int, int] | None = None
 
     # -- acquire / release -------------------------------------------------
     def try_acquire(self) -> bool:
@@ -128,12 +128,12 @@ class Backend(StaleBackend):
         if now is None or (now.st_dev, now.st_ino) != key:
             return False  # our file was removed under us: we hold nothing
         self._id = ident
-        self._mine = key
+        self._held_key = key
         return True
 
     def still_holding(self) -> bool:
         """Seed 001's second check: the lock file is ours and our line is still first."""
-        mine = self._mine
+        mine = self._held_key
         if mine is None:
             return False
         st = lstat(self.path)
@@ -144,12 +144,12 @@ class Backend(StaleBackend):
 
     def release(self) -> bool:
         """Remove the lock file if our line is still its first; False if it was broken."""
-        if self._mine is None:
+        if self._held_key is None:
             return False
         fd = release_guard(self.path)
         try:
             ours = self.still_holding()
-            self._mine = self._appended = None
+            self._held_key = self._appended = None
             if not ours:
                 return False
             os.unlink(self.path)
