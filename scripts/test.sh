@@ -7,15 +7,12 @@ cd "$(dirname "$0")/.."
 
 missing=()
 for tool in perl redis-server lighttpd; do
-    command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
+    PATH="$PATH:/usr/sbin:/usr/local/sbin" command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
 done
 if ((${#missing[@]})); then
     pkgs=()
     for tool in "${missing[@]}"; do
-        case "$tool" in
-            redis-server) pkgs+=(redis-server) ;;
-            *) pkgs+=("$tool") ;;
-        esac
+        pkgs+=("$tool")  # each tool's Debian package has its name
     done
     SUDO=""
     [ "$(id -u)" = 0 ] || SUDO="sudo"
