@@ -259,33 +259,8 @@ class PerlFile:
         if end >= 0:  # a whole line is buffered
             line = rbuf[self._rpos : end + 1]
             self._rpos = end + 1
-        else:  # read until a newline comes (as _readline_bytes, inlined: the hot path)
-            if rbuf:
-                line = rbuf[self._rpos :]
-                self._rbuf = b""
-                self._rpos = 0
-            else:
-                line = b""
-                if self._wbuf:  # (output pending means no read-ahead)
-                    self._flush_write()
-            try:
-                while not self._eof:
-                    chunk = _read(self._fd, _BUFSIZE)
-                    if not chunk:
-                        self._eof = True
-                        break
-                    if self._pos >= 0:
-                        self._pos += len(chunk)
-                    end = chunk.find(b"\n")
-                    if end >= 0:
-                        self._rbuf = chunk
-                        self._rpos = end + 1
-                        line += chunk[: end + 1]
-                        break
-                    line += chunk
-            except BaseException:
-                self._rbuf = line  # keep what was read for the next try
-                raise
+        else:  # no whole line buffered: this path makes a read(2) call anyway
+            line = self._readline_bytes()
         if size is not None and 0 <= size < len(line):
             # keep the rest of the line buffered for the next read
             self._rbuf = line[size:] + self._rbuf[self._rpos :]
