@@ -31,8 +31,8 @@ import os, sys
 from perlcompat import lock
 from perlcompat._api import Lock
 with Lock(sys.argv[1], retry=1):
-    print("in", flush=True)
     try:
+        print("in", flush=True)  # inside the try: SIGINT may land as soon as this is written
         sys.stdin.readline()  # interrupted by SIGINT
         print("not interrupted", flush=True)
     except KeyboardInterrupt:
