@@ -84,8 +84,8 @@ class RedisServer:
                 return True
             except redis.AuthenticationError:
                 return True  # answering, but wants a password
-            except redis.ConnectionError:
-                time.sleep(0.005)
+            except (redis.ConnectionError, redis.TimeoutError):
+                time.sleep(0.005)  # not listening yet, or not answering within 1 s yet
             finally:
                 client.close()
         self.stop()

@@ -3,7 +3,9 @@
 Three perl and three Python processes start together (each says "ready" and
 waits for "go" on stdin) and run hundreds of cycles each; every process reports
 when it started and finished on the system's monotonic clock, so the test also
-checks that they really ran at the same time.
+checks that they really ran at the same time.  To make sure they do, each one
+goes on past CYCLES until every process has started (a byte appended to a
+shared file) and reports how many cycles it ran.
 """
 
 from __future__ import annotations
@@ -20,10 +22,13 @@ WORKERS = 3  # of each language
 
 PERL_COUNTER = r"""
 use Time::HiRes qw(clock_gettime CLOCK_MONOTONIC);
-my ($f, $cycles, $locked) = @ARGV;
+my ($f, $cycles, $locked, $started, $everyone) = @ARGV;
 print "ready\n"; <STDIN>;
 my $start = clock_gettime(CLOCK_MONOTONIC);
-for (1 .. $cycles) {
+open(my $s, '>>', $started) or die "Can't open: $!"; syswrite($s, "x") or die; close($s);
+my $done = 0;
+until ($done >= $cycles && -s $started >= $everyone) {
+    $done++;
     open(OUT, "+< $f") or die "Can't open: $!";
     if ($locked) { flock(OUT, 2) or die "Can't flock: $!"; }
     my $n = <OUT>;
@@ -32,17 +37,22 @@ for (1 .. $cycles) {
     truncate(OUT, tell(OUT)) or die "Can't truncate: $!";
     close(OUT) or die "Can't close: $!";
 }
-printf "done %.6f %.6f\n", $start, clock_gettime(CLOCK_MONOTONIC);
+printf "done %d %.6f %.6f\n", $done, $start, clock_gettime(CLOCK_MONOTONIC);
 """
 
 PY_COUNTER = r"""
-import re, sys, time
+import os, re, sys, time
 from perlcompat import OS_ERROR, close, die, flock, open_, print_, seek, tell, truncate
 f, cycles, locked = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
+started, everyone = sys.argv[4], int(sys.argv[5])
 number = re.compile(r"\s*(\d+)")  # Perl's numification: leading digits, else 0
 print("ready", flush=True); sys.stdin.readline()
 start = time.monotonic()
-for _ in range(cycles):
+with open(started, "a") as stream:
+    stream.write("x")
+done = 0
+while done < cycles or os.path.getsize(started) < everyone:
+    done += 1
     OUT = open_("+< " + f) or die(f"Can't open: {OS_ERROR}")
     if locked:
         flock(OUT, 2) or die(f"Can't flock: {OS_ERROR}")
@@ -52,17 +62,20 @@ for _ in range(cycles):
     print_(OUT, (int(match[1]) if match else 0) + 1)
     truncate(OUT, tell(OUT)) or die(f"Can't truncate: {OS_ERROR}")
     close(OUT) or die(f"Can't close: {OS_ERROR}")
-print(f"done {start:.6f} {time.monotonic():.6f}", flush=True)
+print(f"done {done} {start:.6f} {time.monotonic():.6f}", flush=True)
 """
 
 PAYLOAD = "x" * 300
 
 PERL_APPEND = r"""
 use Time::HiRes qw(clock_gettime CLOCK_MONOTONIC);
-my ($f, $cycles, $id, $payload) = @ARGV;
+my ($f, $cycles, $id, $payload, $started, $everyone) = @ARGV;
 print "ready\n"; <STDIN>;
 my $start = clock_gettime(CLOCK_MONOTONIC);
-for my $i (1 .. $cycles) {
+open(my $s, '>>', $started) or die "Can't open: $!"; syswrite($s, "x") or die; close($s);
+my $i = 0;
+until ($i >= $cycles && -s $started >= $everyone) {
+    $i++;
     open(OUT, ">> $f") or die "Can't open: $!";
     flock(OUT, 2) or die "Can't flock: $!";
     seek(OUT, 0, 2);
@@ -71,16 +84,21 @@ for my $i (1 .. $cycles) {
     print OUT "$payload\n";
     close(OUT) or die "Can't close: $!";
 }
-printf "done %.6f %.6f\n", $start, clock_gettime(CLOCK_MONOTONIC);
+printf "done %d %.6f %.6f\n", $i, $start, clock_gettime(CLOCK_MONOTONIC);
 """
 
 PY_APPEND = r"""
-import sys, time
+import os, sys, time
 from perlcompat import OS_ERROR, SEEK_END, close, die, flock, open_, print_, seek
 f, cycles, ident, payload = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+started, everyone = sys.argv[5], int(sys.argv[6])
 print("ready", flush=True); sys.stdin.readline()
 start = time.monotonic()
-for i in range(1, cycles + 1):
+with open(started, "a") as stream:
+    stream.write("x")
+i = 0
+while i < cycles or os.path.getsize(started) < everyone:
+    i += 1
     OUT = open_(">> " + f) or die(f"Can't open: {OS_ERROR}")
     flock(OUT, 2) or die(f"Can't flock: {OS_ERROR}")
     seek(OUT, 0, SEEK_END)
@@ -88,12 +106,12 @@ for i in range(1, cycles + 1):
     OUT.flush()  # two writes per line: a torn line would show
     print_(OUT, payload, "\n")
     close(OUT) or die(f"Can't close: {OS_ERROR}")
-print(f"done {start:.6f} {time.monotonic():.6f}", flush=True)
+print(f"done {i} {start:.6f} {time.monotonic():.6f}", flush=True)
 """
 
 
-def _run_together(children: list[Child]) -> list[tuple[float, float]]:
-    """Release *children* at once; return each one's (start, end) after it finished."""
+def _run_together(children: list[Child]) -> list[tuple[int, float, float]]:
+    """Release *children* at once; return each one's (cycles, start, end) after it finished."""
     for child in children:
         child.expect("ready")
     for child in children:
@@ -102,31 +120,39 @@ def _run_together(children: list[Child]) -> list[tuple[float, float]]:
     for child in children:
         status, out, err = child.wait()
         assert status == 0, err
-        match = re.fullmatch(r"done (\S+) (\S+)\n", out)
+        match = re.fullmatch(r"done (\d+) (\S+) (\S+)\n", out)
         assert match, (out, err)
-        spans.append((float(match[1]), float(match[2])))
+        assert int(match[1]) >= CYCLES
+        spans.append((int(match[1]), float(match[2]), float(match[3])))
     return spans
 
 
-def _counter_run(path: Path, locked: bool) -> tuple[int, list[tuple[float, float]]]:
+def _started(path: Path) -> str:
+    """A fresh file the workers each append a byte to once they have started."""
+    started = path.with_name(path.name + ".started")
+    started.write_bytes(b"")
+    return str(started)
+
+
+def _counter_run(path: Path, locked: bool) -> tuple[int, list[tuple[int, float, float]]]:
     path.write_bytes(b"0")
-    flag = "1" if locked else "0"
-    children = [Child.perl(PERL_COUNTER, str(path), str(CYCLES), flag) for _ in range(WORKERS)]
-    children += [Child.python(PY_COUNTER, str(path), str(CYCLES), flag) for _ in range(WORKERS)]
+    args = (str(path), str(CYCLES), "1" if locked else "0", _started(path), str(2 * WORKERS))
+    children = [Child.perl(PERL_COUNTER, *args) for _ in range(WORKERS)]
+    children += [Child.python(PY_COUNTER, *args) for _ in range(WORKERS)]
     spans = _run_together(children)
     content = path.read_bytes()
     return (int(content) if content.isdigit() else -1), spans  # -1: garbage (unlocked runs)
 
 
-def _assert_overlapped(spans: list[tuple[float, float]]) -> None:
-    latest_start = max(start for start, _ in spans)
-    earliest_end = min(end for _, end in spans)
+def _assert_overlapped(spans: list[tuple[int, float, float]]) -> None:
+    latest_start = max(start for _, start, _ in spans)
+    earliest_end = min(end for _, _, end in spans)
     assert latest_start < earliest_end, f"the workers did not run at the same time: {spans}"
 
 
 def test_read_increment_write_idiom_loses_nothing(tmp_path: Path) -> None:
     total, spans = _counter_run(tmp_path / "count.txt", locked=True)
-    assert total == 2 * WORKERS * CYCLES
+    assert total == sum(cycles for cycles, _, _ in spans)
     _assert_overlapped(spans)
 
 
@@ -148,37 +174,41 @@ def test_without_flock_the_same_idiom_loses_updates(tmp_path: Path) -> None:
     # reads "9990") and the count jumps.  Either way it is not the exact total.
     attempts = []
     for _ in range(3):
-        total, _spans = _counter_run(path, locked=False)
-        attempts.append(total)
-        if total != 2 * WORKERS * CYCLES:
+        total, spans = _counter_run(path, locked=False)
+        ran = sum(cycles for cycles, _, _ in spans)
+        attempts.append((total, ran))
+        if total != ran:
             break
-    assert attempts[-1] != 2 * WORKERS * CYCLES, f"every unlocked run was exact: {attempts}"
+    assert attempts[-1][0] != attempts[-1][1], f"every unlocked run was exact: {attempts}"
 
 
 def test_append_idiom_keeps_every_line_whole(tmp_path: Path) -> None:
     path = tmp_path / "log.txt"
     path.write_bytes(b"")
+    started = (_started(path), str(2 * WORKERS))
     children = [
-        Child.perl(PERL_APPEND, str(path), str(CYCLES), f"perl{i}", PAYLOAD) for i in range(WORKERS)
+        Child.perl(PERL_APPEND, str(path), str(CYCLES), f"perl{i}", PAYLOAD, *started)
+        for i in range(WORKERS)
     ]
     children += [
-        Child.python(PY_APPEND, str(path), str(CYCLES), f"py{i}", PAYLOAD) for i in range(WORKERS)
+        Child.python(PY_APPEND, str(path), str(CYCLES), f"py{i}", PAYLOAD, *started)
+        for i in range(WORKERS)
     ]
     spans = _run_together(children)
     _assert_overlapped(spans)
     lines = path.read_bytes().split(b"\n")
     assert lines.pop() == b""  # ends with a newline
-    assert len(lines) == 2 * WORKERS * CYCLES
+    assert len(lines) == sum(cycles for cycles, _, _ in spans)
     pattern = re.compile(rb"(perl|py)(\d) (\d+) " + PAYLOAD.encode())
     seen = set()
     for line in lines:
         match = pattern.fullmatch(line)
         assert match, f"torn line: {line[:80]!r}"
         seen.add((match[1], int(match[2]), int(match[3])))
+    workers = [(lang, worker) for lang in (b"perl", b"py") for worker in range(WORKERS)]
     expected = {
         (lang, worker, cycle)
-        for lang in (b"perl", b"py")
-        for worker in range(WORKERS)
-        for cycle in range(1, CYCLES + 1)
+        for (lang, worker), (cycles, _, _) in zip(workers, spans)  # the children's order
+        for cycle in range(1, cycles + 1)
     }
     assert seen == expected

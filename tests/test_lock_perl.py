@@ -6,7 +6,10 @@ seconds) while two Python processes call ``lock()``/``unlock()`` on the same
 path.  Everyone creates a marker file with O_EXCL inside the critical section
 (it fails if two holders overlap) and increments a shared counter, which must
 end exact.  Every process reports its start and end on the monotonic clock, so
-the test also checks that they really ran at the same time.
+the test also checks that they really ran at the same time: each one goes on
+past its CYCLES until every process has started (a byte appended to a shared
+file), since a perl process alone can finish its CYCLES in a few milliseconds,
+before a process that got "go" a moment later has even begun.
 """
 
 from __future__ import annotations
@@ -33,11 +36,13 @@ use strict; use warnings; use Fcntl; use Time::HiRes qw(clock_gettime CLOCK_MONO
 """
 
 PERL_MAIN = r"""
-my ($path, $counter, $marker, $cycles) = @ARGV;
+my ($path, $counter, $marker, $cycles, $started, $everyone) = @ARGV;
 print "ready\n"; <STDIN>;
 my $start = clock_gettime(CLOCK_MONOTONIC);
-my $overlaps = 0;
-for (1 .. $cycles) {
+open(my $s, '>>', $started) or die "Can't open: $!"; syswrite($s, "x") or die; close($s);
+my ($overlaps, $done) = (0, 0);
+until ($done >= $cycles && -s $started >= $everyone) {
+    $done++;
     until (&lock($path)) { }
     my $own = 0;
     if (sysopen(my $m, $marker, O_CREAT | O_EXCL | O_WRONLY)) { close($m); $own = 1; }
@@ -48,7 +53,7 @@ for (1 .. $cycles) {
     unlink($marker) if $own;
     &unlock($path);
 }
-printf "done %d %.6f %.6f\n", $overlaps, $start, clock_gettime(CLOCK_MONOTONIC);
+printf "done %d %d %.6f %.6f\n", $overlaps, $done, $start, clock_gettime(CLOCK_MONOTONIC);
 """
 
 PERL_LOCKS = {
@@ -136,12 +141,15 @@ sub unlock { unlink($_[0]); }
 PYTHON_MAIN = r"""
 import os, sys, time
 from perlcompat import lock, unlock, OS_ERROR
-path, method, counter, marker, cycles = sys.argv[1:6]
+path, method, counter, marker, cycles, started, everyone = sys.argv[1:8]
 print("ready", flush=True)
 sys.stdin.readline()
 start = time.monotonic()
-overlaps = 0
-for _ in range(int(cycles)):
+with open(started, "a") as stream:
+    stream.write("x")
+overlaps = done = 0
+while done < int(cycles) or os.path.getsize(started) < int(everyone):
+    done += 1
     if not lock(path, method=method, retry=1000, wait=0.02):
         sys.exit(f"lock failed: {OS_ERROR}")
     own = False
@@ -159,7 +167,7 @@ for _ in range(int(cycles)):
         os.unlink(marker)
     if not unlock(path, method=method):
         sys.exit(f"unlock failed: {OS_ERROR}")
-print(f"done {overlaps} {start:.6f} {time.monotonic():.6f}", flush=True)
+print(f"done {overlaps} {done} {start:.6f} {time.monotonic():.6f}", flush=True)
 """
 
 
@@ -169,7 +177,7 @@ def test_perl_seed_locks_and_lock_exclude_each_other(tmp_path: Path, method: str
     counter.write_text("0")
     if method == "rename":
         path.write_bytes(b"")  # seed 000's marker exists while the lock is free
-    args = (str(path), str(counter), str(marker), str(CYCLES))
+    args = (str(path), str(counter), str(marker), str(CYCLES), str(tmp_path / "started"), "4")
     perl = PERL_HEAD + PERL_LOCKS[method] + PERL_MAIN
     children = [Child.perl(perl, *args) for _ in range(2)]
     children += [Child.python(PYTHON_MAIN, str(path), method, *args[1:]) for _ in range(2)]
@@ -182,15 +190,16 @@ def test_perl_seed_locks_and_lock_exclude_each_other(tmp_path: Path, method: str
         for child in children:
             status, out, err = child.wait()
             assert status == 0, err
-            _word, overlaps, start, end = out.split()
-            reports.append((int(overlaps), float(start), float(end)))
+            _word, overlaps, done, start, end = out.split()
+            reports.append((int(overlaps), int(done), float(start), float(end)))
     finally:
         for child in children:
             child.kill()
     assert [r[0] for r in reports] == [0, 0, 0, 0]
-    assert int(counter.read_text()) == 4 * CYCLES
+    assert all(r[1] >= CYCLES for r in reports)
+    assert int(counter.read_text()) == sum(r[1] for r in reports)
     # they ran at the same time: every process started before any finished
-    assert max(r[1] for r in reports) < min(r[2] for r in reports)
+    assert max(r[2] for r in reports) < min(r[3] for r in reports)
     if method == "rename":
         assert path.exists() and not (tmp_path / "lk.locked").exists()
     elif method != "flock":

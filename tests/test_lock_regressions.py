@@ -176,7 +176,7 @@ def test_a_release_waits_for_a_busy_remover_instead_of_going_unguarded(tmp_path:
         assert guard is not None
         try:
             child.send("release")
-            wait_until_blocked(child.proc.pid, tmp_path, timeout=5)
+            wait_until_blocked(child.proc.pid, tmp_path)
             time.sleep(0.7)  # longer than the old 0.5 s patience: still waiting, not unguarded
             assert path.is_dir()
             assert child.proc.poll() is None

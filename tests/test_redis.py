@@ -204,13 +204,13 @@ def test_lease_runs_out_on_the_server_and_release_reports_it(
     server: RedisServer, name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(redis_lock.Backend, "WAIT_CAP", 3.0)
-    assert lock(name, url=server.url, stale=0.3) == 1
-    granted = time.monotonic()
-    waiter = redis_lock.Backend(name, stale=0.3, url=server.url)
-    assert not waiter.try_acquire()
+    asked = time.monotonic()  # before the grant: the lease ends no sooner than 0.6 s after
+    assert lock(name, url=server.url, stale=0.6) == 1
+    waiter = redis_lock.Backend(name, stale=0.6, url=server.url)
+    assert not waiter.try_acquire()  # the lease is still running
     waiter.wait_for_release(None)  # the server's TTL ends the wait, not WAIT_CAP
-    woke = time.monotonic() - granted
-    assert 0.25 <= woke < 1.5
+    woke = time.monotonic() - asked
+    assert 0.55 <= woke < 1.5
     assert waiter.try_acquire()
     assert unlock(name, url=server.url) == 0
     assert OS_ERROR == errno.ETIMEDOUT
@@ -223,7 +223,7 @@ def test_extend_renews_the_lease_and_fails_once_it_was_lost(server: RedisServer,
     backend = held.backend
     assert isinstance(backend, redis_lock.Backend)
     with server.client() as client:
-        client.pexpire(key_of(name), 100)
+        client.pexpire(key_of(name), 1000)  # about to run out (but not before extend() asks)
         assert backend.extend() is True
         assert 1500 < client.pttl(key_of(name)) <= 2000
         assert backend.extend(0.5) is True
@@ -583,8 +583,9 @@ def test_holder_killed_with_sigkill_frees_after_its_ttl_not_before(
     stale = 1.0
     code = (
         "import sys, time\nfrom perlcompat import Lock\n"
+        "held = Lock(sys.argv[1], url=sys.argv[2], stale=float(sys.argv[3]))  # imports redis\n"
         "before = time.monotonic()\n"
-        "Lock(sys.argv[1], url=sys.argv[2], stale=float(sys.argv[3])).acquire()\n"
+        "held.acquire()\n"
         "print(repr(before), flush=True)\nsys.stdin.read()\n"
     )
     holder = subprocess.Popen(
