@@ -3,10 +3,12 @@
 Each row runs several writer processes on one file in a fresh temporary
 directory.  Every writer does the same read-modify-write cycle a CGI request
 does: read the file, "process" for half a millisecond (seed 003's 各種処理),
-write it back; the counter adds one, the lists add one entry ``w<writer>-<n>``.
-The writers report ready, then start together (their stdin is closed: the
-starting gun).  Afterwards the file is read: *got* is the counter's value, or
-how many expected entries are present exactly once; *lost* is what is missing.
+write it back (the lock file made by ``open`` pauses as long between its check
+and its create, the gap that idiom leaves); the counter adds one, the lists add
+one entry ``w<writer>-<n>``.  The writers report ready, then start together
+(their stdin is closed: the starting gun).  Afterwards the file is read: *got*
+is the counter's value, or how many expected entries are present exactly once;
+*lost* is what is missing.
 
 Rows come in three kinds.  The unsafe originals (no lock, lock only around the
 write, ``>`` before flock, a lock file made by ``open``, locking a file that is
@@ -211,7 +213,10 @@ def _openlock(d: str, wid: int, n: int) -> None:
     for i in range(n):
         while filetest("-e", f"{d}/list.lock"):  # seed 000: while (-f $lockfile) ...
             time.sleep(0.0002)
-        close(_open(">", f"{d}/list.lock"))  # ... then create it: the gap is in between
+        # the gap between the check and the create, where a busy server deschedules a
+        # CGI process: waiters that all saw the lock go all walk through it
+        time.sleep(PAUSE)
+        close(_open(">", f"{d}/list.lock"))  # ... then create it
         _add_entry(d, wid, i)
         unlink(f"{d}/list.lock")
 
