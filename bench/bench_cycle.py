@@ -38,10 +38,11 @@ import tempfile
 import time
 
 PERL = r"""
+use Time::HiRes qw(clock_gettime CLOCK_PROCESS_CPUTIME_ID);  # times() counts in 10 ms ticks
 $| = 1;
 my ($f, $cycles) = @ARGV;
 print "ready\n"; <STDIN>;
-my ($user0, $system0) = times;
+my $cpu0 = clock_gettime(CLOCK_PROCESS_CPUTIME_ID);
 for (1 .. $cycles) {
     open(OUT, "+< $f") or die "Can't open: $!";
     flock(OUT, 2) or die "Can't flock: $!";
@@ -51,8 +52,7 @@ for (1 .. $cycles) {
     truncate(OUT, tell(OUT));
     close(OUT);
 }
-my ($user1, $system1) = times;
-printf "done %.6f\n", $user1 + $system1 - $user0 - $system0;
+printf "done %.6f\n", clock_gettime(CLOCK_PROCESS_CPUTIME_ID) - $cpu0;
 """
 
 
