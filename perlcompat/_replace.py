@@ -22,6 +22,13 @@ does not exist yet) and returns the new, read-modify-write under the lock.
 *check*, if given, is called after the new file is on disk and right before the
 rename (TOP?LOCK's "check again before renaming"); a false result removes the
 temporary file and raises ``ExpiredLockError``, leaving *path* untouched.
+
+**Windows.** Windows refuses to rename over a file that another process has
+open without FILE_SHARE_DELETE (as Python's ``open()`` and Perl's ``open`` do):
+a reader, locked or not, blocks the replace for as long as it reads.  There the
+rename is retried (short growing pauses, a pending ``alarm()`` honoured) for up
+to :data:`WINDOWS_RENAME_PATIENCE` seconds, then the ``PermissionError`` is
+raised and the temporary file removed.
 """
 
 from __future__ import annotations
@@ -43,6 +50,9 @@ if TYPE_CHECKING:
 
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_BINARY = getattr(os, "O_BINARY", 0)
+
+#: seconds a replace on Windows waits for readers to close the old file.
+WINDOWS_RENAME_PATIENCE = 10.0
 
 
 def replace_file(
@@ -201,7 +211,10 @@ def _write_and_rename(
             raise ExpiredLockError(
                 f"check before replacing {target!r} failed (lock lost?); the file is unchanged"
             )
-        os.replace(tmp, target)
+        if sys.platform == "win32":
+            _replace_windows(tmp, target)
+        else:
+            os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
@@ -212,6 +225,27 @@ def _write_and_rename(
             os.fsync(dir_fd)
         finally:
             os.close(dir_fd)
+
+
+def _replace_windows(tmp: str, target: str) -> None:
+    """``os.replace``, retried while another process holds *target* open (Windows)."""
+    import time
+
+    deadline = time.monotonic() + WINDOWS_RENAME_PATIENCE
+    pause = 0.0005
+    while True:
+        try:
+            os.replace(tmp, target)
+            return
+        except PermissionError:
+            if time.monotonic() >= deadline:
+                raise
+        alarm = sys.modules.get("perlcompat._alarm")
+        if alarm is not None:
+            alarm.sleep_checked(pause)
+        else:
+            time.sleep(pause)
+        pause = min(pause * 2, 0.01)
 
 
 def _copy_mode(fd: int, old: os.stat_result) -> None:

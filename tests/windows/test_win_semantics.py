@@ -370,3 +370,63 @@ def test_winsock_numbers_get_windows_messages(
     message = strerror(number)
     assert message.startswith(start)
     assert not message.endswith(".")
+
+
+# -- replace_file: rename over a file others hold open -----------------------------
+
+
+def test_replace_file_waits_for_a_reader_to_close(tmp_path: Path) -> None:
+    """Windows refuses the rename while a reader has the file open: replace_file retries."""
+    from perlcompat import replace_file
+
+    path = tmp_path / "data.txt"
+    path.write_bytes(b"old\n")
+    opened, close_it = threading.Event(), threading.Event()
+
+    def reader() -> None:
+        with open(path, "rb") as stream:
+            stream.read()
+            opened.set()
+            close_it.wait(30)
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    assert opened.wait(30)
+    timer = threading.Timer(0.3, close_it.set)
+    timer.start()
+    try:
+        assert replace_file(str(path), "new\n") == 1
+    finally:
+        close_it.set()
+        thread.join()
+        timer.join()
+    assert path.read_bytes() == b"new\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data.txt", "data.txt.lck"]
+
+
+def test_replace_file_gives_up_on_a_reader_that_never_closes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    from perlcompat import _replace, replace_file
+
+    path = tmp_path / "data.txt"
+    path.write_bytes(b"old\n")
+    calls: list[str] = []
+
+    def refuse(src: str, dst: str) -> None:
+        calls.append(dst)
+        raise PermissionError(13, "Access is denied", dst)
+
+    monkeypatch.setattr(sys, "platform", "win32")
+    monkeypatch.setattr(os, "replace", refuse)
+    monkeypatch.setattr(_replace, "WINDOWS_RENAME_PATIENCE", 0.2)
+    start = time.monotonic()
+    with pytest.raises(PermissionError):
+        replace_file(str(path), "new\n", fsync=False)
+    assert time.monotonic() - start >= 0.2
+    assert len(calls) > 3  # retried
+    assert OS_ERROR == errno.EACCES
+    assert path.read_bytes() == b"old\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data.txt", "data.txt.lck"]
