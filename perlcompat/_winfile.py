@@ -10,8 +10,9 @@ lock and side files with ``CreateFileW`` and FILE_SHARE_READ|WRITE|DELETE
 ``os.read``/``os.write``/``os.fstat``/``os.close`` work on it as on any other.
 ``O_APPEND`` asks for FILE_APPEND_DATA without FILE_WRITE_DATA, so Windows
 itself appends every write at the end (the C runtime's ``O_APPEND`` seeks, then
-writes: two appenders can overwrite each other).  ``O_NOFOLLOW`` opens a
-symlink itself, never its target (always: a lock file is never followed).  The handle is not inherited (O_CLOEXEC).
+writes: two appenders can overwrite each other).  A symlink is opened itself,
+never its target (always: a lock file is never followed, as with O_NOFOLLOW).
+The handle is not inherited (O_CLOEXEC).
 
 A file deleted while others have it open stays "delete pending" until they
 close it: its name is still there (creating it again fails with EEXIST, or
