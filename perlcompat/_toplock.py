@@ -43,6 +43,7 @@ from ._stale import (
     release_guard,
     unguard,
 )
+from ._winfile import busy_create, open_file, retry_busy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -110,7 +111,12 @@ class Backend(StaleBackend):
                 return False  # our line waits in this file behind the holder's
         ident = make_id()
         line = f"{ident}<>{int(time.time())}<>\n".encode()
-        fd = os.open(self.path, _APPEND, 0o666)
+        try:
+            fd = open_file(self.path, _APPEND, 0o666)
+        except PermissionError as exc:
+            if busy_create(self.path, exc):
+                return False  # Windows: the last holder's file, deleted, still open somewhere
+            raise
         try:
             st = os.fstat(fd)
             if not stat_module.S_ISREG(st.st_mode):
@@ -152,7 +158,7 @@ class Backend(StaleBackend):
             self._held_key = self._appended = None
             if not ours:
                 return False
-            os.unlink(self.path)
+            retry_busy(os.unlink, self.path)
             return True
         finally:
             unguard(fd)

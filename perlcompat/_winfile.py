@@ -132,3 +132,58 @@ def busy_create(path: str, exc: PermissionError) -> bool:
     except OSError:
         return False
     return True
+
+
+def change_time(path: str) -> float | None:
+    """Windows: *path*'s ChangeTime (seconds since the epoch; a rename sets it); else None.
+
+    ``os.stat``'s ``st_ctime`` is the creation time on Windows, which a rename
+    keeps; the NTFS change time is what ``st_ctime`` is on POSIX.  None when it
+    cannot be read (not Windows, no such file).
+    """
+    if sys.platform == "win32":
+        import ctypes
+        from ctypes import wintypes
+
+        class BasicInfo(ctypes.Structure):
+            _fields_ = (
+                ("creation", ctypes.c_int64),
+                ("access", ctypes.c_int64),
+                ("write", ctypes.c_int64),
+                ("change", ctypes.c_int64),
+                ("attributes", wintypes.DWORD),
+            )
+
+        kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)
+        kernel32.CreateFileW.restype = wintypes.HANDLE
+        kernel32.CreateFileW.argtypes = [
+            wintypes.LPCWSTR,
+            wintypes.DWORD,
+            wintypes.DWORD,
+            ctypes.c_void_p,
+            wintypes.DWORD,
+            wintypes.DWORD,
+            wintypes.HANDLE,
+        ]
+        kernel32.GetFileInformationByHandleEx.argtypes = [
+            wintypes.HANDLE,
+            ctypes.c_int,
+            ctypes.c_void_p,
+            wintypes.DWORD,
+        ]
+        kernel32.CloseHandle.argtypes = [wintypes.HANDLE]
+        # FILE_READ_ATTRIBUTES, share all, OPEN_EXISTING, OPEN_REPARSE_POINT|BACKUP_SEMANTICS
+        handle = kernel32.CreateFileW(path, 0x80, 0x7, None, 3, 0x00200000 | 0x02000000, None)
+        if handle is None or handle == wintypes.HANDLE(-1).value:
+            return None
+        try:
+            info = BasicInfo()
+            if not kernel32.GetFileInformationByHandleEx(
+                handle, 0, ctypes.byref(info), ctypes.sizeof(info)
+            ):  # FileBasicInfo
+                return None
+        finally:
+            kernel32.CloseHandle(handle)
+        ticks: int = info.change  # 100 ns ticks since 1601
+        return ticks / 1e7 - 11644473600.0
+    return None

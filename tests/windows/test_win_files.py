@@ -7,6 +7,7 @@ by ``os.open`` cannot.  On Linux the same assertions hold trivially.
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 import threading
@@ -114,3 +115,69 @@ def test_retry_busy_waits_for_a_reader_without_share_delete(tmp_path: Path) -> N
     finally:
         closer.join()
     assert not os.path.lexists(path)
+
+
+def test_change_time_follows_a_rename_on_windows(tmp_path: Path) -> None:
+    """The rename lock's age: NTFS ChangeTime moves on rename; st_ctime (creation) does not."""
+    import time
+
+    from perlcompat._winfile import change_time
+
+    path, held = str(tmp_path / "lk"), str(tmp_path / "lk.locked")
+    os.close(open_file(path, os.O_WRONLY | os.O_CREAT | O_BINARY))
+    os.utime(path, (1, 1))  # an old marker
+    os.rename(path, held)
+    changed = change_time(held)
+    if WINDOWS:
+        assert changed is not None
+        assert abs(changed - time.time()) < 60
+    else:
+        assert changed is None
+        assert abs(os.stat(held).st_ctime - time.time()) < 60
+
+
+# -- the lock methods that delete or rename their lock file -------------------------
+
+REMOVED = ["excl", "rename", "toplock"]
+
+
+def _lock_file(path: str, method: str) -> str:
+    return path + ".locked" if method == "rename" else path
+
+
+@pytest.mark.parametrize("method", REMOVED)
+def test_release_while_a_waiter_has_the_lock_file_open(tmp_path: Path, method: str) -> None:
+    """A waiter reads the holder's file (owner record, TOP?LOCK line): release still works."""
+    from perlcompat import OS_ERROR, lock, unlock
+
+    path = str(tmp_path / "lk")
+    assert lock(path, method=method) == 1
+    reader = open_file(_lock_file(path, method), os.O_RDONLY | O_BINARY)
+    try:
+        assert unlock(path, method=method) == 1, f"{int(OS_ERROR)} {OS_ERROR}"
+        if os.path.lexists(path) and method != "rename":
+            # Windows: deleted but still open here ("delete pending"): busy, not an error
+            assert lock(path, method=method, retry=1, wait=0.05) == 0
+            assert OS_ERROR == errno.EWOULDBLOCK
+    finally:
+        os.close(reader)
+    assert lock(path, method=method, retry=5, wait=0.2) == 1
+    assert unlock(path, method=method) == 1
+
+
+@pytest.mark.parametrize("method", REMOVED)
+def test_release_waits_for_a_reader_without_share_delete(tmp_path: Path, method: str) -> None:
+    """A Perl script (or a virus scanner) holding the file for a moment: release retries."""
+    from perlcompat import OS_ERROR, lock, unlock
+
+    path = str(tmp_path / "lk")
+    assert lock(path, method=method) == 1
+    reader = open(_lock_file(path, method), "rb")  # noqa: SIM115 - closed by the timer
+    closer = threading.Timer(0.2, reader.close)
+    closer.start()
+    try:
+        assert unlock(path, method=method) == 1, f"{int(OS_ERROR)} {OS_ERROR}"
+    finally:
+        closer.join()
+    assert lock(path, method=method, retry=5, wait=0.2) == 1
+    assert unlock(path, method=method) == 1
