@@ -32,14 +32,43 @@ import time
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import TypeVar
+    from typing import Any, TypeVar
 
     T = TypeVar("T")
 
 #: seconds a delete or rename is retried while another process holds the file.
 BUSY_PATIENCE = 2.0
 
-_kernel32: object = None
+_kernel32: Any = None
+
+
+def _windows_api() -> Any:
+    """kernel32 through ctypes, with the prototypes used here (loaded once)."""
+    global _kernel32
+    if _kernel32 is None and sys.platform == "win32":
+        import ctypes
+        from ctypes import wintypes
+
+        kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)
+        kernel32.CreateFileW.argtypes = [
+            wintypes.LPCWSTR,
+            wintypes.DWORD,
+            wintypes.DWORD,
+            ctypes.c_void_p,
+            wintypes.DWORD,
+            wintypes.DWORD,
+            wintypes.HANDLE,
+        ]
+        kernel32.CreateFileW.restype = wintypes.HANDLE
+        kernel32.CloseHandle.argtypes = [wintypes.HANDLE]
+        kernel32.GetFileInformationByHandleEx.argtypes = [
+            wintypes.HANDLE,
+            ctypes.c_int,
+            ctypes.c_void_p,
+            wintypes.DWORD,
+        ]
+        _kernel32 = kernel32
+    return _kernel32
 
 
 def open_file(path: str, flags: int, mode: int = 0o666) -> int:
@@ -55,21 +84,7 @@ def _open_windows(path: str, flags: int, mode: int) -> int:
         import msvcrt
         from ctypes import wintypes
 
-        global _kernel32
-        if _kernel32 is None:
-            kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)
-            kernel32.CreateFileW.argtypes = [
-                wintypes.LPCWSTR,
-                wintypes.DWORD,
-                wintypes.DWORD,
-                ctypes.c_void_p,
-                wintypes.DWORD,
-                wintypes.DWORD,
-                wintypes.HANDLE,
-            ]
-            kernel32.CreateFileW.restype = wintypes.HANDLE
-            _kernel32 = kernel32
-        create_file = _kernel32.CreateFileW  # type: ignore[attr-defined]
+        kernel32 = _windows_api()
 
         read_data, write_data, append_data = 0x1, 0x2, 0x4
         read_attributes, write_attributes, synchronize = 0x80, 0x100, 0x100000
@@ -92,7 +107,7 @@ def _open_windows(path: str, flags: int, mode: int) -> int:
             attributes = 0x1  # FILE_ATTRIBUTE_READONLY, as _wopen does
         attributes |= 0x00200000  # FILE_FLAG_OPEN_REPARSE_POINT: never follow a link
         share = 0x1 | 0x2 | 0x4  # FILE_SHARE_READ | WRITE | DELETE
-        handle = create_file(path, access, share, None, disposition, attributes, None)
+        handle = kernel32.CreateFileW(path, access, share, None, disposition, attributes, None)
         if handle is None or handle == wintypes.HANDLE(-1).value:
             code = ctypes.get_last_error()
             raise OSError(0, ctypes.FormatError(code).rstrip(" .\r\n"), path, code)
@@ -100,7 +115,7 @@ def _open_windows(path: str, flags: int, mode: int) -> int:
         try:
             return msvcrt.open_osfhandle(handle, crt_flags)
         except BaseException:
-            _kernel32.CloseHandle(handle)  # type: ignore[attr-defined]
+            kernel32.CloseHandle(handle)
             raise
     raise AssertionError("unreachable")  # pragma: no cover
 
@@ -154,24 +169,7 @@ def change_time(path: str) -> float | None:
                 ("attributes", wintypes.DWORD),
             )
 
-        kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)
-        kernel32.CreateFileW.restype = wintypes.HANDLE
-        kernel32.CreateFileW.argtypes = [
-            wintypes.LPCWSTR,
-            wintypes.DWORD,
-            wintypes.DWORD,
-            ctypes.c_void_p,
-            wintypes.DWORD,
-            wintypes.DWORD,
-            wintypes.HANDLE,
-        ]
-        kernel32.GetFileInformationByHandleEx.argtypes = [
-            wintypes.HANDLE,
-            ctypes.c_int,
-            ctypes.c_void_p,
-            wintypes.DWORD,
-        ]
-        kernel32.CloseHandle.argtypes = [wintypes.HANDLE]
+        kernel32 = _windows_api()
         # FILE_READ_ATTRIBUTES, share all, OPEN_EXISTING, OPEN_REPARSE_POINT|BACKUP_SEMANTICS
         handle = kernel32.CreateFileW(path, 0x80, 0x7, None, 3, 0x00200000 | 0x02000000, None)
         if handle is None or handle == wintypes.HANDLE(-1).value:
