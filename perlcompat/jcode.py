@@ -30,41 +30,44 @@ except ``jis2sjis`` on X 0212 text (jcode.pl returns the length of ``$_`` there)
 
 from __future__ import annotations
 
+import contextlib
 import re
-from typing import Callable, Optional, Tuple, TypeVar, Union
+from collections.abc import Callable
+from typing import TypeVar
+
+from ._jexact import register as _register_codecs
 
 __all__ = [
     "convert",
-    "getcode",
-    "what",
-    "to",
-    "jis",
-    "euc",
-    "sjis",
-    "jis_inout",
-    "get_inout",
-    "sjis2jis",
-    "euc2jis",
-    "jis2euc",
-    "jis2sjis",
-    "sjis2euc",
-    "euc2sjis",
-    "jis2jis",
-    "sjis2sjis",
-    "euc2euc",
-    "h2z_jis",
-    "h2z_euc",
-    "h2z_sjis",
-    "z2h_jis",
-    "z2h_euc",
-    "z2h_sjis",
     "convf",
+    "euc",
+    "euc2euc",
+    "euc2jis",
+    "euc2sjis",
+    "get_inout",
+    "getcode",
+    "h2z_euc",
+    "h2z_jis",
+    "h2z_sjis",
     "h2zf",
+    "jis",
+    "jis2euc",
+    "jis2jis",
+    "jis2sjis",
+    "jis_inout",
+    "sjis",
+    "sjis2euc",
+    "sjis2jis",
+    "sjis2sjis",
+    "to",
+    "what",
+    "z2h_euc",
+    "z2h_jis",
+    "z2h_sjis",
     "z2hf",
 ]
 
 V = TypeVar("V", bytes, str)
-Opt = Optional[str]
 
 # -- byte patterns (jcode.pl's character classes) ---------------------------
 _SJIS_C = rb"[\x81-\x9f\xe0-\xfc][\x40-\x7e\x80-\xfc]"
@@ -148,7 +151,7 @@ def _e2s(code: bytes) -> bytes:
     return bytes((c1 & 0xFF, c2 & 0xFF))
 
 
-class _Memo(dict):  # type: ignore[type-arg]
+class _Memo(dict[bytes, bytes]):
     """A character table filled on first use (jcode.pl caches the same way)."""
 
     def __init__(self, func: Callable[[bytes], bytes]) -> None:
@@ -181,16 +184,14 @@ def _kana_tables() -> None:
 
     marks = {0xDE: "\u309b", 0xDF: "\u309c"}  # NFKC maps these to combining marks
     for byte in range(0xA1, 0xE0):
-        half = bytes((byte,)).decode("cp932")
-        full = marks.get(byte) or unicodedata.normalize("NFKC", half)
-        _h2z_euc[bytes((byte,))] = full.encode("euc_jp")
+        letter = bytes((byte,)).decode("cp932")
+        wide = marks.get(byte) or unicodedata.normalize("NFKC", letter)
+        _h2z_euc[bytes((byte,))] = wide.encode("euc_jp")
         for mark in (0xDE, 0xDF):
-            joined = unicodedata.normalize("NFKC", half + bytes((mark,)).decode("cp932"))
+            joined = unicodedata.normalize("NFKC", letter + bytes((mark,)).decode("cp932"))
             if len(joined) == 1 and 0xB3 <= byte <= 0xCE:
-                try:
+                with contextlib.suppress(UnicodeEncodeError):
                     _h2z_euc[bytes((byte, mark))] = joined.encode("euc_jp")
-                except UnicodeEncodeError:
-                    pass
     for half, full in _h2z_euc.items():
         _z2h_euc_tab[full] = b"".join(b"\x8e" + half[i : i + 1] for i in range(len(half)))
         _z2h_sjis_tab[_e2s(full)] = half
@@ -211,16 +212,16 @@ def _as_bytes(value: object, func: str) -> bytes:
 
 def _back(value: V, data: bytes) -> V:
     if isinstance(value, str):
-        return data.decode("utf-8", "surrogateescape")  # type: ignore[return-value]
-    return data  # type: ignore[return-value]
+        return data.decode("utf-8", "surrogateescape")
+    return data
 
 
 def _inplace(
-    func: Callable[[bytes, Opt], Tuple[bytes, int]],
-) -> Callable[..., Tuple[V, int]]:
+    func: Callable[[bytes, str | None], tuple[bytes, int]],
+) -> Callable[..., tuple[V, int]]:
     name = func.__name__.lstrip("_")
 
-    def wrapper(value: V, opt: Opt = None) -> Tuple[V, int]:
+    def wrapper(value: V, opt: str | None = None) -> tuple[V, int]:
         data, count = func(_as_bytes(value, name), opt)
         return _back(value, data), count
 
@@ -230,7 +231,7 @@ def _inplace(
 
 
 # -- code recognition ----------------------------------------------------------
-def _getcode(data: bytes) -> Tuple[int, Optional[str]]:
+def _getcode(data: bytes) -> tuple[int, str | None]:
     if not _re_not_japanese.search(data):
         return 0, None
     if _re_jis.search(data):
@@ -244,7 +245,7 @@ def _getcode(data: bytes) -> Tuple[int, Optional[str]]:
     return euc, ("euc" if euc > sjis else None)
 
 
-def getcode(value: Union[bytes, str], wantarray: bool = False) -> object:
+def getcode(value: bytes | str, wantarray: bool = False) -> object:
     """``&jcode'getcode(*s)``: ``'jis'``, ``'sjis'``, ``'euc'``, ``'binary'`` or None.
 
     ``wantarray=True`` gives Perl's list-context ``($matched, $code)``.
@@ -253,13 +254,13 @@ def getcode(value: Union[bytes, str], wantarray: bool = False) -> object:
     return (matched, code) if wantarray else code
 
 
-def what(value: Union[bytes, str]) -> Optional[str]:
+def what(value: bytes | str) -> str | None:
     """``&jcode'what($s)``: the code of *value* (``getcode`` by value)."""
     return _getcode(_as_bytes(value, "what"))[1]
 
 
 # -- conversions (bytes -> (bytes, count)) ---------------------------------------
-def _sjis2jis(data: bytes, opt: Opt) -> Tuple[bytes, int]:
+def _sjis2jis(data: bytes, opt: str | None) -> tuple[bytes, int]:
     if opt:
         data = _sjis2sjis(data, opt)[0]
     count = 0
@@ -281,7 +282,7 @@ def _sjis2jis(data: bytes, opt: Opt) -> Tuple[bytes, int]:
     return _re_sjis_outer.sub(outer, data), count
 
 
-def _euc2jis(data: bytes, opt: Opt) -> Tuple[bytes, int]:
+def _euc2jis(data: bytes, opt: str | None) -> tuple[bytes, int]:
     if opt:
         data = _euc2euc(data, opt)[0]
     count = 0
@@ -309,7 +310,7 @@ def _jis_segments(data: bytes, convert: Callable[[bytes, bytes], bytes]) -> byte
     return _re_jis_seg.sub(lambda m: convert(m.group(1), m.group(2)), data)
 
 
-def _jis2euc(data: bytes, opt: Opt) -> Tuple[bytes, int]:
+def _jis2euc(data: bytes, opt: str | None) -> tuple[bytes, int]:
     count = 0
 
     def seg(esc: bytes, text: bytes) -> bytes:
@@ -333,7 +334,7 @@ def _jis2euc(data: bytes, opt: Opt) -> Tuple[bytes, int]:
 _KANA_ESC = b"\x1b(I"
 
 
-def _jis2sjis(data: bytes, opt: Opt) -> Tuple[bytes, int]:
+def _jis2sjis(data: bytes, opt: str | None) -> tuple[bytes, int]:
     if opt:
         data = _jis2jis(data, opt)[0]
     count = 0
@@ -354,7 +355,7 @@ def _jis2sjis(data: bytes, opt: Opt) -> Tuple[bytes, int]:
     return _jis_segments(data, seg), count
 
 
-def _sjis2euc(data: bytes, opt: Opt) -> Tuple[bytes, int]:
+def _sjis2euc(data: bytes, opt: str | None) -> tuple[bytes, int]:
     s2e = _S2E.__getitem__
     data, count = _re_sjis_char.subn(lambda m: s2e(m.group()), data)
     if opt:
@@ -362,33 +363,33 @@ def _sjis2euc(data: bytes, opt: Opt) -> Tuple[bytes, int]:
     return data, count
 
 
-def _euc2sjis(data: bytes, opt: Opt) -> Tuple[bytes, int]:
+def _euc2sjis(data: bytes, opt: str | None) -> tuple[bytes, int]:
     if opt:
         data = _euc2euc(data, opt)[0]
     e2s = _E2S.__getitem__
     return _re_euc_char.subn(lambda m: e2s(m.group()), data)
 
 
-def _jis2jis(data: bytes, opt: Opt) -> Tuple[bytes, int]:
+def _jis2jis(data: bytes, opt: str | None) -> tuple[bytes, int]:
     data = _re_jis0208.sub(lambda m: _esc["0208"], data)
     data = _re_asc.sub(lambda m: _esc["asc"], data)
     return _same_code(data, opt, _h2z_jis_b, _z2h_jis_b)
 
 
-def _sjis2sjis(data: bytes, opt: Opt) -> Tuple[bytes, int]:
+def _sjis2sjis(data: bytes, opt: str | None) -> tuple[bytes, int]:
     return _same_code(data, opt, _h2z_sjis_b, _z2h_sjis_b)
 
 
-def _euc2euc(data: bytes, opt: Opt) -> Tuple[bytes, int]:
+def _euc2euc(data: bytes, opt: str | None) -> tuple[bytes, int]:
     return _same_code(data, opt, _h2z_euc_b, _z2h_euc_b)
 
 
 def _same_code(
     data: bytes,
-    opt: Opt,
-    h2z: Callable[[bytes], Tuple[bytes, int]],
-    z2h: Callable[[bytes], Tuple[bytes, int]],
-) -> Tuple[bytes, int]:
+    opt: str | None,
+    h2z: Callable[[bytes], tuple[bytes, int]],
+    z2h: Callable[[bytes], tuple[bytes, int]],
+) -> tuple[bytes, int]:
     """``xxx2xxx``: ``z`` in *opt* widens kana, ``h`` narrows them (Perl returns z2h's count)."""
     count = 0
     if opt and "z" in opt:
@@ -399,7 +400,7 @@ def _same_code(
 
 
 # -- kana width ------------------------------------------------------------------
-def _h2z_jis_b(data: bytes) -> Tuple[bytes, int]:
+def _h2z_jis_b(data: bytes) -> tuple[bytes, int]:
     _kana_tables()
     count = 0
     table = _h2z_jis
@@ -412,7 +413,9 @@ def _h2z_jis_b(data: bytes) -> Tuple[bytes, int]:
         count += 1
         return full
 
-    data, found = _re_kana_seg.subn(lambda m: _esc["0208"] + _re_h2z_7bit.sub(kana, m.group(1)), data)
+    data, found = _re_kana_seg.subn(
+        lambda m: _esc["0208"] + _re_h2z_7bit.sub(kana, m.group(1)), data
+    )
     if found:
         while True:
             data, joined = _re_0208_join.subn(rb"\1", data, count=1)
@@ -421,7 +424,7 @@ def _h2z_jis_b(data: bytes) -> Tuple[bytes, int]:
     return data, count
 
 
-def _h2z_euc_b(data: bytes) -> Tuple[bytes, int]:
+def _h2z_euc_b(data: bytes) -> tuple[bytes, int]:
     _kana_tables()
     table = _h2z_euc
 
@@ -434,7 +437,7 @@ def _h2z_euc_b(data: bytes) -> Tuple[bytes, int]:
     return _re_h2z_euc.subn(kana, data)
 
 
-def _h2z_sjis_b(data: bytes) -> Tuple[bytes, int]:
+def _h2z_sjis_b(data: bytes) -> tuple[bytes, int]:
     _kana_tables()
     count = 0
     table = _h2z_euc
@@ -453,7 +456,7 @@ def _h2z_sjis_b(data: bytes) -> Tuple[bytes, int]:
     return _re_h2z_sjis.sub(kana, data), count
 
 
-def _z2h_jis_b(data: bytes) -> Tuple[bytes, int]:
+def _z2h_jis_b(data: bytes) -> tuple[bytes, int]:
     _kana_tables()
     count = 0
     table = _z2h_jis
@@ -469,7 +472,7 @@ def _z2h_jis_b(data: bytes) -> Tuple[bytes, int]:
     return _re_0208_seg.sub(lambda m: _re_z2h_pairs.sub(run, m.group(1)), data), count
 
 
-def _z2h_euc_b(data: bytes) -> Tuple[bytes, int]:
+def _z2h_euc_b(data: bytes) -> tuple[bytes, int]:
     _kana_tables()
     count = 0
     table = _z2h_euc_tab
@@ -485,7 +488,7 @@ def _z2h_euc_b(data: bytes) -> Tuple[bytes, int]:
     return _re_z2h_euc.sub(char, data), count
 
 
-def _z2h_sjis_b(data: bytes) -> Tuple[bytes, int]:
+def _z2h_sjis_b(data: bytes) -> tuple[bytes, int]:
     _kana_tables()
     count = 0
     table = _z2h_sjis_tab
@@ -501,8 +504,10 @@ def _z2h_sjis_b(data: bytes) -> Tuple[bytes, int]:
     return _re_sjis_c.sub(char, data), count
 
 
-def _no_opt(func: Callable[[bytes], Tuple[bytes, int]]) -> Callable[[bytes, Opt], Tuple[bytes, int]]:
-    def call(data: bytes, opt: Opt) -> Tuple[bytes, int]:
+def _no_opt(
+    func: Callable[[bytes], tuple[bytes, int]],
+) -> Callable[[bytes, str | None], tuple[bytes, int]]:
+    def call(data: bytes, opt: str | None) -> tuple[bytes, int]:
         return func(data)
 
     call.__name__ = func.__name__[:-2]
@@ -526,7 +531,7 @@ z2h_jis = _inplace(_no_opt(_z2h_jis_b))
 z2h_euc = _inplace(_no_opt(_z2h_euc_b))
 z2h_sjis = _inplace(_no_opt(_z2h_sjis_b))
 
-_CONVF: dict[tuple[str, str], Callable[[bytes, Opt], Tuple[bytes, int]]] = {
+_CONVF: dict[tuple[str, str], Callable[[bytes, str | None], tuple[bytes, int]]] = {
     ("jis", "jis"): _jis2jis,
     ("jis", "sjis"): _jis2sjis,
     ("jis", "euc"): _jis2euc,
@@ -553,10 +558,13 @@ h2zf = {"jis": h2z_jis, "euc": h2z_euc, "sjis": h2z_sjis}
 z2hf = {"jis": z2h_jis, "euc": z2h_euc, "sjis": z2h_sjis}
 
 
+_register_codecs()  # "sjis-exact" and "euc-jp-exact" for str.encode/bytes.decode
+
+
 # -- convert ---------------------------------------------------------------------
 def convert(
-    value: V, ocode: Optional[str] = None, icode: Optional[str] = None, opt: Opt = None
-) -> Tuple[V, Optional[str]]:
+    value: V, ocode: str | None = None, icode: str | None = None, opt: str | None = None
+) -> tuple[V, str | None]:
     """``&jcode'convert(*s, $ocode, $icode, $opt)`` as ``s, icode = convert(s, ocode, ...)``.
 
     *ocode* is ``'jis'`` (the default, as in jcode.pl), ``'sjis'``, ``'euc'`` or
@@ -585,29 +593,29 @@ def convert(
     return _back(value, func(data, opt)[0]), icode
 
 
-def to(ocode: str, value: V, icode: Optional[str] = None, opt: Opt = None) -> V:
+def to(ocode: str, value: V, icode: str | None = None, opt: str | None = None) -> V:
     """``&jcode'to($ocode, $s, $icode, $opt)``: the converted value."""
     return convert(value, ocode, icode, opt)[0]
 
 
-def jis(value: V, icode: Optional[str] = None, opt: Opt = None) -> V:
+def jis(value: V, icode: str | None = None, opt: str | None = None) -> V:
     """``&jcode'jis($s)``: *value* converted to JIS."""
     return convert(value, "jis", icode, opt)[0]
 
 
-def euc(value: V, icode: Optional[str] = None, opt: Opt = None) -> V:
+def euc(value: V, icode: str | None = None, opt: str | None = None) -> V:
     """``&jcode'euc($s)``: *value* converted to EUC-JP."""
     return convert(value, "euc", icode, opt)[0]
 
 
-def sjis(value: V, icode: Optional[str] = None, opt: Opt = None) -> V:
+def sjis(value: V, icode: str | None = None, opt: str | None = None) -> V:
     """``&jcode'sjis($s)``: *value* converted to Shift_JIS."""
     return convert(value, "sjis", icode, opt)[0]
 
 
 def jis_inout(
-    esc_in: Union[bytes, str, None] = None, esc_out: Union[bytes, str, None] = None
-) -> Tuple[bytes, bytes]:
+    esc_in: bytes | str | None = None, esc_out: bytes | str | None = None
+) -> tuple[bytes, bytes]:
     """``&jcode'jis_inout($in, $out)``: set the X 0208 and ASCII escapes; returns both.
 
     A one-character argument gets ``ESC $`` or ``ESC (`` put before it, as in jcode.pl.
@@ -621,7 +629,7 @@ def jis_inout(
     return _esc["0208"], _esc["asc"]
 
 
-def get_inout(value: Union[bytes, str]) -> Tuple[Optional[bytes], Optional[bytes]]:
+def get_inout(value: bytes | str) -> tuple[bytes | None, bytes | None]:
     """``&jcode'get_inout($s)``: the first X 0208 and ASCII escapes found in *value*."""
     data = _as_bytes(value, "get_inout")
     found_in = _re_jis0208.search(data)

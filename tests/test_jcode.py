@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 from jcodeperl import JcodePerl
 
 from perlcompat import jcode
