@@ -29,7 +29,7 @@ ROOT = str(Path(__file__).resolve().parent.parent)
 FORMS: list[tuple[bytes, bytes]] = [
     ("名無し".encode("cp932"), "表示ソ能十 テスト".encode("cp932")),
     ("山田".encode("euc_jp"), "こんにちは、世界".encode("euc_jp")),
-    ("JIS".encode(), "日本語のテキスト".encode("iso2022_jp")),
+    (b"JIS", "日本語のテキスト".encode("iso2022_jp")),
     (b"kana", bytes.fromhex("B1B2B3B4B5")),
     (b"dakuten", "ｶﾞｷﾞﾊﾟ".encode("cp932")),
     (b"nec-ibm", bytes.fromhex("87908790879AFA5CED40") + "①髙".encode("cp932")),

@@ -14,7 +14,6 @@ import sys
 import time
 from urllib.parse import unquote_to_bytes
 
-from perlcompat import jcode  # also registers the sjis-exact codec
 from perlcompat import (
     LOCK_EX,
     LOCK_SH,
@@ -22,6 +21,7 @@ from perlcompat import (
     close,
     filetest,
     flock,
+    jcode,  # also registers the sjis-exact codec
     open_,
     print_,
     seek,
