@@ -13,6 +13,7 @@ from collections.abc import Iterator, Sequence
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 from jcodeperl import JcodePerl
+from perlutil import run_perl
 
 from perlcompat import jcode
 
@@ -179,3 +180,46 @@ def test_jis_inout_changes_the_escapes() -> None:
     finally:
         jcode.jis_inout(b"\x1b$B", b"\x1b(B")
     assert jcode.get_inout(b"x\x1b$@ab\x1b(Jc") == (b"\x1b$@", b"\x1b(J")
+
+
+def test_valid_text_agrees_with_jcode_pm() -> None:
+    """Jcode.pm 2.06, the second reference: the same bytes on valid JIS X 0208 text.
+
+    (Jcode.pm differs from jcode.pl on broken input, e.g. a lone trailing kana byte;
+    perlcompat.jcode follows jcode.pl there, which the tests above check.)
+    """
+    import random
+
+    rng = random.Random(16)
+    texts = []
+    for _ in range(300):
+        # JIS X 0208 rows 4-5 (kana) and 16-47 (level 1 kanji), plus ASCII
+        chars = []
+        for _ in range(rng.randint(1, 20)):
+            row = rng.choice([4, 5, *range(16, 48)])
+            cell = rng.randint(1, 83 if row in (4, 5) else 94)
+            if row == 47:
+                cell = min(cell, 51)
+            chars.append(bytes((0xA0 + row, 0xA0 + cell)).decode("euc_jp"))
+            if rng.random() < 0.2:
+                chars.append(rng.choice("a1 <>&\n"))
+        texts.append("".join(chars))
+    lines = []
+    for text in texts:
+        for icode, encoding in (("sjis", "cp932"), ("euc", "euc_jp"), ("jis", "iso2022_jp")):
+            lines.append(f"{icode} {text.encode(encoding).hex()}")
+    code = (
+        "use Jcode; binmode STDOUT; while (<STDIN>) { chomp; my ($i, $h) = split / /;"
+        " my $j = Jcode->new(pack('H*', $h), $i);"
+        " print join(' ', map { unpack('H*', $j->$_) } qw(sjis euc jis)), \"\\n\" }"
+    )
+    done = run_perl(code, input=("\n".join(lines) + "\n").encode())
+    assert done.returncode == 0, done.stderr
+    answers = done.stdout.decode().split("\n")
+    for line, answer in zip(lines, answers):
+        icode, hexed = line.split()
+        ours = " ".join(
+            jcode.to(o, bytes.fromhex(hexed), icode).hex() for o in ("sjis", "euc", "jis")
+        )
+        assert ours == answer, line
+    assert len(answers) >= len(lines)
