@@ -319,7 +319,7 @@ def _jis2euc(data: bytes, opt: str | None) -> tuple[bytes, int]:
             return text
         count += sum(0x21 <= c <= 0x7E for c in text)
         text = text.translate(_LO2HI)
-        if esc == _KANA_ESC:
+        if esc == _ESC_KANA:
             return re.sub(rb"([\xa1-\xdf])", b"\x8e\\1", text)
         if esc == _ESC_0212:
             return _re_euc_c.sub(lambda m: b"\x8f" + m.group(), text)
@@ -329,9 +329,6 @@ def _jis2euc(data: bytes, opt: str | None) -> tuple[bytes, int]:
     if opt:
         data = _euc2euc(data, opt)[0]
     return data, count
-
-
-_KANA_ESC = b"\x1b(I"
 
 
 def _jis2sjis(data: bytes, opt: str | None) -> tuple[bytes, int]:
@@ -348,7 +345,7 @@ def _jis2sjis(data: bytes, opt: str | None) -> tuple[bytes, int]:
             return text
         count += sum(0x21 <= c <= 0x7E for c in text)
         text = text.translate(_LO2HI)
-        if esc == _KANA_ESC:
+        if esc == _ESC_KANA:
             return text
         return _re_euc_c.sub(lambda m: e2s(m.group()), text)
 
