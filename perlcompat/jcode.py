@@ -60,6 +60,8 @@ __all__ = [
     "sjis2jis",
     "sjis2sjis",
     "to",
+    "tr",
+    "trans",
     "what",
     "z2h_euc",
     "z2h_jis",
@@ -635,3 +637,87 @@ def get_inout(value: bytes | str) -> tuple[bytes | None, bytes | None]:
         found_in.group() if found_in else None,
         found_out.group() if found_out else None,
     )
+
+
+# -- tr ----------------------------------------------------------------------------
+_re_tr_char = re.compile(rb"[\x80-\xff][\x00-\xff]|[\x00-\xff]")
+_re_range2 = re.compile(rb"(([\x80-\xff])[\x80-\xff]-\2[\x80-\xff])")
+_ASCII = rb"(?:\\[\-\\]|[\x00-\x5b\x5d-\x7f])"
+_re_range1 = re.compile(b"(" + _ASCII + b"-" + _ASCII + b")")
+_re_unescape = re.compile(rb"\\(.)")
+#: jcode.pl keeps its last table and rebuilds it only when *from* or *to* change
+_tr_cache: dict[str, object] = {}
+
+
+def _expand2(m: re.Match[bytes]) -> bytes:
+    text = m.group()
+    c1, c2, c3, c4 = text[0], text[1], text[3], text[4]
+    if c1 == c3 and c2 <= c4:
+        return b"".join(bytes((c1, c)) for c in range(c2, c4 + 1))
+    return text
+
+
+def _expand1(m: re.Match[bytes]) -> bytes:
+    text = _re_unescape.sub(rb"\1", m.group())
+    c1, c2 = text[0], text[2]
+    if c1 <= c2:
+        return bytes(range(c1, c2 + 1))
+    return text
+
+
+def _tr_table(frm: bytes, to: bytes, opt: str | None) -> dict[bytes, bytes | None]:
+    if _re_jis.search(to):
+        to = _jis2euc(to, None)[0]
+    if _re_jis.search(frm):
+        frm = _jis2euc(frm, None)[0]
+    frm, to = _re_range2.sub(_expand2, frm), _re_range2.sub(_expand2, to)
+    frm, to = _re_range1.sub(_expand1, frm), _re_range1.sub(_expand1, to)
+    chars_to: list[bytes | None] = list(_re_tr_char.findall(to))
+    chars_from = _re_tr_char.findall(frm)
+    if len(chars_to) < len(chars_from):
+        pad = b"" if opt and "d" in opt else (chars_to[-1] if chars_to else None)
+        chars_to += [pad] * (len(chars_from) - len(chars_to))
+    return dict(zip(chars_from, chars_to))
+
+
+def _tr(data: bytes, frm: bytes, to: bytes, opt: str | None) -> tuple[bytes, int]:
+    jis = False
+    if _re_jis.search(data):
+        jis = True
+        data = _jis2euc(data, None)[0]
+    if _re_jis.search(to):
+        jis = True
+    if _tr_cache.get("key") != (frm, to):
+        _tr_cache["key"] = (frm, to)
+        _tr_cache["table"] = _tr_table(frm, to, opt)
+    table: dict[bytes, bytes | None] = _tr_cache["table"]  # type: ignore[assignment]
+    count = 0
+
+    def char(m: re.Match[bytes]) -> bytes:
+        nonlocal count
+        new = table.get(m.group())
+        if new is None:
+            return m.group()
+        count += 1
+        return new
+
+    data = _re_tr_char.sub(char, data)
+    if jis:
+        data = _euc2jis(data, None)[0]
+    return data, count
+
+
+def tr(value: V, frm: bytes | str, to: bytes | str, opt: str | None = None) -> tuple[V, int]:
+    """``&jcode'tr(*s, $from, $to, $opt)``: tr/// for two-byte codes; (new value, count).
+
+    Ranges such as ``a-z`` and two-byte ranges with one lead byte (EUC/JIS) are
+    expanded; ``'d'`` in *opt* deletes characters that *to* has no partner for.
+    As in jcode.pl, the table is rebuilt only when *frm* or *to* change.
+    """
+    data, count = _tr(_as_bytes(value, "tr"), _as_bytes(frm, "tr"), _as_bytes(to, "tr"), opt)
+    return _back(value, data), count
+
+
+def trans(value: V, frm: bytes | str, to: bytes | str, opt: str | None = None) -> V:
+    """``&jcode'trans($s, $from, $to, $opt)``: *value* after ``tr``."""
+    return tr(value, frm, to, opt)[0]

@@ -23,6 +23,7 @@ from perlutil import PERL
 JCODE_PL = Path("/usr/share/perl5/jcode.pl")
 
 #: ops: getcode -> "matched,code"; convert(ocode, icode, opt) -> icode;
+#: tr(hex from, hex to, opt) -> count;
 #: any other name is &jcode'NAME(*s, opt) -> its count as a number
 DRIVER = r"""
 require $ARGV[0];
@@ -38,6 +39,8 @@ while (defined($head = <STDIN>)) {
     if ($op eq 'getcode') {
         ($m, $c) = &jcode'getcode(*s);
         $r = "$m," . (defined $c ? $c : 'undef');
+    } elsif ($op eq 'tr') {
+        $r = &jcode'tr(*s, pack('H*', $a1), pack('H*', $a2), $a3);
     } elsif ($op eq 'convert') {
         $r = &jcode'convert(*s, $a1, $a2, $a3);
         $r = 'undef' unless defined $r;

@@ -223,3 +223,37 @@ def test_valid_text_agrees_with_jcode_pm() -> None:
         )
         assert ours == answer, line
     assert len(answers) >= len(lines)
+
+
+TR_PIECES = st.one_of(
+    st.sampled_from([b"a", b"z", b"-", b"\\", b"\\-", b"\\\\", b"A-Z", b"a-z", b"0-9", b"z-a"]),
+    st.sampled_from([s.encode("euc_jp") for s in ("あ", "ん", "ア", "ン", "表", "ー")]),
+    st.sampled_from([b"\xa4\xa2-\xa4\xf3", b"\xa5\xa2-\xa5\xf3", b"\xa5\xf3-\xa5\xa2"]),
+    st.sampled_from([s.encode("cp932") for s in ("表", "ソ", "あ")]),
+    st.sampled_from([b'\x1b$B$"\x1b(B', b'\x1b$B%"-%s\x1b(B']),
+    _byte(0x00, 0xFF),
+)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    text=TEXTS,
+    frm=st.lists(TR_PIECES, max_size=6).map(b"".join),
+    to=st.lists(TR_PIECES, max_size=6).map(b"".join),
+    opt=st.sampled_from([None, "d"]),
+)
+def test_tr_random(perl: JcodePerl, text: bytes, frm: bytes, to: bytes, opt: str | None) -> None:
+    # jcode.pl keeps its table between calls (keyed on from and to only): both sides
+    # see the same call sequence, so their tables stay in step
+    for value in (text, "ひらがなカタカナ abc".encode("euc_jp"), text + b'\x1b$B$"\x1b(B'):
+        perl_out, perl_count = perl.call("tr", value, frm.hex(), to.hex(), opt)
+        out, count = jcode.tr(value, frm, to, opt)
+        assert (out, str(count)) == (perl_out, perl_count), (value, frm, to, opt)
+
+
+def test_tr_katakana_to_hiragana() -> None:
+    text = "カタカナ and ascii".encode("euc_jp")
+    frm = "ア-ン".encode("euc_jp") + b"a-z"
+    to = "あ-ん".encode("euc_jp") + b"A-Z"
+    assert jcode.tr(text, frm, to) == ("かたかな AND ASCII".encode("euc_jp"), 12)
+    assert jcode.trans(text, b"a-z", b"", "d") == "カタカナ  ".encode("euc_jp")
