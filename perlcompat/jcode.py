@@ -23,6 +23,8 @@ The algorithm is jcode.pl's documented one, restated as byte patterns:
 * ``h2z_*``/``z2h_*``: JIS X 0201 kana (with a following voiced mark joined
   where X 0208 has the combined letter) <-> X 0208 kana; full-width kana
   without a half-width form are dropped by ``z2h_jis``, as in jcode.pl.
+* ``tr``: Perl's tr/// over two-byte characters (any 8-bit byte starts one),
+  JIS text worked on as EUC-JP, ``a-z`` and one-lead-byte two-byte ranges expanded.
 
 Only Perl's documented return counts are approximate: they follow jcode.pl,
 except ``jis2sjis`` on X 0212 text (jcode.pl returns the length of ``$_`` there).
