@@ -9,11 +9,14 @@ missing=()
 for tool in perl redis-server lighttpd; do
     PATH="$PATH:/usr/sbin:/usr/local/sbin" command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
 done
-if ((${#missing[@]})); then
-    pkgs=()
-    for tool in "${missing[@]}"; do
-        pkgs+=("$tool")  # each tool's Debian package has its name
-    done
+pkgs=()
+for tool in "${missing[@]}"; do
+    pkgs+=("$tool")  # each tool's Debian package has its name
+done
+# jcode.pl 2.13 and Jcode.pm 2.06, the references for perlcompat.jcode (tests/test_jcode.py)
+[ -f /usr/share/perl5/jcode.pl ] || pkgs+=(libjcode-perl)
+[ -f /usr/share/perl5/Jcode.pm ] || pkgs+=(libjcode-pm-perl)
+if ((${#pkgs[@]})); then
     SUDO=""
     [ "$(id -u)" = 0 ] || SUDO="sudo"
     echo "installing ${pkgs[*]} with apt-get"
