@@ -261,7 +261,10 @@ class _Server:
         read_timeout = min(timeout, self.read_cap) + hold
         started = time.monotonic()
         for fresh in (False, True):
-            conn = None if fresh or not self.idle else self.idle.pop()
+            try:  # pop() is atomic: another thread may take the last one
+                conn = None if fresh else self.idle.pop()
+            except IndexError:
+                conn = None
             reused = conn is not None
             try:
                 if conn is None:

@@ -28,7 +28,8 @@ from perlcompat import OS_ERROR, Lock, _redis as redis_lock, lock, unlock
 
 REPO = Path(__file__).resolve().parent.parent
 ENV = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
-ENV.pop(redis_lock.MAX_LEASE_ENV, None)
+MAX_LEASE_ENV = "PERLCOMPAT_REDIS_MAX_LEASE"  # documented in docs/redis.md
+ENV.pop(MAX_LEASE_ENV, None)
 
 
 @pytest.fixture
@@ -47,7 +48,7 @@ def name() -> str:
 
 @pytest.fixture(autouse=True)
 def no_max_lease_in_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(redis_lock.MAX_LEASE_ENV, raising=False)
+    monkeypatch.delenv(MAX_LEASE_ENV, raising=False)
 
 
 # -- restarts: the hold-off covers the longest lease, whoever comes back first ----
@@ -97,7 +98,7 @@ def test_restart_hold_off_covers_the_longest_lease_whoever_comes_back_first(
 ) -> None:
     """Issue 11: H1 (stale=3) inside; kill -9 and restart; a stale=1 client comes first."""
     max_lease = 3.0
-    env = dict(ENV, **{redis_lock.MAX_LEASE_ENV: str(max_lease)})
+    env = dict(ENV, **{MAX_LEASE_ENV: str(max_lease)})
     url = own_server.url
     marker = str(tmp_path / "marker")
     holder = subprocess.Popen(
@@ -160,14 +161,12 @@ def test_a_stale_longer_than_the_max_lease_is_refused(
     assert unlock(name, url=own_server.url) == 1
     with pytest.raises(ValueError, match=r"stale 8 s is longer than the max lease 2\.5 s"):
         lock(name, url=own_server.url + "?max_lease=2.5", stale=8)
-    monkeypatch.setenv(redis_lock.MAX_LEASE_ENV, "4")
-    with pytest.raises(
-        ValueError, match=f"stale 5 s .* max lease 4 s .*{redis_lock.MAX_LEASE_ENV}"
-    ):
+    monkeypatch.setenv(MAX_LEASE_ENV, "4")
+    with pytest.raises(ValueError, match=f"stale 5 s .* max lease 4 s .*{MAX_LEASE_ENV}"):
         Lock(name, url=own_server.url, stale=5)
     for bad in ("0", "-1", "nan", "inf", "soon"):
-        monkeypatch.setenv(redis_lock.MAX_LEASE_ENV, bad)
-        with pytest.raises(ValueError, match=f"{redis_lock.MAX_LEASE_ENV} must be a number"):
+        monkeypatch.setenv(MAX_LEASE_ENV, bad)
+        with pytest.raises(ValueError, match=f"{MAX_LEASE_ENV} must be a number"):
             Lock(name, url=own_server.url, stale=1)
     with pytest.raises(ValueError, match=r"max_lease in lock url .* must be a number"):
         Lock(name, url=own_server.url + "?max_lease=x", stale=1)
@@ -242,11 +241,12 @@ def test_a_stopped_server_ends_a_wait_for_release_within_the_patience(
     pauser = threading.Thread(target=pause_once_waiting)
     pauser.start()
     started = time.monotonic()
-    with pytest.raises(TimeoutError, match="no answer within"):
+    with pytest.raises(TimeoutError) as info:
         Lock(name, url=own_server.url, retry=1, wait=0.8).acquire()
     took = time.monotonic() - started
     pauser.join()
-    assert took < 2.0  # old code: the 5 s socket timeout, twice
+    assert took < 2.0  # old code: the 5 s socket timeout
+    assert "no answer within" in str(info.value)
     own_server.resume()
     assert other.release()
 
