@@ -237,7 +237,13 @@ class _Server:
             )
             self.make: Any = pool.connection_class
             self.kwargs: dict[str, Any] = dict(pool.connection_kwargs)
-            self.make(**self.kwargs)  # validates the query options
+            try:
+                self.make(**self.kwargs)  # validates the query options
+            except TypeError:  # redis-py < 4.3: Unix sockets take no connect timeout
+                if "socket_connect_timeout" in redis_url:
+                    raise
+                del self.kwargs["socket_connect_timeout"]
+                self.make(**self.kwargs)
         except (TypeError, ValueError) as exc:
             raise ValueError(
                 f"lock url {self.shown_url!r} is not usable ({exc}): {_URL_HELP},"
