@@ -129,7 +129,8 @@ def test_restart_hold_off_covers_the_longest_lease_whoever_comes_back_first(
         env=env,
         timeout=60,
     )
-    assert first.returncode != 0 and "LockError" in first.stderr, first.stderr
+    grants = [float(first.stdout)] if first.returncode == 0 else []  # only if very slow
+    assert grants or "LockError" in first.stderr, first.stderr
     contenders = [
         subprocess.Popen(
             [sys.executable, "-c", CONTENDER, url, name, marker, str(stale)],
@@ -140,7 +141,6 @@ def test_restart_hold_off_covers_the_longest_lease_whoever_comes_back_first(
         )
         for stale in (1.0, max_lease, 1.0, max_lease)
     ]
-    grants = []
     for proc in contenders:
         out, err = proc.communicate(timeout=60)
         assert proc.returncode == 0, err
@@ -295,3 +295,14 @@ def test_cleanup_of_a_holder_is_bounded_while_the_server_is_stopped(
     assert took < 3.0, f"cleanup took {took:.3g} s"  # CLEANUP_TIMEOUT is 1 s
     assert holder.returncode == (-signal.SIGTERM if end == "SIGTERM" else 0)
     own_server.resume()
+
+
+def test_cleanup_release_still_releases_on_a_running_server(
+    own_server: RedisServer, name: str
+) -> None:
+    held = Lock(name, url=own_server.url)
+    held.acquire()
+    assert held._abandon() is True  # what exit and signal cleanup call
+    with own_server.client() as client:
+        assert client.exists(redis_lock.KEY_PREFIX + name) == 0
+    held.release()  # released by cleanup: a no-op now
