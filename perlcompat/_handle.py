@@ -32,7 +32,7 @@ import io
 import os
 import sys
 
-from ._errno import _tls, fail, fail_from
+from ._errno import _tls, fail, fail_from, reraise_foreign
 
 # the hot path's system calls, bound once (a module attribute lookup per call adds up)
 _open, _read, _write, _lseek = os.open, os.read, os.write, os.lseek
@@ -51,6 +51,8 @@ SEEK_CUR = 1
 SEEK_END = 2
 
 _BUFSIZE = 8192
+#: the positions an off_t holds: beyond them seek and truncate fail with EINVAL, as in Perl
+_MIN_OFF, _MAX_OFF = -(2**63), 2**63 - 1
 _CREATE = 0o666
 _EXTRA_FLAGS = (
     getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0) | getattr(os, "O_NOINHERIT", 0)
@@ -148,11 +150,15 @@ class PerlFile:
         pos = self._pos
         self._pos = -1  # unknown if the write fails half-way
         size = len(data)
-        written = _write(self._fd, data)
-        if written < size:  # a short write: go on with the rest
-            view = memoryview(data)[written:]
-            while view:
-                view = view[_write(self._fd, view) :]
+        try:
+            written = _write(self._fd, data)
+            if written < size:  # a short write: go on with the rest
+                view = memoryview(data)[written:]
+                while view:
+                    view = view[_write(self._fd, view) :]
+        except OSError as exc:  # as PerlIO: the data is dropped, the handle's error flag set
+            self._error = exc.errno or errno.EIO
+            raise
         if pos >= 0:  # after an O_APPEND write this is PerlIO's belief, not the OS offset
             self._pos = pos + size
 
@@ -774,8 +780,12 @@ def seek(fh: PerlFile, position: int, whence: int = SEEK_SET) -> int:
     if type(fh) is PerlFile:
         if fh._closed:
             return fail(errno.EBADF)
-        if type(position) is not int or whence not in (0, 1, 2):
-            return fail(errno.EINVAL)
+        if (
+            type(position) is not int
+            or whence not in (0, 1, 2)
+            or not _MIN_OFF <= position <= _MAX_OFF
+        ):
+            return fail(errno.EINVAL)  # (beyond off_t: Perl's lseek gets EINVAL too)
         try:
             if fh._wbuf:
                 fh._flush_write()
@@ -786,7 +796,7 @@ def seek(fh: PerlFile, position: int, whence: int = SEEK_SET) -> int:
             return fail_from(exc)
         fh._eof = False
         return 1
-    if type(position) is not int or whence not in (0, 1, 2):
+    if type(position) is not int or whence not in (0, 1, 2) or not _MIN_OFF <= position <= _MAX_OFF:
         return fail(errno.EINVAL)
     try:
         fh.seek(position, whence)
@@ -798,16 +808,28 @@ def seek(fh: PerlFile, position: int, whence: int = SEEK_SET) -> int:
 
 
 def tell(fh: PerlFile) -> int:
-    """Perl's ``tell``: the byte position, or -1 with ``OS_ERROR`` set."""
+    """Perl's ``tell``: the byte position, or -1 with ``OS_ERROR`` set.
+
+    As PerlIO, pending output is counted, not written (a write that will fail on a
+    full disk fails later, in ``seek``/``truncate``/``close``), except on an
+    appending handle, which is flushed to learn where the data went; if that
+    write fails, ``$!`` says why and the OS position is returned.
+    """
     try:
         if type(fh) is PerlFile and not fh._closed:
-            if fh._wbuf:  # (no read-ahead then: the two never coexist)
-                fh._flush_write()
-                if fh._append:  # PerlIO asks the OS where an appending write went
-                    fh._pos = -1
+            wbuf = fh._wbuf  # (no read-ahead then: the two never coexist)
+            if wbuf and fh._append:  # PerlIO asks the OS where an appending write went
+                try:
+                    fh._flush_write()
+                except OSError as exc:  # the handle's error flag is set; close reports it
+                    fail_from(exc)
+                fh._pos = -1
+                wbuf = fh._wbuf  # (empty now: a failed write's data is dropped)
             pos = fh._pos
             if pos < 0:
                 pos = fh._pos = _lseek(fh._fd, 0, SEEK_CUR)
+            if wbuf:
+                return pos + sum(map(len, wbuf))
             return pos - (len(fh._rbuf) - fh._rpos)
         return fh.tell()
     except (ValueError, AttributeError):
@@ -825,13 +847,15 @@ def truncate(fh: PerlFile | int | str | os.PathLike[str], length: int) -> int:
     """
     if type(fh) is PerlFile and not fh._closed:
         fd = fh._fd
+        _tls.errno = 0  # as Perl's: $! is cleared, then says why a flush failed
         if fh._wbuf or fh._rbuf:
             try:
                 fh.flush()
-            except OSError as exc:  # as Perl, cut anyway; close reports the failure
+            except OSError as exc:  # as Perl, cut anyway; $! says why, close reports it too
                 fh._error = exc.errno or errno.EIO
+                fail_from(exc)
     elif isinstance(fh, (str, bytes, os.PathLike)):
-        if type(length) is not int or length < 0:
+        if type(length) is not int or not 0 <= length <= _MAX_OFF:
             return fail(errno.EINVAL)
         try:
             os.truncate(fh, length)
@@ -849,8 +873,8 @@ def truncate(fh: PerlFile | int | str | os.PathLike[str], length: int) -> int:
             return fail(errno.EBADF)
         except OSError as exc:
             return fail_from(exc)
-    if type(length) is not int or length < 0:
-        return fail(errno.EINVAL)
+    if type(length) is not int or not 0 <= length <= _MAX_OFF:
+        return fail(errno.EINVAL)  # (beyond off_t: EINVAL, as Perl gives)
     try:
         _ftruncate(fd, length)
     except OSError as exc:
@@ -900,11 +924,15 @@ def binmode(fh: PerlFile, layer: str = ":raw") -> int:
 
 
 def eof(fh: PerlFile) -> int:
-    """Perl's ``eof``: 1 if the next read would hit end of file (or *fh* is closed), else 0."""
+    """Perl's ``eof``: 1 if the next read would hit end of file (or *fh* is closed), else 0.
+
+    As in Perl, ``$!`` is left as it was; a failed read or write sets the handle's
+    error flag, which ``close`` reports.
+    """
     try:
         return 1 if fh.at_eof() else 0
     except (ValueError, AttributeError):
         return 1
     except OSError as exc:
-        fail_from(exc)
+        reraise_foreign(exc)  # an ALRM handler's error propagates
         return 1
