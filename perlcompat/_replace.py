@@ -22,6 +22,18 @@ does not exist yet) and returns the new, read-modify-write under the lock.
 *check*, if given, is called after the new file is on disk and right before the
 rename (TOP?LOCK's "check again before renaming"); a false result removes the
 temporary file and raises ``ExpiredLockError``, leaving *path* untouched.
+
+**Temp files of killed writers.** A writer holds ``flock(LOCK_EX)`` on its temp
+file (POSIX) from just after creating it until after the rename.  Each writer,
+once it holds the lock, and ``perlcompat locks --break-stale`` call
+:func:`clean_temp_files`, which removes a temp file only if all of these hold,
+checked in this order: its name is exactly ``.<name>.<pid>.<8 hex>.tmp``; it is a
+regular file with one link; the pid in its name is dead on this host (``_owner``:
+ESRCH, a zombie, or a process that started after the file was written); its
+flock can be taken with LOCK_NB (no writer anywhere holds it, NFS included); and,
+holding that flock, the path still names the same inode with the same mtime and
+ctime.  Anything else is left alone.  (Windows: nothing is removed; a live
+writer's pid cannot be judged there.)
 """
 
 from __future__ import annotations
@@ -43,6 +55,7 @@ if TYPE_CHECKING:
 
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_BINARY = getattr(os, "O_BINARY", 0)
+_WINDOWS = sys.platform == "win32"
 
 
 def replace_file(
@@ -80,6 +93,7 @@ def replace_file(
     try:
         if lock_path is not None:
             lock_fd = _take_lock(lock_path, timeout)
+        _clean_quietly(target)
         if callable(data):
             old = _read(target)
             new = data(old if encoding is None else old.decode(encoding, "surrogateescape"))
@@ -193,15 +207,19 @@ def _write_and_rename(
                 view = view[os.write(fd, view) :]
             if fsync:
                 os.fsync(fd)
-        finally:
-            os.close(fd)
-        if check is not None and not check():
-            from ._api import ExpiredLockError
+            if _WINDOWS:  # (an open file cannot be renamed there)
+                os.close(fd)
+                fd = -1
+            if check is not None and not check():
+                from ._api import ExpiredLockError
 
-            raise ExpiredLockError(
-                f"check before replacing {target!r} failed (lock lost?); the file is unchanged"
-            )
-        os.replace(tmp, target)
+                raise ExpiredLockError(
+                    f"check before replacing {target!r} failed (lock lost?); the file is unchanged"
+                )
+            os.replace(tmp, target)
+        finally:
+            if fd >= 0:
+                os.close(fd)  # releases the temp file's flock, after the rename
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
@@ -232,12 +250,122 @@ def _copy_mode(fd: int, old: os.stat_result) -> None:
 
 
 def _create_temp(directory: str, base: str) -> tuple[str, int]:
-    """Create a new ``.<base>.<pid>.<hex>.tmp`` in *directory* with O_EXCL; return path and fd."""
+    """Create a new ``.<base>.<pid>.<hex>.tmp`` in *directory* with O_EXCL; return path and fd.
+
+    On POSIX the fd carries ``flock(LOCK_EX)``: the mark of a live writer that
+    :func:`clean_temp_files` respects, wherever that writer runs.
+    """
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_BINARY
     for _ in range(100):
         tmp = os.path.join(directory, f".{base}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
         try:
-            return tmp, os.open(tmp, flags, 0o666)
+            fd = os.open(tmp, flags, 0o666)
         except FileExistsError:
             continue
+        if sys.platform != "win32":
+            import fcntl
+
+            # a new file: nobody else holds it (a cleaner skips live pids); if this
+            # failed anyway, the pid in the name still protects the file
+            with contextlib.suppress(OSError):
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return tmp, fd
     raise FileExistsError(errno.EEXIST, "could not create a unique temporary file", directory)
+
+
+# -- temp files of dead writers ---------------------------------------------------
+_HEX = frozenset("0123456789abcdef")
+
+
+def temp_file_owner(name: str, base: str | None = None) -> int | None:
+    """The writer pid if *name* is exactly one of our temp names ``.<base>.<pid>.<hex8>.tmp``.
+
+    *base*: the replaced file's name, or None for any.  None if *name* is not one.
+    """
+    if not (name.startswith(".") and name.endswith(".tmp")):
+        return None
+    parts = name[1:-4].rsplit(".", 2)
+    if len(parts) != 3:
+        return None
+    stem, pid, tag = parts
+    if not stem or (base is not None and stem != base):
+        return None
+    if len(tag) != 8 or not _HEX.issuperset(tag):
+        return None
+    if not (pid.isascii() and pid.isdigit()) or pid[0] == "0" or len(pid) > 10:
+        return None
+    return int(pid)
+
+
+def clean_temp_files(directory: str | os.PathLike[str], base: str | None = None) -> list[str]:
+    """Remove the temp files that dead ``replace_file`` writers left in *directory*.
+
+    *base* limits it to the temp files of one replaced file's name.  Returns the
+    paths removed.  Only files that pass every test in the module docstring are
+    removed; nothing is removed on Windows.  An unreadable *directory* raises OSError.
+    """
+    if sys.platform == "win32":
+        return []
+    folder = os.fspath(directory)
+    removed = []
+    with os.scandir(folder) as entries:
+        names = [entry.name for entry in entries]
+    for name in names:
+        pid = temp_file_owner(name, base)
+        if pid is not None:
+            path = os.path.join(folder, name)
+            if _remove_if_orphaned(path, pid):
+                removed.append(path)
+    return removed
+
+
+def _remove_if_orphaned(path: str, pid: int) -> bool:
+    """Remove the temp file *path* named for writer *pid* if that writer is gone; True if done."""
+    if sys.platform == "win32":
+        return False
+    import fcntl
+    import stat
+
+    from ._owner import alive
+    from ._stale import identity
+
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+        return False
+    if alive(pid, None, None, st.st_mtime) is not False:
+        return False
+    flags = _O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, os.O_RDWR | flags)  # (NFS grants LOCK_EX to writable fds only)
+    except PermissionError:
+        try:
+            fd = os.open(path, os.O_RDONLY | flags)
+        except OSError:
+            return False
+    except OSError:
+        return False
+    try:
+        mine = os.fstat(fd)
+        if (mine.st_dev, mine.st_ino) != (st.st_dev, st.st_ino):
+            return False
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # busy: a writer still has it
+        now = os.lstat(path)
+        if identity(now) != identity(os.fstat(fd)) or now.st_nlink != 1:
+            return False
+        os.unlink(path)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return True
+
+
+def _clean_quietly(target: str) -> None:
+    """Remove dead writers' temp files of *target*; never fails the write itself."""
+    directory = os.path.dirname(os.path.abspath(target))
+    # an unreadable directory (mode 0733): nothing to clean that we can see
+    with contextlib.suppress(OSError):
+        clean_temp_files(directory, os.path.basename(target))
