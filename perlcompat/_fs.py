@@ -2,7 +2,8 @@
 
 ``mkdir``, ``rmdir``, ``rename``, ``symlink`` return 1 or 0; ``unlink`` and
 ``utime`` return how many files they handled; ``readlink`` the target or None;
-``stat`` Perl's 13-element list, empty on failure.  Every failure sets
+``stat`` and ``lstat`` Perl's 13-element list, empty on failure, as a ``PerlList``
+(an index past the end reads as None: ``stat(missing)[9]`` is Perl's undef).  Every failure sets
 ``OS_ERROR`` as Perl sets ``$!``.  ``filetest("-M", path)`` is Perl's ``-M``,
 measured from ``BASETIME`` (Perl's ``$^T``, English ``$BASETIME``).
 """
@@ -15,6 +16,7 @@ import stat as _stat
 import sys
 
 from ._errno import fail, fail_from, set_errno
+from ._handle import PerlList
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -153,25 +155,36 @@ def stat(target: object) -> list[int | str]:
     """Perl's ``stat`` of a path, handle or fd: 13 numbers, or [] with ``OS_ERROR`` set.
 
     (dev, ino, mode, nlink, uid, gid, rdev, size, atime, mtime, ctime, blksize, blocks)
+    in a :class:`PerlList`: ``stat(missing)[9]`` is None, as ``(stat $f)[9]`` is undef.
     """
-    st = _stat_result(target)
+    return _perl_stat(_stat_result(target))
+
+
+def lstat(target: object) -> list[int | str]:
+    """Perl's ``lstat``: ``stat`` of a symbolic link itself (of a handle or fd: ``stat``)."""
+    return _perl_stat(_stat_result(target, follow=False))
+
+
+def _perl_stat(st: os.stat_result | None) -> list[int | str]:
     if st is None:
-        return []
-    return [
-        st.st_dev,
-        st.st_ino,
-        st.st_mode,
-        st.st_nlink,
-        st.st_uid,
-        st.st_gid,
-        getattr(st, "st_rdev", 0),
-        st.st_size,
-        int(st.st_atime),
-        int(st.st_mtime),
-        int(st.st_ctime),
-        getattr(st, "st_blksize", 0) or "",  # Perl gives '' where unsupported
-        getattr(st, "st_blocks", 0) or "",
-    ]
+        return PerlList()
+    return PerlList(
+        [
+            st.st_dev,
+            st.st_ino,
+            st.st_mode,
+            st.st_nlink,
+            st.st_uid,
+            st.st_gid,
+            getattr(st, "st_rdev", 0),
+            st.st_size,
+            int(st.st_atime),
+            int(st.st_mtime),
+            int(st.st_ctime),
+            getattr(st, "st_blksize", 0) or "",  # Perl gives '' where unsupported
+            getattr(st, "st_blocks", 0) or "",
+        ]
+    )
 
 
 def filetest(op: str, target: object) -> int | float | None:

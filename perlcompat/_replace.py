@@ -18,7 +18,12 @@ same file must take the same lock.  ``lock=False`` is for a caller that already
 holds the lock all writers use.
 
 *data* may be a callable: it receives the old content (``""``/``b""`` when the file
-does not exist yet) and returns the new, read-modify-write under the lock.
+does not exist yet) and returns the new, read-modify-write under the lock.  With
+``lines=True`` it receives Perl's lines instead (``@lines = <IN>``: a list of the
+lines with their ``"\\n"``, split at ``"\\n"`` only, the last one without it if the
+file does not end with one) and may return a list of lines.  ``must_exist=True``
+is Perl's ``open(IN, "<$f") or die``: a file that cannot be opened for reading
+raises its ``OSError`` (``FileNotFoundError``) before anything is written.
 *check*, if given, is called after the new file is on disk and right before the
 rename (TOP?LOCK's "check again before renaming"); a false result removes the
 temporary file and raises ``ExpiredLockError``, leaving *path* untouched.
@@ -67,6 +72,8 @@ def replace_file(
     check: Callable[[], object] | None = None,
     timeout: float | None = None,
     fsync: bool = True,
+    must_exist: bool = False,
+    lines: bool = False,
 ) -> int:
     """Atomically replace *path* with *data* under ``flock`` on ``<path>.lck``; return 1.
 
@@ -74,8 +81,11 @@ def replace_file(
     (the caller holds the writers' lock).  *encoding* encodes str (with
     ``surrogateescape``, so undecodable legacy bytes round-trip) and decodes the old
     content for a callable; None passes bytes.  *timeout* bounds the wait for the
-    lock (None waits, honouring ``alarm()``).  Raises ``OSError`` (``$!`` set) on
-    failure, ``LockError`` when the lock is not had within *timeout*.
+    lock (None waits, honouring ``alarm()``).  *must_exist*: refuse (``OSError``,
+    ``FileNotFoundError`` for a missing file) unless *path* can be read, as Perl's
+    ``open(IN, "<$f") or die``.  *lines*: the callable gets a list of Perl lines
+    (str, or bytes with ``encoding=None``) and may return a list.  Raises ``OSError``
+    (``$!`` set) on failure, ``LockError`` when the lock is not had within *timeout*.
     """
     target = os.fspath(path)
     if not isinstance(target, str) or not target:
@@ -85,6 +95,8 @@ def replace_file(
         raise TypeError("replace_file got str data with encoding=None; pass bytes")
     if not callable(data) and not isinstance(data, (str, bytes, bytearray, memoryview)):
         raise TypeError(f"replace_file data must be str, bytes or a callable, not {data!r}")
+    if lines and not callable(data):
+        raise TypeError("replace_file(lines=True) needs a callable that takes the lines")
     if timeout is not None and (
         isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0
     ):
@@ -95,9 +107,12 @@ def replace_file(
             lock_fd = _take_lock(lock_path, timeout)
         _clean_quietly(target)
         if callable(data):
-            old = _read(target)
-            new = data(old if encoding is None else old.decode(encoding, "surrogateescape"))
+            raw = _read(target, must_exist)
+            old = raw if encoding is None else raw.decode(encoding, "surrogateescape")
+            new = data(perl_lines(old) if lines else old)  # type: ignore[arg-type]
         else:
+            if must_exist:
+                os.close(os.open(target, os.O_RDONLY | _O_BINARY))  # Perl's open(IN, "<$f")
             new = data
         _write_and_rename(target, _encode(new, encoding), check, fsync)
     except OSError as exc:
@@ -157,11 +172,13 @@ def _take_lock(lock_path: str, timeout: float | None) -> int:
     return fd
 
 
-def _read(target: str) -> bytes:
-    """The current content of *target*, b"" if it does not exist."""
+def _read(target: str, must_exist: bool = False) -> bytes:
+    """The current content of *target*, b"" if it does not exist (unless *must_exist*)."""
     try:
         fd = os.open(target, os.O_RDONLY | _O_BINARY)
     except FileNotFoundError:
+        if must_exist:
+            raise
         return b""
     try:
         chunks: list[bytes] = []
@@ -174,8 +191,35 @@ def _read(target: str) -> bytes:
         os.close(fd)
 
 
+def perl_lines(text: str | bytes) -> list[str] | list[bytes]:
+    """Split *text* as Perl's ``<IN>`` in list context: lines with their ``"\\n"``.
+
+    Only ``"\\n"`` ends a line (``splitlines()`` also splits at \\x0b, \\x0c,
+    \\x1c-\\x1e and \\x85, bytes found inside Shift_JIS and Latin-1 text); a last
+    line without ``"\\n"`` is kept as it is.  The result is a ``PerlList``.
+    """
+    from ._handle import PerlList
+
+    newline = "\n" if isinstance(text, str) else b"\n"
+    parts = text.split(newline)  # type: ignore[arg-type]
+    last = parts.pop()
+    found = PerlList([part + newline for part in parts])  # type: ignore[operator]
+    if last:
+        found.append(last)
+    return found
+
+
 def _encode(new: object, encoding: str | None) -> bytes | bytearray | memoryview:
-    """*new* as bytes: str encoded with *encoding* and surrogateescape."""
+    """*new* as bytes: str encoded with *encoding* and surrogateescape; a list is joined."""
+    if isinstance(new, (list, tuple)):
+        if all(isinstance(item, str) for item in new):
+            new = "".join(new)
+        elif all(isinstance(item, (bytes, bytearray)) for item in new):
+            new = b"".join(new)
+        else:
+            raise TypeError(
+                "replace_file's data callable returned a list that is not all str or all bytes"
+            )
     if isinstance(new, str):
         if encoding is None:
             raise TypeError("replace_file got str data with encoding=None; return bytes")

@@ -787,3 +787,80 @@ def test_break_stale_removes_dead_writers_temp_files(tmp_path: Path) -> None:
     import json
 
     assert json.loads(result.stdout)["removed_temp_files"] == [orphan.name]
+
+
+# -- Perl's failure modes and Perl's lines -------------------------------------------------
+def test_must_exist_stops_as_perls_open_or_die(tmp_path: Path) -> None:
+    """A missing guestbook: Perl's ``open(IN, "<$f") or die`` stops; so does must_exist=True."""
+    path = tmp_path / "guestbook.txt"
+    perl = subprocess.run(
+        [PERL, "-e", 'open(IN, "<", $ARGV[0]) or die "$!\\n"; print "went on\\n"', str(path)],
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert perl.returncode != 0 and perl.stdout == b""
+    called = []
+    with pytest.raises(FileNotFoundError) as info:
+        replace_file(path, lambda old: called.append(old) or old + "entry\n", must_exist=True)
+    assert info.value.errno == errno.ENOENT and info.value.filename == str(path)
+    assert f"{OS_ERROR}\n".encode() == perl.stderr  # "No such file or directory"
+    assert called == [] and not path.exists() and temp_files(tmp_path) == []
+    with pytest.raises(FileNotFoundError):
+        replace_file(path, "whole new content\n", must_exist=True)
+    assert not path.exists()
+    # without it, a missing file reads as "" (Perl's unchecked open): the old behaviour
+    replace_file(path, lambda old: old + "entry\n")
+    assert path.read_text() == "entry\n"
+    assert replace_file(path, lambda old: old + "second\n", must_exist=True) == 1
+    assert path.read_text() == "entry\nsecond\n"
+
+
+def test_lines_are_perls_list_context_lines(tmp_path: Path) -> None:
+    """``@lines = <IN>``: split at "\\n" only, even in bytes that splitlines() splits at."""
+    content = (
+        b"a\x0bb<>1<>\n"  # vertical tab
+        b"\x82\x0c\x1c\x1d\x1e<>2<>\r\n"  # form feed, file/group/record separators, CRLF
+        b"\xc2\x85\x85<>3<>\n"  # NEL, as UTF-8 and as a Latin-1 byte
+        b"\n"
+        b"last line without newline"
+    )
+    path = tmp_path / "data.dat"
+    path.write_bytes(content)
+    code = 'open(IN, "<", $ARGV[0]) or die; print unpack("H*", $_), "\\n" for <IN>;'
+    perl = subprocess.run(
+        [PERL, "-e", code, str(path)],
+        capture_output=True,
+        timeout=60,
+        check=True,
+    )
+    perl_lines = [bytes.fromhex(h) for h in perl.stdout.decode().split()]
+    seen: list[object] = []
+
+    def update(lines: list[str]) -> list[str]:
+        seen.append(list(lines))
+        assert lines[len(lines)] is None  # a Perl list: past the end is undef
+        lines.append("added\n")
+        return lines
+
+    replace_file(path, update, lines=True)
+    (got,) = seen
+    assert [line.encode("utf-8", "surrogateescape") for line in got] == perl_lines
+    assert len(perl_lines) == 5
+    assert path.read_bytes() == content + b"added\n"
+    seen.clear()
+    replace_file(path, lambda lines: seen.append(lines) or lines[:1], lines=True, encoding=None)
+    assert seen[0][0] == b"a\x0bb<>1<>\n" and path.read_bytes() == b"a\x0bb<>1<>\n"
+
+
+def test_lines_edge_cases(tmp_path: Path) -> None:
+    path = tmp_path / "data"
+    seen: list[object] = []
+    replace_file(path, lambda lines: seen.append(lines) or ["x\n"], lines=True)
+    assert seen == [[]] and path.read_text() == "x\n"  # a missing file: no lines
+    with pytest.raises(TypeError, match="needs a callable"):
+        replace_file(path, "text", lines=True)
+    with pytest.raises(TypeError, match="not all str or all bytes"):
+        replace_file(path, lambda lines: ["a\n", b"b\n"], lines=True)
+    assert path.read_text() == "x\n"
+    assert temp_files(tmp_path) == []
