@@ -114,11 +114,25 @@ for path, mode, ops in json.loads(sys.argv[1]):
 
 
 def _unshare() -> list[str]:
+    """A command prefix that runs its command in a private mount namespace, as root there.
+
+    root: ``unshare --mount``; a user: a user namespace, or else ``sudo -n`` (where
+    unprivileged user namespaces are disabled, as on Ubuntu >= 23.10).
+    """
     tool = shutil.which("unshare")
     assert tool is not None, "unshare (util-linux) is missing"
+    mount_ns = [tool, "--mount", "--propagation", "private"]
     if os.geteuid() == 0:
-        return [tool, "--mount", "--propagation", "private"]
-    return [tool, "--user", "--map-root-user", "--mount", "--propagation", "private"]
+        return mount_ns
+    tries = [
+        [tool, "--user", "--map-root-user", "--mount", "--propagation", "private"],
+        ["sudo", "-n", *mount_ns],
+    ]
+    for prefix in tries:
+        probe = subprocess.run([*prefix, "true"], capture_output=True, timeout=60, check=False)
+        if probe.returncode == 0:
+            return prefix
+    raise AssertionError("cannot make a mount namespace: no user namespaces and no sudo -n")
 
 
 def _compare_in(tmp_path: Path, free_kib: int) -> None:
