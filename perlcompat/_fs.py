@@ -144,7 +144,7 @@ def _stat_result(target: object, follow: bool = True) -> os.stat_result | None:
             fail(errno.EBADF)
             return None
         return os.fstat(fileno())
-    except ValueError:
+    except (ValueError, OverflowError):  # closed, or a descriptor no C int holds
         fail(errno.EBADF)
     except OSError as exc:
         fail_from(exc)

@@ -955,6 +955,8 @@ def truncate(fh: PerlFile | int | str | os.PathLike[str], length: int) -> int:
         _ftruncate(fd, length)
     except OSError as exc:
         return fail_from(exc)
+    except OverflowError:  # (the length is checked: a descriptor no int can hold)
+        return fail(errno.EBADF)
     return 1
 
 

@@ -98,6 +98,26 @@ def test_stat_of_a_number_that_is_no_descriptor(fd: int) -> None:
     assert OS_ERROR == errno.EBADF
 
 
+class _HugeDescriptor:
+    """A file-like object whose fileno() no C int can hold."""
+
+    def fileno(self) -> int:
+        return 2**70
+
+    def flush(self) -> None:
+        pass
+
+
+def test_descriptors_no_int_can_hold_are_ebadf() -> None:
+    for target in (2**70, _HugeDescriptor()):
+        OS_ERROR.set(0)
+        assert truncate(target, 0) == 0  # type: ignore[arg-type]
+        assert OS_ERROR == errno.EBADF
+        OS_ERROR.set(0)
+        assert stat(target) == []
+        assert OS_ERROR == errno.EBADF
+
+
 def test_alarm_out_of_range_as_perl() -> None:
     perl = _perl_results(
         "alarm(7);\n"
