@@ -113,9 +113,10 @@ class PerlList(list):  # type: ignore[type-arg]
 
     def __getitem__(self, index):  # type: ignore[no-untyped-def]
         try:
-            return list.__getitem__(self, index)
+            found = list.__getitem__(self, index)
         except IndexError:
             return None
+        return PerlList(found) if type(index) is slice else found
 
 
 class PerlFile:

@@ -156,6 +156,7 @@ def test_readlines_index_past_the_end_is_none(data: Path) -> None:
     fh = open_("<", data)
     lines = fh.readlines()
     assert lines == ["one\n", "two\n"] and lines[5] is None and lines[-1] == "two\n"
+    assert lines[1:][1] is None  # a slice is a PerlList too
     close(fh)
 
 
