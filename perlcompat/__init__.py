@@ -79,6 +79,10 @@ _EXPORTS = {
     # TOP?LOCK's "check again before renaming the work file into place"
     "still_holding": "_toplock",
     "rename_if_holding": "_toplock",
+    "readline": "_handle",
+    "PerlWarning": "_handle",
+    "PerlList": "_handle",
+    "lstat": "_fs",
 }
 
 __all__ = sorted(
@@ -128,6 +132,7 @@ if TYPE_CHECKING:
         chmod as chmod,
         chown as chown,
         filetest as filetest,
+        lstat as lstat,
         mkdir as mkdir,
         readlink as readlink,
         rename as rename,
@@ -140,12 +145,15 @@ if TYPE_CHECKING:
     )
     from ._handle import (
         PerlFile as PerlFile,
+        PerlList as PerlList,
+        PerlWarning as PerlWarning,
         binmode as binmode,
         close as close,
         eof as eof,
         open_ as open_,
         print_ as print_,
         printf as printf,
+        readline as readline,
         seek as seek,
         tell as tell,
         truncate as truncate,
