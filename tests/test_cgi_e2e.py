@@ -168,9 +168,14 @@ def test_delete_key_board_posts_and_deletes_across_perl_and_python(server: CgiSe
     n = 40
     paths = interleave(["delete_key/board.cgi", "delete_key/board.py"], n)
     # keys in Shift_JIS and EUC-JP bytes too: crypt() must see the same bytes on both sides
-    keys = [f"k{i}".encode() if i % 3 else "削除".encode("cp932") + bytes([i]) for i in range(n)]
+    keys = [
+        f"k{i}".encode() if i % 3 else "削除".encode("cp932") + bytes([0x40 + i]) for i in range(n)
+    ]
     calls = [
-        (path, b"name=user%d&msg=hello+%d&key=" % (i, i) + urllib.parse.quote_from_bytes(key).encode())
+        (
+            path,
+            b"name=user%d&msg=hello+%d&key=" % (i, i) + urllib.parse.quote_from_bytes(key).encode(),
+        )
         for i, (path, key) in enumerate(zip(paths, keys))
     ]
     results = hammer(server, calls)
