@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Set up a fresh machine for the tests: perl, redis-server and lighttpd (apt) when
-# missing, then the package with its test extras in .venv.  The README's test
+# Set up a fresh machine for the tests: perl, redis-server, lighttpd and python3-venv (apt)
+# when missing, then the package with its test and dev extras in .venv.  The README's test
 # command is this script followed by `.venv/bin/python -m pytest -q`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,6 +9,7 @@ missing=()
 for tool in perl redis-server lighttpd; do
     PATH="$PATH:/usr/sbin:/usr/local/sbin" command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
 done
+python3 -c "import ensurepip, venv" >/dev/null 2>&1 || missing+=(python3-venv)
 if ((${#missing[@]})); then
     pkgs=()
     for tool in "${missing[@]}"; do
@@ -26,5 +27,5 @@ if [ ! -x .venv/bin/python ]; then
     "$PY" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
-.venv/bin/python -m pip install -q -e '.[test]'
+.venv/bin/python -m pip install -q -e '.[test,dev]'
 
