@@ -109,6 +109,9 @@ class Backend:
 
     method: ClassVar[str] = ""
     can_share: ClassVar[bool] = False
+    #: when the running ``Lock.acquire`` gives up (``time.monotonic()``), None for
+    #: never; set before the first attempt, for methods that wait on a network (redis).
+    deadline: float | None = None
 
     def __init__(self, path: str, *, stale: float, shared: bool = False, **options: Any) -> None:
         if shared and not self.can_share:
@@ -130,6 +133,10 @@ class Backend:
     def break_stale(self) -> bool:
         """Remove the current lock if stale (age or dead owner), race-free; True if removed."""
         raise NotImplementedError
+
+    def abandon(self) -> bool:
+        """Release for cleanup at exit or on a signal, without blocking long; as ``release``."""
+        return self.release()
 
     def fileno(self) -> int | None:
         """Descriptor to keep open while held (flock method), else None."""
@@ -361,6 +368,7 @@ class Lock:
         pause = BACKOFF_FIRST
         cap = min(BACKOFF_MAX, self.wait) if self.wait > 0 else BACKOFF_MAX
         backend = self._backend
+        backend.deadline = deadline
         next_break = 0.0
         while True:
             # a stopping signal waits until a lock just taken is tracked (then removed)
@@ -480,7 +488,7 @@ class Lock:
         if _held.get(key) is self:
             del _held[key]
         try:
-            return self._backend.release()
+            return self._backend.abandon()
         except OSError:
             return False
 

@@ -67,6 +67,40 @@ def unlink(*paths: PathArg) -> int:
     return done
 
 
+def chmod(mode: int, *paths: PathArg) -> int:
+    """Set permission bits; return how many files were changed (``OS_ERROR``: the last failure)."""
+    done = 0
+    for path in paths:
+        try:
+            os.chmod(path, mode)
+        except OSError as exc:
+            fail_from(exc)
+        except (OverflowError, ValueError):
+            fail(errno.EINVAL)
+        else:
+            done += 1
+    return done
+
+
+def chown(uid: int, gid: int, *paths: PathArg) -> int:
+    """Set owner and group (-1 keeps one); return how many files were changed."""
+    change = getattr(os, "chown", None)
+    done = 0
+    for path in paths:
+        if change is None:
+            fail(errno.ENOSYS)
+            continue
+        try:
+            change(path, uid, gid)
+        except OSError as exc:
+            fail_from(exc)
+        except (OverflowError, ValueError):
+            fail(errno.EINVAL)
+        else:
+            done += 1
+    return done
+
+
 def symlink(old: PathArg, new: PathArg) -> int:
     """Create symbolic link *new* pointing to *old* (``symlink($$, $lock)``): 1, or 0."""
     try:

@@ -558,7 +558,11 @@ def _codec_name(name: str) -> str:
     try:
         return codecs.lookup(name).name
     except LookupError:
-        raise ValueError(f"cannot find encoding {name!r}") from None
+        from ._jexact import register  # sjis-exact, euc-jp-exact: registered on first use
+
+        if not register(name):
+            raise ValueError(f"cannot find encoding {name!r}") from None
+        return codecs.lookup(name).name
 
 
 # -- open_ -------------------------------------------------------------------

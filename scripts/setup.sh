@@ -9,12 +9,16 @@ missing=()
 for tool in perl redis-server lighttpd; do
     PATH="$PATH:/usr/sbin:/usr/local/sbin" command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
 done
-python3 -c "import ensurepip, venv" >/dev/null 2>&1 || missing+=(python3-venv)
-if ((${#missing[@]})); then
-    pkgs=()
-    for tool in "${missing[@]}"; do
-        pkgs+=("$tool")  # each tool's Debian package has its name
-    done
+pkgs=()
+for tool in "${missing[@]}"; do
+    pkgs+=("$tool")  # each tool's Debian package has its name
+done
+# python3 -m venv needs Debian's python3-venv
+python3 -c "import ensurepip, venv" >/dev/null 2>&1 || pkgs+=(python3-venv)
+# jcode.pl 2.13 and Jcode.pm 2.06, the references for perlcompat.jcode (tests/test_jcode.py)
+[ -f /usr/share/perl5/jcode.pl ] || pkgs+=(libjcode-perl)
+[ -f /usr/share/perl5/Jcode.pm ] || pkgs+=(libjcode-pm-perl)
+if ((${#pkgs[@]})); then
     SUDO=""
     [ "$(id -u)" = 0 ] || SUDO="sudo"
     echo "installing ${pkgs[*]} with apt-get"

@@ -24,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from jcodeperl import patched_jcode
 from webserver import EXAMPLES, PACKAGE_ROOT, CgiServer, copy_examples, find_tool
 
 THREADS = 8
@@ -38,6 +39,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CgiServer]:
     www.mkdir()
     data.mkdir()
     copy_examples(www)
+    patched_jcode(www / "bbs_sjis")  # bbs.cgi does require './jcode.pl'
     env = {
         "PERLCOMPAT_DATA_DIR": str(data),
         "PERLCOMPAT_ALARM_WAIT": str(ALARM_WAIT),
