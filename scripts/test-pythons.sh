@@ -37,14 +37,11 @@ for version in $VERSIONS; do
         "$python" -m venv "$venv"
         "$venv/bin/python" -m pip install -q --upgrade pip >/dev/null 2>&1 || true
     fi
-    # not editable: the tests import the installed package, as a user's would
-    "$venv/bin/python" -m pip install -q --force-reinstall --no-deps . 2>&1 | grep -v "is ignored" || true
-    "$venv/bin/python" -m pip install -q '.[test,dev]' 2>&1 | grep -v "is ignored" || true
+    "$venv/bin/python" -m pip install -q -e '.[test,dev]' 2>&1 | grep -v "is ignored" || true
     echo "== pytest on $("$venv/bin/python" --version)"
     if [ "$version" = "$oldest" ]; then
         (cd "$venv" && "$venv/bin/mypy" --strict --python-version "$version" \
             --config-file "$OLDPWD/setup.cfg" "$OLDPWD/perlcompat")
     fi
-    # from a directory without the checkout, so `perlcompat` is the installed one
-    (cd tests && "$venv/bin/python" -m pytest -q -p no:cacheprovider --rootdir=.. -c ../setup.cfg .)
+    "$venv/bin/python" -m pytest -q -p no:cacheprovider
 done
