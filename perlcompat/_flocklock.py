@@ -7,16 +7,24 @@ included, so a flock lock is never stale and never needs breaking.  It is the
 same lock as Perl's ``open(LOCK, "> $lockfile"); flock(LOCK, 2)``, so Perl
 scripts doing that on the same file are excluded too.
 
-The file is opened with ``O_CREAT | O_NOFOLLOW`` and never truncated or removed
-(removing a flock file lets two processes lock two different inodes); a
-planted symlink fails with ELOOP.  An exclusive holder writes a fixed-width
-record at offset 0 (``perlcompat flock pid=.. host=.. start=.. since=..``) for
-``perlcompat locks``.  ``stale`` does not apply: a live holder is never
-broken; releasing after ``stale`` still raises ``ExpiredLockError``.
+Any existing regular file can be the lock, a data file included (Perl's
+``open(DATA, "+< f"); flock(DATA, 2)``): it is opened with ``O_NOFOLLOW``
+(never ``O_TRUNC``), never truncated, written or removed (removing a flock file
+lets two processes lock two different inodes); a planted symlink fails with
+ELOOP, a directory with EISDIR, a FIFO or device with EEXIST, all at once.
+
+Only a file perlcompat made itself carries an owner record: when the path is
+absent, it is created with ``O_EXCL``, and an exclusive holder writes a
+fixed-width record at offset 0 (``perlcompat flock pid=.. host=.. start=..
+since=..``) for ``perlcompat locks``; later holders rewrite it only while the
+file is exactly such a record (one link, ours).  Any other file keeps no record:
+who holds its flock is in ``/proc/locks``.  ``stale`` does not apply: a live
+holder is never broken; releasing after ``stale`` still raises ``ExpiredLockError``.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import stat as stat_module
 import sys
@@ -25,7 +33,18 @@ import time
 from . import _owner
 from ._api import Backend as _Base
 from ._flock import LOCK_EX, LOCK_NB, LOCK_SH, LOCK_UN, lock_fd
-from ._stale import O_BINARY, O_CLOEXEC, O_NOFOLLOW, kind_error, lstat, read_small
+from ._stale import (
+    O_BINARY,
+    O_CLOEXEC,
+    O_NOFOLLOW,
+    O_NONBLOCK,
+    is_record,
+    kind_error,
+    lstat,
+    open_error,
+    read_fd,
+    read_small,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -34,7 +53,9 @@ if TYPE_CHECKING:
 #: size of the owner record written at offset 0 by an exclusive holder.
 RECORD_SIZE = 128
 
-_OPEN = os.O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_BINARY
+#: O_NONBLOCK: opening a FIFO planted at the path must not block.
+_OPEN = O_NOFOLLOW | O_CLOEXEC | O_BINARY | O_NONBLOCK
+_CREATE = os.O_RDWR | os.O_CREAT | os.O_EXCL | _OPEN
 
 
 class Backend(_Base):
@@ -48,19 +69,29 @@ class Backend(_Base):
         self._fd: int | None = None
 
     def _open(self) -> tuple[int, bool]:
-        """Open the lock file; (descriptor, writable)."""
-        try:
-            return os.open(self.path, os.O_RDWR | _OPEN, 0o666), True
-        except PermissionError:
-            if not os.path.lexists(self.path):
-                raise
-        # an existing file we may not write: flock(2) locks a read-only descriptor too
-        return os.open(self.path, os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_BINARY), False
+        """Open the lock file, creating it if absent; (descriptor, whether we created it)."""
+        for _ in range(100):
+            try:
+                try:
+                    return os.open(self.path, os.O_RDWR | _OPEN), False
+                except FileNotFoundError:
+                    try:
+                        return os.open(self.path, _CREATE, 0o666), True
+                    except FileExistsError:
+                        continue  # made meanwhile by someone else: open theirs
+                except PermissionError:  # a file we may not write: flock(2) locks it read-only
+                    return os.open(self.path, os.O_RDONLY | _OPEN), False
+            except OSError as exc:
+                raise open_error(self.path, exc, "regular file") from None
+        raise OSError(errno.EAGAIN, f"lock file {self.path!r} keeps appearing and vanishing")
 
     def try_acquire(self) -> bool:
         """One LOCK_NB attempt; True if the flock is now ours."""
-        fd, writable = self._open()
+        fd, created = self._open()
         try:
+            st = os.fstat(fd)
+            if not stat_module.S_ISREG(st.st_mode):
+                raise kind_error(self.path, st, "regular file")
             lock_fd(fd, (LOCK_SH if self.shared else LOCK_EX) | LOCK_NB)
         except BlockingIOError:
             os.close(fd)
@@ -70,30 +101,40 @@ class Backend(_Base):
             raise
         try:
             st = os.fstat(fd)
-            if not stat_module.S_ISREG(st.st_mode):
-                raise kind_error(self.path, st, "regular file")
             if st.st_nlink == 0:  # removed while we locked it: that inode locks nobody out
                 lock_fd(fd, LOCK_UN)
                 os.close(fd)
                 return False
-            if writable and not self.shared:
-                self._write_record(fd, st.st_size)
+            if not self.shared and (created or self._is_ours(fd, st)):
+                self._write_record(fd)
         except BaseException:
             os.close(fd)
             raise
         self._fd = fd
         return True
 
-    def _write_record(self, fd: int, size: int) -> None:
+    @staticmethod
+    def _is_ours(fd: int, st: os.stat_result) -> bool:
+        """True if the file *st* is exactly a record we wrote, with one link and our uid."""
+        uid = getattr(os, "geteuid", None)
+        if (
+            st.st_size != RECORD_SIZE
+            or st.st_nlink != 1
+            or (uid is not None and st.st_uid != uid())
+        ):
+            return False
+        return is_record(read_fd(fd, RECORD_SIZE), "flock")
+
+    def _write_record(self, fd: int) -> None:
         text = _owner.record("flock", since=f"{time.time():.3f}")
         data = text[:-1].ljust(RECORD_SIZE - 1).encode() + b"\n"
+        if len(data) != RECORD_SIZE:
+            return  # a record that does not fit is not written: later holders could not tell it
         try:
             if sys.platform == "win32":
                 _write_at_zero(fd, data)
             else:
                 os.pwrite(fd, data, 0)
-            if size > RECORD_SIZE:
-                os.ftruncate(fd, RECORD_SIZE)
         except OSError:
             pass  # the record is advisory
 
@@ -123,16 +164,26 @@ class Backend(_Base):
             os.close(fd)
 
     def describe(self) -> dict[str, Any] | None:
-        """Describe the lock (None if the file is absent or nobody holds its flock)."""
+        """Describe the lock (None if the file is absent or nobody holds its flock).
+
+        The holder is the one in our record if ``/proc/locks`` confirms it holds
+        the file (a record may be an earlier holder's), else the one there.
+        """
         st = lstat(self.path)
         if st is None:
             return None
         if not stat_module.S_ISREG(st.st_mode):
             raise kind_error(self.path, st, "regular file")
-        if not held(self.path):
+        pids = holders(st)
+        if not (held(self.path) if pids is None else pids):
             return None
-        fields = _owner.parse(read_small(self.path, RECORD_SIZE) or b"", "flock")
+        fields = None
+        if st.st_size == RECORD_SIZE:
+            fields = _owner.parse(read_small(self.path, RECORD_SIZE) or b"", "flock")
         pid, host, _start = _owner.owner_of(fields)
+        if pids and pid not in pids:
+            fields, host = None, _owner.hostname()
+            pid = pids[0] if pids[0] > 0 else None
         since = None
         if fields is not None:
             try:
@@ -147,6 +198,30 @@ class Backend(_Base):
             "alive": True,
             "age": max(0.0, time.time() - (st.st_mtime if since is None else since)),
         }
+
+
+def holders(st: os.stat_result) -> list[int] | None:
+    """Pids holding a flock on the file *st*, from ``/proc/locks``; None where that is unknown."""
+    if sys.platform == "win32":
+        return None
+    inode = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    try:
+        with open("/proc/locks", "rb") as stream:
+            lines = stream.read().decode("ascii", "replace").splitlines()
+    except OSError:
+        return None
+    found: list[int] = []
+    for line in lines:
+        fields = line.split()
+        # "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF"; waiters have "->" after the number
+        if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5] == inode:
+            try:
+                pid = int(fields[4])
+            except ValueError:
+                continue
+            if pid not in found:
+                found.append(pid)  # 0 or -1: a holder outside our pid namespace
+    return sorted(found, reverse=True)
 
 
 def held(path: str) -> bool:
