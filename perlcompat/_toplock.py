@@ -186,7 +186,8 @@ class Backend(StaleBackend):
             raise open_error(self.path, exc, "regular file") from None
         try:
             st = os.fstat(fd)
-            self._judge(st, _read_head(fd, CHECK_LIMIT) if st.st_size else b"")
+            # others may be appending: the last line read may be cut short
+            self._judge(st, _read_head(fd, CHECK_LIMIT) if st.st_size else b"", complete=False)
             os.write(fd, line)
             head = _read_head(fd)
         finally:
@@ -233,21 +234,21 @@ class Backend(StaleBackend):
     def _key(self, st: os.stat_result) -> Identity:
         return (st.st_dev, st.st_ino, 0, 0)
 
-    def _judge(self, st: os.stat_result, data: bytes | None) -> None:
+    def _judge(self, st: os.stat_result, data: bytes | None, complete: bool) -> None:
         """Raise OSError unless the file *st* (head *data*; None: unknown) is a TOP?LOCK file."""
         if not stat_module.S_ISREG(st.st_mode):
             raise kind_error(self.path, st, "regular file")
         problem = links_error(self.path, st, "toplock")
         if problem is not None:
             raise problem
-        if data and not is_toplock_data(data, complete=len(data) >= st.st_size):
+        if data and not is_toplock_data(data, complete):
             raise not_a_lock(
                 self.path, "toplock", f"holds {st.st_size} bytes that are not TOP?LOCK lines"
             )
 
     def _check(self, st: os.stat_result) -> None:
         data = read_same(self.path, st, CHECK_LIMIT) if st.st_size else b""
-        self._judge(st, data)
+        self._judge(st, data, complete=data is not None and len(data) >= st.st_size)
 
     def _quick_age(self, st: os.stat_result) -> float:
         return time.time() - st.st_mtime  # never more than the first line's age
