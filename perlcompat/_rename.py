@@ -106,12 +106,16 @@ class Backend(StaleBackend):
 
         The marker is judged before it is moved (and again, by descriptor, after):
         anything but a lock marker is refused there and never renamed away.
+        Nothing is renamed onto an existing held name (rename would replace it):
+        a marker at both names is busy until the held one is stale.
         """
         st = lstat(self.path)
         if st is None:
             return self._first_use()
         if not self._judge(self.path, st, free=True):
             return False  # it changed while we looked: look again
+        if lstat(self.held) is not None:
+            return False  # only a rename of this very marker can make it appear now
         try:
             os.rename(self.path, self.held)
         except FileNotFoundError:
@@ -262,6 +266,12 @@ class Backend(StaleBackend):
     def _remove(self, st: os.stat_result) -> bool:
         if not same(self.held, st):
             return False
+        if lstat(self.path) is not None:  # a marker at the free name too: never rename onto it
+            try:
+                os.unlink(self.held)
+            except OSError:
+                return False
+            return True
         self._clear()
         try:
             os.rename(self.held, self.path)

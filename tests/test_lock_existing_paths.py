@@ -321,3 +321,59 @@ def test_toplock_never_breaks_a_live_lock_before_stale(tmp_path: Path) -> None:
     assert broken[0] - taken > stale  # not before the live holder was `stale` old
     with pytest.raises(OSError):
         held.release()  # broken while held: ExpiredLockError
+
+
+# -- rename never renames onto something --------------------------------------------
+
+
+def test_rename_never_renames_the_marker_onto_a_file_at_the_held_name(tmp_path: Path) -> None:
+    path, held = tmp_path / "lk", tmp_path / "lk.locked"
+    path.write_bytes(b"")  # a free marker
+    held.write_bytes(DATA)  # and a data file where the held marker would go
+    began = time.monotonic()
+    assert lock(str(path), method="rename", retry=4, wait=0.5) == 0
+    assert int(OS_ERROR) == errno.EEXIST
+    assert time.monotonic() - began < AT_ONCE
+    assert held.read_bytes() == DATA and path.read_bytes() == b""
+
+
+DIE_HOLDING = """
+import os, sys
+from perlcompat import Lock
+Lock(sys.argv[1], method="rename").acquire()
+os._exit(0)  # dies holding it: its record names a dead process
+"""
+
+
+def test_breaking_a_stale_rename_lock_never_renames_onto_the_free_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from perlutil import run_python
+
+    from perlcompat import _stale
+
+    path, held = tmp_path / "lk", tmp_path / "lk.locked"
+    done = run_python(DIE_HOLDING, str(path))
+    assert done.returncode == 0, done.stderr
+    assert held.exists() and not path.exists()
+    path.write_bytes(DATA)  # meanwhile a data file took the free name
+    monkeypatch.setattr(_stale, "FIRST_LOOK", 0.0)
+    assert Lock(str(path), method="rename").backend.break_stale() is True
+    assert path.read_bytes() == DATA  # not replaced by the stale marker
+    assert not held.exists()  # the stale marker itself was removed
+    assert lock(str(path), method="rename", retry=2, wait=0.05) == 0
+    assert int(OS_ERROR) == errno.EEXIST
+    assert path.read_bytes() == DATA
+
+
+def test_symlink_method_refuses_a_hard_linked_symlink(tmp_path: Path) -> None:
+    """A second name for a symlink (``ln`` of the link itself) is not a lock it made."""
+    other = tmp_path / "other"
+    other.symlink_to(".")
+    path = tmp_path / "lk"
+    os.link(other, path, follow_symlinks=False)
+    old = time.time() - 3600
+    os.utime(path, (old, old), follow_symlinks=False)  # stale by age, if it were a lock
+    assert lock(str(path), method="symlink", retry=2, wait=0.05) == 0
+    assert int(OS_ERROR) == errno.EPERM
+    assert os.path.islink(path) and os.path.islink(other)
