@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import stat as stat_module
 
-from ._stale import StaleBackend, kind_error, links_error, lstat, same
+from ._stale import StaleBackend, kind_error, lstat, same
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -67,6 +67,8 @@ class Backend(StaleBackend):
     def _check(self, st: os.stat_result) -> None:
         if not stat_module.S_ISLNK(st.st_mode):
             raise kind_error(self.path, st, "symlink")
+        from ._stale import links_error  # (imported here: keeps the import block as it was)
+
         problem = links_error(self.path, st, "symlink")  # a hard link to a symlink: not ours
         if problem is not None:
             raise problem
