@@ -207,7 +207,7 @@ def links_error(path: str, st: os.stat_result, method: str) -> OSError | None:
 
 
 def is_record(data: bytes | None, kind: str, blank: bool = False) -> bool:
-    """True if *data*, is one owner record of *kind* (one line), or blank if allowed."""
+    """True if the whole file *data* is one owner record of *kind* (or blank, if allowed)."""
     if not data or not data.endswith(b"\n") or data.count(b"\n") != 1:
         return False
     if blank and not data.strip():
