@@ -38,6 +38,8 @@ if TYPE_CHECKING:
 
 #: seconds a delete or rename is retried while another process holds the file.
 BUSY_PATIENCE = 2.0
+#: decided once, at import (tests that fake ``sys.platform`` keep the real files)
+_WINDOWS = sys.platform == "win32"
 
 _kernel32: Any = None
 
@@ -73,7 +75,7 @@ def _windows_api() -> Any:
 
 def open_file(path: str, flags: int, mode: int = 0o666) -> int:
     """``os.open(path, flags, mode)``, sharing delete and rename with others on Windows."""
-    if sys.platform != "win32":
+    if not _WINDOWS:
         return os.open(path, flags, mode)
     return _open_windows(path, flags, mode)
 
@@ -123,7 +125,7 @@ def _open_windows(path: str, flags: int, mode: int) -> int:
 def retry_busy(func: Callable[..., T], *args: str) -> T:
     """Call ``func(*args)`` (``os.unlink``, ``os.rename``), retried on Windows for a moment
     while another process holds the file without FILE_SHARE_DELETE (PermissionError)."""
-    if sys.platform != "win32":
+    if not _WINDOWS:
         return func(*args)
     deadline = time.monotonic() + BUSY_PATIENCE
     pause = 0.0005
@@ -140,7 +142,7 @@ def retry_busy(func: Callable[..., T], *args: str) -> T:
 def busy_create(path: str, exc: PermissionError) -> bool:
     """True if *exc* from creating *path* means another process's file is still there
     (a deleted file others still have open), not a real permission problem."""
-    if sys.platform != "win32":
+    if not _WINDOWS:
         return False
     try:
         os.lstat(path)

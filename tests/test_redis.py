@@ -363,17 +363,18 @@ def test_server_down_while_held_release_is_an_error_naming_the_url(
         held.release()
 
 
-def test_restart_while_held_holds_off_new_grants_for_stale_seconds(
+def test_restart_while_held_holds_off_new_grants_for_the_max_lease(
     own_server: RedisServer, name: str
 ) -> None:
     stale = 1.0
-    holder = Lock(name, url=own_server.url, stale=stale)
+    url = own_server.url + "?max_lease=1"
+    holder = Lock(name, url=url, stale=stale)
     holder.acquire()
     token_before = holder.fencing_token
     assert token_before is not None
     killed = time.monotonic()
     own_server.restart()  # empty memory: the lock key and the fence are gone
-    contender = redis_lock.Backend(name, stale=stale, url=own_server.url)
+    contender = redis_lock.Backend(name, stale=stale, url=url)
     with pytest.warns(RuntimeWarning, match="no record of its locks"):
         assert not contender.try_acquire()
     assert contender.held_off
@@ -381,9 +382,9 @@ def test_restart_while_held_holds_off_new_grants_for_stale_seconds(
     assert holder.backend.extend() is False  # type: ignore[attr-defined]
     with pytest.raises(ExpiredLockError, match="broken or replaced"):
         holder.release()  # the holder learns it may have lost the lock
-    assert lock(name, url=own_server.url, stale=stale, retry=0) == 0
+    assert lock(name, url=url, stale=stale, retry=0) == 0
     assert OS_ERROR == errno.EWOULDBLOCK
-    other = Lock(name, url=own_server.url, stale=stale)
+    other = Lock(name, url=url, stale=stale)
     other.acquire(timeout=5)
     granted = time.monotonic()
     assert granted - killed >= stale - 0.002
@@ -489,7 +490,7 @@ for (1 .. $n) {
     my $r;
     while (1) {
         $r = cmd("EVAL", $ENV{ACQUIRE}, 4, $key, "$key:fence", "perlcompat:epoch",
-                 "$key:waiting", $owner, 30000, 2000);
+                 "$key:waiting", $owner, 30000, 2000, 180000);
         last if $r->[0] == 1;
         select(undef, undef, undef, 0.001);
     }
@@ -516,6 +517,7 @@ def start_workers(
     n: int,
     stale: float,
     progress_fd: int,
+    url: str | None = None,
 ) -> list[subprocess.Popen[str]]:
     counter = tmp_path / "counter"
     counter.write_text("0 0\n")
@@ -527,7 +529,7 @@ def start_workers(
             env = dict(ENV, ACQUIRE=redis_lock.ACQUIRE, RELEASE=redis_lock.RELEASE)
             fds: tuple[int, ...] = ()
         else:
-            argv = [sys.executable, "-c", WORKER, server.url, name, str(counter), marker]
+            argv = [sys.executable, "-c", WORKER, url or server.url, name, str(counter), marker]
             argv += [str(n), style, str(progress_fd), str(stale)]
             env = ENV
             fds = (progress_fd,)
@@ -626,13 +628,14 @@ def test_server_restart_mid_run_never_lets_two_hold_at_once(
     own_server: RedisServer, name: str, tmp_path: Path
 ) -> None:
     stale, n = 2.0, 100
+    url = own_server.url + "?max_lease=2"
     read_end, write_end = os.pipe()
-    procs = start_workers(own_server, name, tmp_path, ["with"] * 8, n, stale, write_end)
+    procs = start_workers(own_server, name, tmp_path, ["with"] * 8, n, stale, write_end, url)
     os.close(write_end)
     seen = read_until(read_end, b"+", 200)
     # This test's process takes the lock and is inside its critical section
     # (marker present) while the server restarts with empty memory.
-    ours = Lock(name, url=own_server.url, stale=stale, retry=None)
+    ours = Lock(name, url=url, stale=stale, retry=None)
     ours.acquire()
     marker = os.open(tmp_path / "marker", os.O_CREAT | os.O_EXCL | os.O_WRONLY)
     killed = time.monotonic()
@@ -640,7 +643,7 @@ def test_server_restart_mid_run_never_lets_two_hold_at_once(
     seen += read_until(read_end, b"E", 1)  # the workers see the server gone
     own_server.start()  # same port, no locks, no epoch
     with pytest.raises(LockError):
-        Lock(name, url=own_server.url, stale=stale).acquire(timeout=1.0)  # still held off
+        Lock(name, url=url, stale=stale).acquire(timeout=1.0)  # still held off
     os.close(marker)
     os.unlink(tmp_path / "marker")
     with pytest.raises(ExpiredLockError):
@@ -735,24 +738,29 @@ def test_hold_off_after_a_restart_counts_from_the_server_start(
 ) -> None:
     with own_server.client() as client:
         client.delete("perlcompat:epoch")
-    backend = redis_lock.Backend(name, stale=5, url=own_server.url)
+    backend = redis_lock.Backend(name, stale=2, url=own_server.url + "?max_lease=5")
+    server = backend._server
+    request = server.request
 
-    def info(section: str) -> dict[str, int]:
-        assert section == "server"
+    def fake_info(command: tuple[object, ...], timeout: float, hold: float = 0.0) -> object:
+        if command[0] != "INFO":
+            return request(command, timeout, hold)
         if uptime is None:
             raise redis.exceptions.NoPermissionError("NOPERM no INFO for you")
-        return {"uptime_in_seconds": uptime}
+        return f"# Server\r\nredis_version:7.0.0\r\nuptime_in_seconds:{uptime}\r\n".encode()
 
-    monkeypatch.setattr(backend._client, "info", info)
+    monkeypatch.setattr(server, "request", fake_info)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         granted = backend.try_acquire()
     assert granted == (held_off_ms == 0)
-    if not granted:
+    if not granted:  # the max lease (5 s), not this client's stale (2 s)
         assert backend.held_off
         assert held_off_ms - 100 < backend._busy_ms <= held_off_ms  # type: ignore[operator]
     else:
         assert backend.release()
+    with own_server.client() as client:
+        assert client.get("perlcompat:epoch").split()[1] == b"5000"
 
 
 def test_a_foreign_key_without_ttl_is_busy_and_does_not_spin(

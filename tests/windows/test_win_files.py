@@ -181,3 +181,19 @@ def test_release_waits_for_a_reader_without_share_delete(tmp_path: Path, method:
         closer.join()
     assert lock(path, method=method, retry=5, wait=0.2) == 1
     assert unlock(path, method=method) == 1
+
+
+def test_mkdir_release_while_a_waiter_lists_the_directory(tmp_path: Path) -> None:
+    """A waiter checks that a lock directory is empty (scandir): rmdir waits for it."""
+    from perlcompat import OS_ERROR, lock, unlock
+
+    path = str(tmp_path / "lockdir")
+    assert lock(path) == 1
+    listing = os.scandir(path)
+    closer = threading.Timer(0.2, listing.close)
+    closer.start()
+    try:
+        assert unlock(path) == 1, f"{int(OS_ERROR)} {OS_ERROR}"
+    finally:
+        closer.join()
+    assert not os.path.lexists(path)

@@ -153,7 +153,7 @@ def test_every_errno_perlcompat_sets_has_a_real_message(name: str) -> None:
 
 
 def test_failed_open_sets_enoent_and_die_prints_it(tmp_path: Path) -> None:
-    assert open_("< " + str(tmp_path / "missing")) is None
+    assert not open_("< " + str(tmp_path / "missing"))
     assert OS_ERROR == errno.ENOENT
     assert str(OS_ERROR) == "No such file or directory"
     with pytest.raises(Die, match=r"^Can't open: No such file or directory at "):
@@ -420,6 +420,7 @@ def test_replace_file_gives_up_on_a_reader_that_never_closes(
         raise PermissionError(13, "Access is denied", dst)
 
     monkeypatch.setattr(sys, "platform", "win32")
+    monkeypatch.setattr(_replace, "_WINDOWS", True)
     monkeypatch.setattr(os, "replace", refuse)
     monkeypatch.setattr(_replace, "WINDOWS_RENAME_PATIENCE", 0.2)
     start = time.monotonic()
