@@ -252,6 +252,32 @@ def test_alarm_interrupts_lock_and_sleep(tmp_path: Path) -> None:
     assert time.monotonic() - start < 10
 
 
+def test_alarm_with_no_handler_ends_the_process() -> None:
+    """No ALRM handler: the process ends.  Windows (cooperative alarm): "Alarm clock" and
+    status 142 (128 + 14, what a shell reports for SIGALRM); POSIX: a real SIGALRM."""
+    import signal
+    import subprocess
+
+    repo = str(Path(__file__).resolve().parents[2])
+    code = (
+        f"import sys; sys.path.insert(0, {repo!r})\n"
+        "import perlcompat\n"
+        "perlcompat.alarm(0.2)\n"
+        "perlcompat.sleep(20)\n"
+        "print('survived')\n"
+    )
+    start = time.monotonic()
+    child = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, timeout=60, stdin=subprocess.DEVNULL
+    )
+    assert time.monotonic() - start < 15
+    assert child.stdout == b""
+    if WINDOWS:
+        assert (child.returncode, child.stderr) == (142, b"Alarm clock\n")
+    else:
+        assert child.returncode == -signal.SIGALRM
+
+
 def test_alarm_returns_the_seconds_left() -> None:
     SIG["ALRM"] = _time_out
     assert alarm(10) == 0
