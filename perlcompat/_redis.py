@@ -59,7 +59,8 @@ The algorithm, one Lua script per step so that each step is atomic on the server
   that grant, renewed to a full lease; otherwise it lapses with its lease.
 * **Errors**: anything but "busy" raises ``OSError`` with an errno
   (ECONNREFUSED, ENOENT, ECONNRESET, ETIMEDOUT, EACCES for bad credentials or
-  ACLs, EAGAIN while the server loads, EROFS on a replica, ENOMEM, else EIO) and a
+  ACLs, EAGAIN while the server loads, EROFS on a replica, ENOMEM, EINVAL for a
+  host name that does not resolve, as Perl's IO::Socket, else EIO) and a
   message naming the lock, the URL (password hidden) and the cause.  Error
   replies are classified by their code and text, not only by redis-py's class
   (4.2 leaves WRONGPASS and OOM plain), and a missing password is EACCES
@@ -534,8 +535,13 @@ def _pid_alive(pid: int) -> bool | None:
 
 
 def _cause_errno(exc: BaseException) -> int | None:
+    """The errno of the first OSError behind *exc*; EINVAL for a host name that did not resolve."""
+    import socket
+
     seen: BaseException | None = exc
     while seen is not None:
+        if isinstance(seen, socket.gaierror):  # its errno is an EAI_* code, not an errno
+            return errno.EINVAL  # as Perl's IO::Socket: "Invalid argument"
         if isinstance(seen, OSError) and seen.errno:
             return seen.errno
         seen = seen.__cause__ or seen.__context__

@@ -375,6 +375,8 @@ def test_a_host_name_that_does_not_resolve_in_time_is_etimedout(
         if host == "stuck.invalid":
             release.wait(20)  # a resolver that does not answer
             raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+        if host == "nohost.invalid":
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
         return real(host, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(socket, "getaddrinfo", resolve)
@@ -387,6 +389,9 @@ def test_a_host_name_that_does_not_resolve_in_time_is_etimedout(
         with pytest.raises(TimeoutError, match=r"stuck\.invalid"):
             Lock(name, url=url, retry=1, wait=0.5).acquire()
         # a name that resolves goes the same way (a helper thread) and works
+        # a name that does not resolve: $! is EINVAL as in Perl's IO::Socket, not -2
+        assert lock(name, url=f"redis://nohost.invalid:{server.port}/0", retry=0) == 0
+        assert OS_ERROR == errno.EINVAL
         local = f"redis://localhost:{server.port}/0"
         assert lock(name, url=local, retry=0) == 1
         assert unlock(name, url=local) == 1
