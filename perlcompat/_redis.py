@@ -49,8 +49,7 @@ The algorithm, one Lua script per step so that each step is atomic on the server
   a helper thread: resolving, connecting and handshake get the connect plus the
   read timeout in all, then the thread is left to close what it opens.  Without
   a deadline (release, extend, inspection, ``retry=None``) those maxima apply;
-  a release for cleanup
-  at exit or on a signal gets ``CLEANUP_TIMEOUT``.  No answer in time is
+  a release for cleanup at exit or on a signal gets ``CLEANUP_TIMEOUT``.  No answer in time is
   ETIMEDOUT, never "busy": a stopped server is not a held lock.  A pooled
   connection that fails at once (closed by a restart) is replaced by a fresh one,
   once; a timeout is not retried.  An acquire whose answer was lost may still
@@ -66,11 +65,11 @@ The algorithm, one Lua script per step so that each step is atomic on the server
   (4.2 leaves WRONGPASS and OOM plain), and a missing password is EACCES
   whatever the server answers first: NOAUTH, a refused ``HELLO`` (redis-py 8
   speaks RESP3) or Redis 7's "Protocol error: unauthenticated multibulk length"
-  for a command of more than 10 arguments.  ``lock()`` turns it
-  into 0 and ``$!``.  A request retried on a fresh connection after a connection
-  error repeats its arguments: a retried acquire recognises its own grant; a
-  retried release whose first try did delete reports the lock lost (a false
-  alarm, never a silent unlock).  redis-py is used for URLs, connections and the
+  for a command of more than 10 arguments.  ``lock()`` turns it into 0 and
+  ``$!``.  A request retried on a fresh connection after a connection error
+  repeats its arguments: a retried acquire recognises its own grant; a retried
+  release whose first try did delete reports the lock lost (a false alarm,
+  never a silent unlock).  redis-py is used for URLs, connections and the
   protocol; requests are sent and read here, each with its own timeout.
 
 Guarantees: no two holders at once, provided the server keeps its memory or
