@@ -18,23 +18,20 @@ from __future__ import annotations
 
 import errno
 import os
-import pickle
 import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from perlutil import Child
+from perlutil import Child, as_unprivileged, shared_directory
 
 from perlcompat import OS_ERROR, NotLockedError, Semaphore, _owner, _stale, lock, unlock
 from perlcompat._api import Lock
 
-NOBODY = 65534
 FLOCK = shutil.which("flock") or "/usr/bin/flock"
 
 
@@ -276,43 +273,8 @@ def test_release_guard_waits_for_a_short_remover_and_is_bounded(tmp_path: Path) 
 @pytest.fixture
 def shared_dir() -> Iterator[Path]:
     """A directory under /tmp that an unprivileged uid can reach."""
-    base = Path(tempfile.mkdtemp(prefix="pcown", dir="/tmp"))
-    base.chmod(0o755)
-    try:
+    with shared_directory() as base:
         yield base
-    finally:
-        for root, dirs, _files in os.walk(base):
-            for name in dirs:
-                os.chmod(os.path.join(root, name), 0o755)
-        shutil.rmtree(base)
-
-
-def as_unprivileged(func: Callable[[], object]) -> object:
-    """Run *func* in a forked child, as uid/gid 65534 when we are root; return its result."""
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        status = 0
-        try:
-            os.close(read_end)
-            if os.geteuid() == 0:
-                os.setgroups([])
-                os.setgid(NOBODY)
-                os.setuid(NOBODY)
-            data = pickle.dumps(("ok", func()))
-        except BaseException as exc:
-            data = pickle.dumps(("error", repr(exc)))
-            status = 1
-        with os.fdopen(write_end, "wb") as stream:
-            stream.write(data)
-        os._exit(status)
-    os.close(write_end)
-    with os.fdopen(read_end, "rb") as stream:
-        data = stream.read()
-    os.waitpid(pid, 0)
-    kind, value = pickle.loads(data)
-    assert kind == "ok", value
-    return value
 
 
 def test_a_writable_unreadable_directory_unlocks_and_recovers_dead_locks(
@@ -377,9 +339,9 @@ def test_seconds_validation_helper_messages() -> None:
     from perlcompat._api import check_seconds
 
     assert check_seconds("wait", 0) == 0.0
-    with pytest.raises(ValueError, match="^stale must be a number of seconds > 0"):
+    with pytest.raises(ValueError, match=r"^stale must be a number of seconds > 0"):
         check_seconds("stale", 0, zero=False)
-    with pytest.raises(ValueError, match="^wait must be a finite number"):
+    with pytest.raises(ValueError, match=r"^wait must be a finite number"):
         check_seconds("wait", float("-inf"))
-    with pytest.raises(ValueError, match="^wait must be a number of seconds, not True"):
+    with pytest.raises(ValueError, match=r"^wait must be a number of seconds, not True"):
         check_seconds("wait", True)
