@@ -135,7 +135,8 @@ class Backend(_Base):
         fields = _owner.parse(read_small(self.path, RECORD_SIZE) or b"", "flock")
         pid, host, _start = _owner.owner_of(fields)
         if pids and pid not in pids:  # the record is a former holder's: a Perl script holds
-            fields, pid, host = None, pids[0], _owner.hostname()
+            # pid 0: a holder outside our pid namespace
+            fields, pid, host = None, pids[0] or None, _owner.hostname()
         since = None
         if fields is not None:
             try:
