@@ -192,7 +192,8 @@ def flock_holders(st: os.stat_result) -> list[int] | None:
     (``->`` lines) hold nothing.  Where a filesystem reports another device
     in /proc/locks than in ``stat`` (btrfs subvolumes, overlayfs), an entry
     with the same inode counts if that process has the file open
-    (``/proc/PID/fd``), or if its descriptors cannot be read.
+    (``/proc/PID/fd``), or if its descriptors cannot be read.  A holder
+    outside our pid namespace is listed as pid 0.
     """
     if sys.platform == "win32":
         return None

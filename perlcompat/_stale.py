@@ -35,10 +35,10 @@ remover removes only a stale lock, and a live holder's lock is stale only past
 ``stale``; a lock's age only grows, so one not stale now was not stale when
 the remover looked).  A lock past ``stale`` is left in place and the release
 raises ``OSError``: it is breakable, so a remover may be about to remove it,
-and the next waiter breaks it once the flock is free.  What this gives up:
-removers that use a *smaller* ``stale`` than the holder, stalled for longer
-than :data:`RELEASE_WAIT` between their look and their removal while another
-program holds the directory's flock.
+and the next waiter breaks it once the flock is free.  What this gives up: a
+remover that uses a *smaller* ``stale`` than the holder (or a wall clock
+stepped back between the two looks) and stalls for longer than
+:data:`RELEASE_WAIT` between its look and its removal.
 
 Processes that can read the directory use its flock, processes that cannot
 use the breaker file; the two do not exclude each other, so between them rule
