@@ -42,13 +42,14 @@ Rules (severity):
 from __future__ import annotations
 
 import keyword
+import os
 import re
 
-from ._audit import Block, Tok, display, lex, parse
+from ._audit import Block, Tok, display, lex, parse, parse_checked
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator, Sequence
+    from collections.abc import Callable, Iterable, Iterator, Sequence
     from typing import Any
 
     from ._audit import Item
@@ -70,6 +71,7 @@ RULES = {
     "unlink-before-rename": "error",
     "rename-replaces-flocked": "error",
     "lock-order": "warning",
+    "unknown-sub": "info",
 }
 
 LOCK_SH, LOCK_EX, LOCK_NB, LOCK_UN = 1, 2, 4, 8
@@ -85,7 +87,8 @@ _UNLOCK_NAME = re.compile(
     r"unlock|release|un_lock|lock_?(?:off|end|free)|(?:rm|del|free)_?lock", re.I
 )
 _LOCK_NAME = re.compile(r"lock", re.I)
-_NOT_LOCK_NAME = re.compile(r"(?:^|_)[bc]lock|^[A-Z0-9_]+$")  # block, clock, LOCK_EX
+_NOT_LOCK_NAME = re.compile(r"(?:^|_)[bc]lock")  # block, clock
+_CONST_NAME = re.compile(r"^[A-Z0-9_]+$")  # LOCK_EX: a constant unless called as `&LOCK(...)`
 _EXIT_NAME = re.compile(r"^(?:error|err|error_?exit|fatal|abort|bail|die_?\w*)$", re.I)
 _LOCKISH = re.compile(r"lock|lck", re.I)
 _EXISTS_TESTS = frozenset({"-e", "-f", "-d", "-l", "-s"})
@@ -465,6 +468,8 @@ class _Source:
         self.consts: dict[str, str] = {}
         self.requires: set[str] = set()  # base names of the files it `require`s or `do`es
         self.shared: dict[str, str] = {}  # constants of those files, where they agree
+        self.library = False  # read only because a script requires it: no findings
+        self.missing: list[str] = []  # required files neither audited nor found beside it
 
 
 class Program:
@@ -494,13 +499,18 @@ class Program:
             return (source.name, name) in self.exit_subs
         return all((s.name, name) in self.exit_subs for s, _ in defs)
 
-    def classify(self, name: str) -> str:
-        """``"lock"``, ``"unlock"`` or ``""`` for a sub called *name*."""
+    def classify(self, name: str, called: bool = False) -> str:
+        """``"lock"``, ``"unlock"`` or ``""`` for a sub called *name*.
+
+        An all-capitals name (``LOCK_EX``) is a constant unless *called* (``&LOCK(...)``).
+        """
         known = self.sub_class.get(name)
         if known is not None:
             return known
         name = name.split("::")[-1].split("'")[-1]
-        if _NOT_LOCK_NAME.search(name):
+        if _NOT_LOCK_NAME.search(name) or name in _FLOCK_NAMES:
+            return ""
+        if _CONST_NAME.match(name) and not called:
             return ""
         if _UNLOCK_NAME.search(name):
             return "unlock"
@@ -522,6 +532,7 @@ class _Result:
         self.calls: list[tuple[str, frozenset[int], int]] = []
         self.end_held: list[Inst] = []
         self.caller: int = 0
+        self.unknown: list[tuple[str, int, str]] = []  # (sub, line, lock/unlock) not defined
 
 
 # --------------------------------------------------------------------------
@@ -539,6 +550,7 @@ class _Walker:
         self.pending: dict[str, Finding] = {}  # unchecked open of $fh, unless tested next
         self.branches: list[tuple[int, int]] = []
         self.state = State()
+        self.line = 1  # of the statement being walked: where a failure is reported
         if caller:
             inst = Inst(prog.new_id(), "caller", "", 0, "the caller's lock")
             self.res.caller = inst.id
@@ -690,6 +702,7 @@ class _Walker:
         if not items:
             return
         first = items[0]
+        self.line = first.line
         if isinstance(first, Block):
             self.block(first.stmts, st, ctx)
             if len(items) > 1:
@@ -870,7 +883,7 @@ class _Walker:
                 if (
                     item.extra == "&"
                     or name in self.prog.subs
-                    or (self.prog.classify(name) and nxt is not None and nxt.is_op("("))
+                    or (nxt is not None and nxt.is_op("(") and self.prog.classify(name, True))
                 ):
                     self.user_call(items, i, st, ctx)
             elif item.kind == "rl" and item.text and item.text not in _STD_HANDLES:
@@ -915,9 +928,12 @@ class _Walker:
         assert isinstance(tok, Tok)
         name = tok.text
         line = tok.line
-        kind = self.prog.classify(name)
-        args, end, _ = _call_args(items, i)
         paren = _tok(items, i + 1)
+        called = tok.extra == "&" or (paren is not None and paren.is_op("("))
+        kind = self.prog.classify(name, called)
+        if kind and name.split("::")[-1].split("'")[-1] not in self.prog.subs:
+            self.res.unknown.append((name, line, kind))
+        args, end, _ = _call_args(items, i)
         if tok.extra == "&" and not (paren is not None and paren.is_op("(")):
             args, end = [], i + 1  # `&lock;` passes the caller's @_
         first = self.path(args[0]) if args else None
@@ -1586,7 +1602,7 @@ def _collect_consts(stmts: list[list[Item]], source: _Source) -> dict[str, str]:
 
 
 def _collect_requires(stmts: list[list[Item]]) -> set[str]:
-    """Base names of the files ``require "x.pl"`` / ``do "x.pl"`` load, anywhere in *stmts*."""
+    """The names ``require "x.pl"`` / ``do "lib/x.pl"`` load, as written, anywhere in *stmts*."""
     names: set[str] = set()
     for items in stmts:
         for k, item in enumerate(items):
@@ -1599,15 +1615,12 @@ def _collect_requires(stmts: list[list[Item]]) -> set[str]:
             if isinstance(arg, Tok) and arg.is_op("("):
                 arg = _item(items, k + 2)
             if isinstance(arg, Tok) and arg.kind == "str" and arg.text.strip():
-                names.add(re.split(r"[/\\]", arg.text.strip())[-1])
+                names.add(arg.text.strip())
     return names
 
 
-def _shared_consts(source: _Source, sources: list[_Source]) -> dict[str, str]:
+def _shared_consts(source: _Source, by_base: dict[str, list[_Source]]) -> dict[str, str]:
     """Constants of the files *source* loads (transitively), where all of them agree."""
-    by_base: dict[str, list[_Source]] = {}
-    for other in sources:
-        by_base.setdefault(re.split(r"[/\\]", other.name)[-1], []).append(other)
     seen: set[int] = {id(source)}
     todo = [source]
     values: dict[str, set[str]] = {}
@@ -1672,44 +1685,148 @@ def _main_stmts(stmts: list[list[Item]]) -> list[list[Item]]:
     return out
 
 
-def _walk_all(prog: Program, units: list[_Unit]) -> list[_Result]:
+class Problem:
+    """A file the audit could not follow: file, line and reason."""
+
+    __slots__ = ("file", "line", "reason")
+
+    def __init__(self, file: str, line: int, reason: str) -> None:
+        self.file = file
+        self.line = line
+        self.reason = reason
+
+    @property
+    def message(self) -> str:
+        """``cannot parse near line N: reason``."""
+        return f"cannot parse near line {self.line}: {self.reason}"
+
+    def as_dict(self) -> dict[str, object]:
+        """The JSON shape: file, line, message."""
+        return {"file": self.file, "line": self.line, "message": self.message}
+
+    def __repr__(self) -> str:
+        return f"<Problem {self.file}:{self.line} {self.reason}>"
+
+
+def _internal(exc: BaseException) -> str:
+    return f"the audit failed here ({type(exc).__name__}: {exc}); please report it"
+
+
+def _walk_all(
+    prog: Program,
+    units: list[_Unit],
+    failed: dict[str, Problem],
+    tick: Callable[[], None] | None = None,
+) -> list[_Result]:
+    """Walk every scope of every unit; a unit whose walk raises is recorded in *failed*."""
+    by_source: dict[int, list[tuple[str, Block]]] = {}
+    for name, defs in prog.subs.items():
+        for source, block in defs:
+            by_source.setdefault(id(source), []).append((name, block))
     results: list[_Result] = []
     for unit in units:
+        if tick is not None:
+            tick()
+        if unit.source.name in failed:
+            continue
         queue: list[tuple[str, list[list[Item]], bool]] = [("main", _main_stmts(unit.stmts), False)]
-        for name, defs in prog.subs.items():
-            for source, block in defs:
-                if source is unit.source:
-                    caller = (source.name, name) in prog.locked_context
-                    queue.append((name, block.stmts, caller))
-        while queue:
-            scope, stmts, caller = queue.pop(0)
-            walker = _Walker(prog, unit.source, scope, caller)
-            results.append(walker.walk(stmts))
-            for n, anon in enumerate(walker.anon):
-                queue.append((f"{scope}:anon{n}@{anon.line}", anon.stmts, False))
+        for name, block in by_source.get(id(unit.source), []):
+            caller = (unit.source.name, name) in prog.locked_context
+            queue.append((name, block.stmts, caller))
+        mine: list[_Result] = []
+        walker: _Walker | None = None
+        try:
+            while queue:
+                scope, stmts, caller = queue.pop(0)
+                walker = _Walker(prog, unit.source, scope, caller)
+                mine.append(walker.walk(stmts))
+                for n, anon in enumerate(walker.anon):
+                    queue.append((f"{scope}:anon{n}@{anon.line}", anon.stmts, False))
+        except Exception as exc:  # (never crash: report the file)
+            line = walker.line if walker is not None else 1
+            failed[unit.source.name] = Problem(unit.source.name, line, _internal(exc))
+            continue
+        results.extend(mine)
     return results
 
 
-def audit(sources: Iterable[tuple[str, str]]) -> list[Finding]:
-    """Findings for Perl *sources*, given as (file name, latin-1 decoded text) pairs."""
+def audit(
+    sources: Iterable[tuple[str, str]],
+    errors: list[Problem] | None = None,
+    load: Callable[[str], str | None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[Finding]:
+    """Findings for Perl *sources*, given as (file name, latin-1 decoded text) pairs.
+
+    A file that cannot be followed (see ``_audit.parse_checked``) is not audited; it is
+    appended to *errors* as a :class:`Problem`.  With *load* (a path -> text or None
+    reader), a ``require``d file that is not among *sources* is read from beside its
+    script, for its subs and constants only.  *progress* is called with (steps done,
+    steps in all) along the way.  Never raises for any text.
+    """
+    problems: dict[str, Problem] = {}
     prog = Program()
     units: list[_Unit] = []
-    for name, text in sources:
+    libraries: set[str] = set()
+    given = list(sources)
+    todo = list(given)
+    done = [0]
+
+    def tick() -> None:
+        done[0] += 1
+        if progress is not None:
+            progress(done[0], 4 * len(given) + 3 * len(libraries))
+
+    known = {re.split(r"[/\\]", name)[-1] for name, _ in given}
+    while todo:
+        name, text = todo.pop(0)
+        tick()
+        try:
+            stmts, problem = parse_checked(text)
+        except Exception as exc:  # (never crash: report the file)
+            problems[name] = Problem(name, 1, _internal(exc))
+            continue
+        if problem is not None:
+            if name not in libraries:
+                problems[name] = Problem(name, *problem)
+            continue
         source = _Source(name)
-        stmts = parse(lex(text))
-        source.consts = _collect_consts(_main_stmts(stmts), source)
-        source.requires = _collect_requires(stmts)
-        _collect_subs(stmts, source, prog)
+        source.library = name in libraries
+        try:
+            source.consts = _collect_consts(_main_stmts(stmts), source)
+            raw_requires = _collect_requires(stmts)
+            _collect_subs(stmts, source, prog)
+        except Exception as exc:
+            problems[name] = Problem(name, 1, _internal(exc))
+            continue
+        source.requires = {re.split(r"[/\\]", r)[-1] for r in raw_requires}
+        for raw in sorted(raw_requires):
+            base = re.split(r"[/\\]", raw)[-1]
+            if base in known:
+                continue
+            lib_text = None
+            if load is not None and not raw.startswith(("/", "\\")) and "$" not in raw:
+                lib_path = os.path.join(os.path.dirname(name), raw)
+                lib_text = load(lib_path)
+                if lib_text is not None:
+                    known.add(base)
+                    libraries.add(lib_path)
+                    todo.append((lib_path, lib_text))
+            if lib_text is None:
+                source.missing.append(raw)
         prog.sources.append(source)
         units.append(_Unit(source, stmts))
+    by_base: dict[str, list[_Source]] = {}
     for source in prog.sources:
-        source.shared = _shared_consts(source, prog.sources)
+        by_base.setdefault(re.split(r"[/\\]", source.name)[-1], []).append(source)
+    for source in prog.sources:
+        source.shared = _shared_consts(source, by_base)
     for name, defs in prog.subs.items():
         for source, block in defs:
             if _sub_exits(block) or _EXIT_NAME.match(name):
                 prog.exit_subs.add((source.name, name))
     # Pass 1: learn which subs lock (by name or by what they leave held) and their callers.
-    first = _walk_all(prog, units)
+    first = _walk_all(prog, units, problems, tick)
     for res in first:
         kept = any(h.kind in ("flock", "mkdir", "symlink", "excl", "file") for h in res.end_held)
         if res.scope in prog.subs and not prog.classify(res.scope) and kept:
@@ -1717,7 +1834,7 @@ def audit(sources: Iterable[tuple[str, str]]) -> list[Finding]:
     for name, defs in prog.subs.items():
         if prog.classify(name) == "lock" and any(_can_fail(block) for _, block in defs):
             prog.can_fail.add(name)
-    first = _walk_all(prog, units)
+    first = _walk_all(prog, units, problems, tick)
     calls: dict[str, list[bool]] = {}
     for res in first:
         for name, held, _ in res.calls:
@@ -1727,26 +1844,54 @@ def audit(sources: Iterable[tuple[str, str]]) -> list[Finding]:
             for source, _ in prog.subs.get(name, []):
                 prog.locked_context.add((source.name, name))
     # Pass 2: the real walk, then the rules.
-    results = _walk_all(prog, units)
+    results = _walk_all(prog, units, problems, tick)
     prog.results = results
     findings: list[Finding] = []
     for res in results:
         findings.extend(res.findings)
-    findings.extend(_judge(prog, results))
+    findings.extend(_judge(prog, results, problems))
+    findings.extend(_unknown_subs(prog, results))
+    dropped = libraries | set(problems)
     unique: dict[tuple[str, int, str], Finding] = {}
     for f in findings:
-        unique.setdefault((f.file, f.line, f.rule), f)
-    order = {s: n for n, s in enumerate(prog.sources)}
-    by_file = {s.name: n for s, n in order.items()}
-    return sorted(unique.values(), key=lambda f: (by_file.get(f.file, 0), f.line, f.rule))
+        if f.file not in dropped:
+            unique.setdefault((f.file, f.line, f.rule), f)
+    order = {name: n for n, (name, _) in enumerate(given)}
+    if errors is not None:
+        errors.extend(sorted(problems.values(), key=lambda p: order.get(p.file, 0)))
+    return sorted(unique.values(), key=lambda f: (order.get(f.file, 0), f.line, f.rule))
 
 
 # --------------------------------------------------------------------------
 # Rules over the recorded events
 
 
-def _judge(prog: Program, results: list[_Result]) -> list[Finding]:
-    """Run every rule over the walked scopes."""
+def _unknown_subs(prog: Program, results: list[_Result]) -> Iterator[Finding]:
+    """unknown-sub: a lock sub defined nowhere audited, judged by its name; once per sub."""
+    seen: set[tuple[str, str]] = set()
+    for res in results:
+        for name, line, kind in res.unknown:
+            if (res.source.name, name) in seen:
+                continue
+            seen.add((res.source.name, name))
+            missing = res.source.missing
+            where = (
+                f" ({', '.join(missing)}, which it requires, is not beside it)" if missing else ""
+            )
+            taken = "takes a lock" if kind == "lock" else "releases a lock"
+            yield _finding(
+                res,
+                line,
+                "unknown-sub",
+                f"&{display(name)} is not defined in the audited files{where}: the audit assumes "
+                f"from its name that it {taken}; audit the file that defines it with this "
+                "script to check",
+                "",
+            )
+
+
+def _judge(prog: Program, results: list[_Result], failed: dict[str, Problem]) -> list[Finding]:
+    """Run every rule over the walked scopes; a file whose rules raise goes to *failed*."""
     ctx = _Judge()
     for res in results:
         for ev in res.events:
@@ -1760,8 +1905,17 @@ def _judge(prog: Program, results: list[_Result]) -> list[Finding]:
     out: list[Finding] = []
     for res in results:
         for rule in (_handle_rules, _data_rules, _removal_rules, _rename_rules, _alarm_rules):
-            out.extend(rule(res, ctx))
-    out.extend(_lock_order(prog, results))
+            try:
+                out.extend(rule(res, ctx))
+            except Exception as exc:  # (never crash: report the file)
+                name = res.source.name
+                failed.setdefault(name, Problem(name, 1, _internal(exc)))
+    try:
+        out.extend(_lock_order(prog, results))
+    except Exception as exc:  # (a cross-file rule: blamed on the first file)
+        if results:
+            name = results[0].source.name
+            failed.setdefault(name, Problem(name, 1, _internal(exc)))
     return out
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from perlcompat._audit import iter_files, lex, read_source
-from perlcompat._audit_rules import RULES, audit
+from perlcompat._audit_rules import RULES, Problem, audit
 
 CASES = Path(__file__).parent / "audit_cases"
 SINGLE = sorted(CASES.glob("*.pl"))
@@ -225,7 +225,7 @@ def test_cli_json_shape() -> None:
 def test_cli_exit_zero_when_clean_or_only_info() -> None:
     clean = run_cli("--json", "tests/audit_cases/seed003_ok.pl")
     assert clean.returncode == 0
-    assert json.loads(clean.stdout) == {"findings": []}
+    assert json.loads(clean.stdout) == {"version": 1, "findings": [], "errors": []}
     info = run_cli("--json", "tests/audit_cases/append_no_seek_bad.pl")
     assert info.returncode == 0
     assert [f["severity"] for f in json.loads(info.stdout)["findings"]] == ["info"]
@@ -267,3 +267,51 @@ def test_examples_audited_together_report_only_what_each_script_does_alone() -> 
         alone |= found([path])
     assert together == alone
     assert not any(rule == "check-then-create" for _, _, rule in together)
+
+
+# -- input it cannot follow (issue 17) ------------------------------------------------
+
+
+def test_non_ascii_identifiers_and_data_files_do_not_raise(tmp_path: Path) -> None:
+    # Each of these raised AssertionError in the lexer's word().
+    utf8 = tmp_path / "utf8.pl"
+    utf8.write_bytes("use utf8;\nsub 書き { 1 }\n&書き();\n".encode())
+    data = tmp_path / "log.cgi"  # a Shift_JIS data file named *.cgi so the server hides it
+    data.write_bytes("1<>名前<>2003/01/01<>本文です<>\n2<>テスト<>表示<>ソフト<>\n".encode("cp932"))
+    latin = tmp_path / "latin.pl"
+    latin.write_bytes(b"$x = 1;\n\xe9t\xe9 = 2;\n")
+    for path in (utf8, data, latin):
+        problems: list[Problem] = []
+        audit([(str(path), read_source(str(path)))], problems)
+    problems = []
+    assert audit([(str(utf8), read_source(str(utf8)))], problems) == []
+    assert problems == []
+
+
+def test_cli_reports_a_file_it_cannot_parse_and_goes_on(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.pl"
+    broken.write_text('print "ok";\nsub a {\n  open(OUT, ">$f");\n')
+    case = "tests/audit_cases/unchecked_result_bad.pl"
+    result = run_cli(str(broken), "README.md", case)
+    assert result.returncode == 2
+    assert f"{broken}: cannot parse near line 2: the {{ opened here is never closed" in (
+        result.stderr
+    )
+    assert re.search(r"^README\.md: cannot parse near line \d+: ", result.stderr, re.M)
+    got = {
+        (m["file"], int(m["line"]), m["rule"])
+        for m in map(LINE.match, result.stdout.splitlines())
+        if m
+    }
+    assert got == expected([case])  # the other file is still audited
+    doc = json.loads(run_cli("--json", str(broken), case).stdout)
+    assert doc["version"] == 1
+    assert [(e["file"], e["line"]) for e in doc["errors"]] == [(str(broken), 2)]
+    assert doc["errors"][0]["message"].startswith("cannot parse near line 2: ")
+    assert {f["file"] for f in doc["findings"]} == {case}
+
+
+def test_cli_readme_exit_2_without_traceback() -> None:
+    result = run_cli("README.md")
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
