@@ -931,7 +931,11 @@ class _Walker:
         paren = _tok(items, i + 1)
         called = tok.extra == "&" or (paren is not None and paren.is_op("("))
         kind = self.prog.classify(name, called)
-        if kind and name.split("::")[-1].split("'")[-1] not in self.prog.subs:
+        if not kind:
+            self.res.calls.append((name, st.snapshot(), line))
+            self.event("call", line, st, via=name)
+            return
+        if name.split("::")[-1].split("'")[-1] not in self.prog.subs:
             self.res.unknown.append((name, line, kind))
         args, end, _ = _call_args(items, i)
         if tok.extra == "&" and not (paren is not None and paren.is_op("(")):
@@ -965,9 +969,6 @@ class _Walker:
                 via=name,
                 age=st.age,
             )
-        else:
-            self.res.calls.append((name, st.snapshot(), line))
-            self.event("call", line, st, via=name)
 
 
 # -- built-in handlers -------------------------------------------------------
