@@ -678,6 +678,10 @@ class _Walker:
         """Walk statements; True if the block ends by leaving (exit, die, return, &error)."""
         leaves = False
         for items in stmts:
+            if leaves:
+                if not _labelled(items):
+                    continue
+                leaves = False  # `WRITE: ...` after an exit is reached by `goto WRITE`
             waiting, self.pending = self.pending, {}
             for handle, finding in waiting.items():
                 if not _tests_handle(items, handle):
@@ -685,7 +689,6 @@ class _Walker:
             self.stmt(items, st, ctx)
             if self.is_exit(items):
                 leaves = True
-                break
         self.res.findings.extend(self.pending.values())
         self.pending = {}
         return leaves
@@ -734,8 +737,7 @@ class _Walker:
                 elif rest:
                     self.expr(rest, st, ctx)
                 return
-            nxt = _tok(items, 1)
-            if nxt is not None and nxt.is_op(":") and len(items) > 2 and word.isupper():
+            if _labelled(items) and len(items) > 2:
                 self.stmt(items[2:], st, ctx)
                 return
         k = _postfix_index(items)
@@ -1508,6 +1510,20 @@ def _cond_facts(w: _Walker, cond: Sequence[Item]) -> _Facts:
         if len(tests) == 1 and not tests[0][1] and len(plain) == 2:
             facts.single_present = tests[0][0]
     return facts
+
+
+def _labelled(items: list[Item]) -> bool:
+    """True if statement *items* starts with a label (``WRITE:``): ``goto`` can reach it."""
+    first, second = _tok(items, 0), _tok(items, 1)
+    return (
+        first is not None
+        and first.kind == "id"
+        and not first.extra
+        and "'" not in first.text
+        and ":" not in first.text
+        and second is not None
+        and second.is_op(":")
+    )
 
 
 def _tests_handle(items: list[Item], handle: str) -> bool:
