@@ -441,14 +441,106 @@ _INTERP = re.compile(r"\$\{(\w+)\}|\$(\w+(?:::\w+)*)")
 _LONE_VAR = re.compile(r"\$\{?(\w+(?:::\w+)*)\}?")
 
 
+# `$name`, `${name}`, and element chains Perl interpolates: `$cf{datadir}`, `$a[0]`,
+# `$r->{file}`, `$h{'k'}`, `$h{$k}`, `$a[$i]`.
+_INTERP_ELEM = re.compile(
+    r"\$\$(?![\w{])|\$\{(\w+)\}|\$(\w+(?:::\w+)*)"
+    r"((?:(?:->)?(?:\{-?\w+\}|\{'[^'{}\\]*'\}|\{\$\w+\}|\[-?\d+\]|\[\$\w+\]))*)"
+)
+_SUBSCRIPT = re.compile(r"\{-?(\w+)\}|\{'([^']*)'\}|\{\$(\w+)\}|\[(-?\d+)\]|\[\$(\w+)\]")
+
+
+def _py_elem(match: re.Match[str], quote: str) -> str:
+    """A matched ``$name{key}[0]`` as Python: ``name["key"][0]`` (keys quoted with *quote*)."""
+    if match.group(0) == "$$":
+        return "os.getpid()"
+    out = _py_name(match.group(1) or match.group(2))
+    for sub in _SUBSCRIPT.finditer(match.group(3) or ""):
+        word, literal, key_var, index, index_var = sub.groups()
+        if word is not None and not word.isdigit():
+            out += f"[{quote}{word}{quote}]"
+        elif literal is not None or word is not None:
+            out += f"[{quote}{literal if literal is not None else word}{quote}]"
+        elif key_var is not None:
+            out += f"[{_py_name(key_var)}]"
+        elif index is not None:
+            out += f"[{index}]"
+        else:
+            out += f"[{_py_name(index_var or '')}]"
+    return out
+
+
 def _py_string(body: str, interpolate: bool) -> str:
-    lone = _LONE_VAR.fullmatch(body)
-    if interpolate and lone:
-        return _py_name(lone.group(1))
+    """A Perl string body as a Python expression: a name, an element, or an f-string."""
     if interpolate and "$" in body:
-        inner = _INTERP.sub(lambda m: "{" + _py_name(m.group(1) or m.group(2)) + "}", body)
-        return 'f"' + inner.replace('"', '\\"') + '"'
+        whole = _INTERP_ELEM.fullmatch(body)
+        if whole:
+            return _py_elem(whole, '"')
+        parts: list[str] = []
+        pos = 0
+        for match in _INTERP_ELEM.finditer(body):
+            parts.append(_f_literal(body[pos : match.start()]))
+            parts.append("{" + _py_elem(match, "'") + "}")
+            pos = match.end()
+        parts.append(_f_literal(body[pos:]))
+        return 'f"' + "".join(parts) + '"'
+    if interpolate:
+        return '"' + body.replace('"', '\\"') + '"'
     return '"' + body.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _f_literal(text: str) -> str:
+    """Literal text of a Perl ``"..."`` string inside a Python f-string."""
+    return text.replace('"', '\\"').replace("{", "{{").replace("}", "}}")
+
+
+def _py_expr(items: Sequence[Item], head: str | None) -> str:
+    """The Python spelling of a Perl path expression, or the placeholder ``path``."""
+    parts: list[str] = []
+    k = 0
+    while k < len(items):
+        item = items[k]
+        if isinstance(item, Block):
+            return "path"
+        k += 1
+        if item.is_op("."):
+            continue
+        if item.kind == "str":
+            body = (head if (k == 1 and head is not None) else item.text).strip()
+            if body:
+                parts.append(_py_string(body, item.extra in ('"', "qq", "heredoc")))
+        elif item.kind == "num":
+            parts.append(f'"{item.text}"')
+        elif item.kind == "var" and item.text.startswith("$"):
+            chain = ""
+            while k < len(items):
+                nxt = items[k]
+                arrow = isinstance(nxt, Tok) and nxt.is_op("->")
+                start = k + 1 if arrow else k
+                opener = _tok(items, start)
+                close = _tok(items, start + 2)
+                inner = _tok(items, start + 1)
+                if (
+                    opener is None
+                    or close is None
+                    or inner is None
+                    or (
+                        not (opener.is_op("{") and close.is_op("}"))
+                        and not (opener.is_op("[") and close.is_op("]"))
+                    )
+                    or inner.kind not in ("id", "str", "var", "num")
+                ):
+                    break
+                body = f"'{inner.text}'" if inner.kind == "str" else inner.text
+                chain += f"{opener.text}{body}{close.text}"
+                k = start + 3
+            match = _INTERP_ELEM.fullmatch(item.text + chain)
+            if match is None:
+                return "path"
+            parts.append(_py_elem(match, '"'))
+        else:
+            return "path"
+    return _valid_py(display(" + ".join(parts) or '""'))
 
 
 def _valid_py(expr: str) -> str:
@@ -638,7 +730,7 @@ class _Walker:
                 joined = False
         key = self.resolve("".join(raw).strip())
         shown = display(text or "''")
-        py_expr = _valid_py(display(" + ".join(py) or '""'))
+        py_expr = _py_expr(items, head)
         local = self.is_local(key)
         if "$" in key or "{...}" in key:
             # Still a variable (an object field, `$ENV{...}`, a `my`): its value is this
@@ -1015,8 +1107,12 @@ def _h_open(w: _Walker, items: Sequence[Item], i: int, st: State, ctx: Ctx) -> i
                 "the script reads nothing and goes on as if the file were empty"
                 if mode == "<"
                 else "the flock and the writes that follow silently do nothing"
-            ),
-            f'{py_handle} = open_("{op.py_mode}", {path.py}) or die({_cant("open", path)})',
+            )
+            + f'. The faithful port is {py_handle} = open_("{op.py_mode}", {display(path.py)}): '
+            "a failed open_ returns a false handle that reads as empty and writes nothing, "
+            "as Perl's does; the safer change is to stop there",
+            f'{py_handle} = open_("{op.py_mode}", {path.py}) or die({_cant("open", path)})'
+            "  # safer; the faithful port drops the `or die`",
         )
     if mode in _CREATE and path.key in st.absent and not st.held:
         test_line, waited = st.absent[path.key]
@@ -1211,9 +1307,9 @@ def _h_flock(w: _Walker, items: Sequence[Item], i: int, st: State, ctx: Ctx) -> 
                 + (
                     "when the lock is busy it returns 0 at once"
                     if op_value is not None and op_value & LOCK_NB
-                    else "if it fails (a handle that did not open, EINTR, EBADF)"
+                    else "when it fails (a handle that did not open, EINTR, EBADF) it returns 0"
                 )
-                + " and the script goes on without the lock",
+                + ", and the script goes on without the lock",
                 f'flock({py_handle}, {py_op}) or die(f"Can\'t flock: {{OS_ERROR}}")',
             )
     for inst in [h for h in st.held.values() if h.open is op]:

@@ -134,6 +134,24 @@ def _table(rows: list[dict[str, Any]], break_stale: bool) -> str:
     return "".join(line + "\n" for line in lines)
 
 
+def _seconds(text: str) -> float:
+    """``--stale``'s value: a finite number of seconds > 0 (not nan, inf, 0 or -1)."""
+    import argparse
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0, not {text!r}")
+    return value
+
+
+#: ``version`` of the ``--json`` document; bumped only when a field changes meaning.
+JSON_VERSION = 1
+
+
 def main(argv: list[str]) -> int:
     """``perlcompat locks DIR [--json] [--stale S] [--break-stale]``."""
     import argparse
@@ -146,7 +164,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--json", action="store_true", help="print the locks as JSON")
     parser.add_argument(
         "--stale",
-        type=float,
+        type=_seconds,
         default=180.0,
         metavar="SECONDS",
         help="age after which a lock is stale, as lock(stale=...) (default 180)",
@@ -160,9 +178,6 @@ def main(argv: list[str]) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
-    if args.stale <= 0:
-        sys.stderr.write("perlcompat locks: --stale must be > 0\n")
-        return 2
     try:
         rows = survey(args.directory, args.stale, args.break_stale)
     except OSError as exc:
@@ -171,7 +186,12 @@ def main(argv: list[str]) -> int:
     if args.json:
         import json
 
-        doc = {"directory": os.path.abspath(args.directory), "stale": args.stale, "locks": rows}
+        doc = {
+            "version": JSON_VERSION,
+            "directory": os.path.abspath(args.directory),
+            "stale": args.stale,
+            "locks": rows,
+        }
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     elif rows:
         sys.stdout.write(_table(rows, args.break_stale))
