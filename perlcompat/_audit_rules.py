@@ -1518,7 +1518,8 @@ def _h_eval(w: _Walker, items: Sequence[Item], i: int, st: State, ctx: Ctx) -> i
     used = w.used(items, i, i + 2, ctx)
     inner_ctx = Ctx(eval_=not used)
     if stmts:
-        w.block(stmts[:-1], st, inner_ctx)
+        # Only the last statement's value is the eval's: the others are plain statements.
+        w.block(stmts[:-1], st, Ctx(eval_=ctx.eval))
         w.stmt(stmts[-1], st, Ctx(cond=True) if used else inner_ctx)
     return i + 2
 

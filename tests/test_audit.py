@@ -315,3 +315,87 @@ def test_cli_readme_exit_2_without_traceback() -> None:
     result = run_cli("README.md")
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
+
+
+BOARD = """#!/usr/bin/perl
+require "bbslib.pl";
+$lockfile = "bbs.lock";
+$logfile = "bbs.log";
+&LOCK($lockfile) or &error("busy");
+open(IN, $logfile) or &error("open");
+@lines = <IN>;
+close(IN);
+open(OUT, "> $logfile") or &error("open");
+print OUT "new\\n", @lines;
+close(OUT);
+&UNLOCK($lockfile);
+exit;
+"""
+
+BBSLIB = """sub LOCK {
+    foreach (1 .. 5) {
+        return 1 if mkdir($_[0], 0755);
+        sleep(1);
+    }
+    return 0;
+}
+sub UNLOCK { rmdir($_[0]); }
+sub error { print "Content-type: text/plain\\n\\n$_[0]\\n"; exit; }
+1;
+"""
+
+
+def test_lock_subs_of_a_required_file_beside_the_script_are_read(tmp_path: Path) -> None:
+    script = tmp_path / "bbs.cgi"
+    script.write_text(BOARD)
+    alone = json.loads(run_cli("--json", str(script)).stdout)
+    # Not beside it: said once per sub (info), and not taken for "no lock".
+    assert [(f["line"], f["rule"]) for f in alone["findings"]] == [
+        (5, "unknown-sub"),
+        (12, "unknown-sub"),
+    ]
+    assert "bbslib.pl, which it requires, is not beside it" in alone["findings"][0]["message"]
+    (tmp_path / "bbslib.pl").write_text(BBSLIB)
+    beside = run_cli("--json", str(script))
+    assert beside.returncode == 0, beside.stderr
+    assert json.loads(beside.stdout)["findings"] == []
+    # Its own defects are not reported: it was not asked for.
+    (tmp_path / "bbslib.pl").write_text(BBSLIB + 'open(X, ">$f"); flock(X, 2); print X 1;\n')
+    assert json.loads(run_cli("--json", str(script)).stdout)["findings"] == []
+
+
+def test_suggestions_spell_hash_and_array_elements_as_python(tmp_path: Path) -> None:
+    script = tmp_path / "elem.cgi"
+    script.write_text(
+        'open(DAT, "+< $cf{datadir}/log.cgi");\n'
+        "flock(DAT, 2);\n"
+        "open(LOG, $a[0]);\n"
+        'open(TMP, ">$dir/$name.$$");\n'
+    )
+    got = {f.line: f.suggestion for f in audit([(str(script), read_source(str(script)))])}
+    assert got[1].startswith('DAT = open_("+<", f"{cf[\'datadir\']}/log.cgi") or die(')
+    assert got[3].startswith('LOG = open_("<", a[0]) or die(')
+    assert got[4].startswith('TMP = open_(">", f"{dir}/{name}.{os.getpid()}") or die(')
+    for suggestion in got.values():
+        compile(suggestion, "<suggestion>", "exec")
+
+
+def test_unchecked_flock_message_is_one_sentence() -> None:
+    [f] = [
+        f
+        for f in audit([("x.pl", 'open(OUT, ">>log") or die;\nflock(OUT, 2);\nprint OUT 1;\n')])
+        if f.rule == "unchecked-result"
+    ]
+    assert f.message == (
+        "flock(OUT, 2): its result is not checked; when it fails (a handle that did not "
+        "open, EINTR, EBADF) it returns 0, and the script goes on without the lock"
+    )
+
+
+def test_unchecked_open_names_the_faithful_port_and_the_safer_change() -> None:
+    [f] = audit([("x.pl", 'open(IN, "data.txt");\n@l = <IN>;\n')])
+    assert 'The faithful port is IN = open_("<", "data.txt"): a failed open_ returns a false' in (
+        f.message
+    )
+    assert "the safer change is to stop there" in f.message
+    assert f.suggestion.startswith('IN = open_("<", "data.txt") or die(')
