@@ -179,7 +179,19 @@ class Open:
 class Inst:
     """One hold of a lock, from acquisition to release."""
 
-    __slots__ = ("blocking", "id", "key", "kind", "line", "local", "name", "open", "text")
+    __slots__ = (
+        "blocking",
+        "id",
+        "key",
+        "kind",
+        "line",
+        "local",
+        "name",
+        "open",
+        "retry",
+        "text",
+        "wait",
+    )
 
     def __init__(
         self,
@@ -202,6 +214,8 @@ class Inst:
         self.blocking = blocking
         self.open = open_
         self.local = False  # the key names a `my` variable: meaningless outside its sub
+        self.retry = 0  # tries of the script's own retry loop around it (0: none seen)
+        self.wait = 0.0  # its sleep between tries
 
 
 class Ev:
@@ -562,6 +576,7 @@ class _Source:
         self.shared: dict[str, str] = {}  # constants of those files, where they agree
         self.library = False  # read only because a script requires it: no findings
         self.missing: list[str] = []  # required files neither audited nor found beside it
+        self.error_sub = ""  # its own `&error(...)`-style sub, if it calls one
 
 
 class Program:
@@ -576,6 +591,8 @@ class Program:
         self.locked_context: set[tuple[str, str]] = set()  # (file, sub) called only under a lock
         self.results: list[_Result] = []
         self.next_id = 0
+        #: lock sub -> (tries, pause, stale seconds) of its own retry loop and age test
+        self.styles: dict[str, tuple[int, float, int]] = {}
 
     def new_id(self) -> int:
         self.next_id += 1
@@ -625,6 +642,7 @@ class _Result:
         self.end_held: list[Inst] = []
         self.caller: int = 0
         self.unknown: list[tuple[str, int, str]] = []  # (sub, line, lock/unlock) not defined
+        self.stale_at: dict[int, int] = {}  # line of an age test -> its age in seconds
 
 
 # --------------------------------------------------------------------------
@@ -643,6 +661,7 @@ class _Walker:
         self.branches: list[tuple[int, int]] = []
         self.state = State()
         self.line = 1  # of the statement being walked: where a failure is reported
+        self.scope_stmts: list[list[Item]] = []
         if caller:
             inst = Inst(prog.new_id(), "caller", "", 0, "the caller's lock")
             self.res.caller = inst.id
@@ -740,6 +759,7 @@ class _Walker:
 
     # -- blocks and statements --------------------------------------------
     def walk(self, stmts: list[list[Item]]) -> _Result:
+        self.scope_stmts = stmts
         self.lexicals |= _lexicals(stmts)
         self.remove_keys = self.scan_removals(stmts)
         self.block(stmts, self.state, _STMT)
@@ -932,6 +952,7 @@ class _Walker:
         if open_at > 0:
             cond = items[open_at + 1 : _match_paren(items, open_at)]
         age = st.age
+        before = len(self.res.events)
         self.expr(cond, st, Ctx(cond=True, loop=word in ("while", "until"), eval_=ctx.eval))
         facts = _cond_facts(self, cond)
         branch = st.copy()
@@ -940,6 +961,17 @@ class _Walker:
         ends = [st.copy()]
         if not self.block(body.stmts, branch, ctx):
             ends.append(branch)
+        taken = [
+            e.inst
+            for e in self.res.events[before:]
+            if e.kind == "acquire" and e.inst is not None and e.inst.kind != "flock"
+        ]
+        taken += [i for i in branch.held.values() if i.kind not in ("flock", "caller")]
+        if taken:
+            retry, wait = _retry_wait(items, self.scope_stmts)
+            for inst in taken:
+                inst.retry = inst.retry or retry
+                inst.wait = inst.wait or wait
         merged = _merge(ends, age)
         if word == "while" and facts.single_present:
             merged.absent[facts.single_present] = (facts.line, True)
@@ -1046,7 +1078,7 @@ class _Walker:
                     "unchecked-result",
                     f"{display(shown)} returns 0 when the lock is busy, and the result is not "
                     "checked: the script goes on without the lock",
-                    f'lock({first.py if first else ""}) or die("busy")',
+                    _lock_call(self.prog, self.src, first.py if first else '"lockdir"', sub=name),
                 )
             inst = Inst(self.prog.new_id(), "sub", key, line, shown, name=first.py if first else "")
             self.acquire(st, inst)
@@ -1123,7 +1155,7 @@ def _h_open(w: _Walker, items: Sequence[Item], i: int, st: State, ctx: Ctx) -> i
                 "check-then-create",
                 f"{path.text} is tested absent on line {test_line} and created here: two "
                 'processes can both see it missing and both "take" the lock',
-                f'lock({path.py}, method="excl") or die("BUSY")  # one atomic O_EXCL create',
+                _lock_call(w.prog, w.src, path.py, method="excl") + "  # one atomic O_EXCL create",
             )
             inst = Inst(
                 w.prog.new_id(), "file", path.key, line, f"open(>{path.text})", name=path.py
@@ -1598,9 +1630,9 @@ def _cond_facts(w: _Walker, cond: Sequence[Item]) -> _Facts:
             negated = prev is not None and (prev.is_op("!") or prev.is_id("not"))
             tests.append((w.path(path_items).key, negated))
     if facts.age:
-        nums = [int(t.text) for t in toks if t.kind == "num" and t.text.isdigit()]
-        nums = [n for n in nums if 10 <= n != 86400]
-        facts.stale_after = max(nums) if nums else 0
+        facts.stale_after = _stale_seconds(toks)
+        if facts.stale_after:
+            w.res.stale_at[facts.line] = facts.stale_after
     if not disjunction:
         facts.absent_if_true = [key for key, neg in tests if neg]
         plain = [t for t in toks if not t.is_op("(", ")")]
@@ -1621,6 +1653,106 @@ def _labelled(items: list[Item]) -> bool:
         and second is not None
         and second.is_op(":")
     )
+
+
+def _arith(toks: Sequence[Tok]) -> float | None:
+    """The value of ``600``, ``600 / 86400``, ``3 * 60``: numbers joined by ``*`` and ``/``."""
+    value: float | None = None
+    op = ""
+    for tok in toks:
+        if tok.kind == "num":
+            number = _perl_int(tok.text)
+            try:
+                x = float(number) if number is not None else float(tok.text.replace("_", ""))
+            except ValueError:
+                return None
+            if value is None:
+                value = x
+            elif op == "*":
+                value *= x
+            elif op == "/" and x:
+                value /= x
+            else:
+                return None
+            op = ""
+        elif tok.is_op("*", "/") and value is not None and not op:
+            op = tok.text
+        elif tok.kind == "re" and value is not None:
+            return None
+        else:
+            break
+    return value
+
+
+def _flat(items: Iterable[Item]) -> Iterator[Tok]:
+    for item in items:
+        if isinstance(item, Block):
+            for stmt in item.stmts:
+                yield from _flat(stmt)
+        else:
+            yield item
+
+
+def _retry_wait(loop: list[Item], scope: list[list[Item]]) -> tuple[int, float]:
+    """A lock retry loop's tries and pause: ``foreach (1 .. 5)``, ``$retry = 5; --$retry``,
+    ``if (++$n > 5)``; ``sleep(1)``.  (0, 0) where the loop shows none."""
+    toks = list(_flat(loop))
+    wait = 0.0
+    retry = 0
+    for k, tok in enumerate(toks):
+        nxt = toks[k + 1 : k + 3]
+        if tok.is_id("sleep", "select") and nxt:
+            num = nxt[1] if nxt[0].is_op("(") and len(nxt) > 1 else nxt[0]
+            value = _perl_int(num.text) if num.kind == "num" else None
+            if value:
+                wait = float(value)
+        if tok.is_op("..") and 0 < k < len(toks) - 1 and toks[k + 1].kind == "num":
+            retry = _perl_int(toks[k + 1].text) or retry
+    if not retry:
+        for k, tok in enumerate(toks):
+            if not tok.is_op("<", "<=", ">", ">=", "=="):
+                continue
+            left = toks[k - 1] if k else None
+            right = toks[k + 1] if k + 1 < len(toks) else None
+            pairs: list[tuple[Tok | None, Tok | None]] = [(right, left), (left, right)]
+            for side, other in pairs:
+                if side is None or side.kind != "num":
+                    continue
+                value = _perl_int(side.text) or 0
+                if value > 0 and value <= 1000:
+                    retry = value
+                elif value == 0 and other is not None and other.kind == "var":
+                    retry = _assigned_int(scope, other.text) or retry
+    return retry, wait
+
+
+def _assigned_int(stmts: list[list[Item]], var: str) -> int:
+    """N of a ``$var = N`` statement in *stmts* (nested blocks too), or 0."""
+    for stmt in stmts:
+        toks = list(_flat(stmt))
+        for k in range(len(toks) - 2):
+            if (
+                toks[k].kind == "var"
+                and toks[k].text == var
+                and toks[k + 1].is_op("=")
+                and toks[k + 2].kind == "num"
+            ):
+                return _perl_int(toks[k + 2].text) or 0
+    return 0
+
+
+def _stale_seconds(toks: list[Tok]) -> int:
+    """The age, in seconds, an age test compares with: ``-M $f > 600/86400``, ``time - 180``."""
+    for k, tok in enumerate(toks):
+        if tok.kind == "ft" and tok.text in _AGE_TESTS:
+            for j in range(k + 1, len(toks)):
+                if toks[j].is_op(">", ">=", "<", "<="):
+                    days = _arith(toks[j + 1 :])
+                    return round(days * 86400) if days is not None and days > 0 else 0
+            return 0
+    nums = [_perl_int(t.text) for t in toks if t.kind == "num"]
+    seconds = [n for n in nums if n is not None and 10 <= n != 86400]
+    return max(seconds) if seconds else 0
 
 
 def _tests_handle(items: list[Item], handle: str) -> bool:
@@ -1748,6 +1880,15 @@ def _shared_consts(source: _Source, by_base: dict[str, list[_Source]]) -> dict[s
                 for name, value in lib.consts.items():
                     values.setdefault(name, set()).add(value)
     return {name: next(iter(v)) for name, v in values.items() if len(v) == 1}
+
+
+def _error_sub(stmts: list[list[Item]]) -> str:
+    """The first ``&error(...)``-style sub the script calls, or ``""``."""
+    for items in stmts:
+        for tok in _flat(items):
+            if tok.kind == "id" and tok.extra == "&" and _EXIT_NAME.match(tok.text):
+                return tok.text
+    return ""
 
 
 def _sub_exits(block: Block) -> bool:
@@ -1914,6 +2055,7 @@ def audit(
             problems[name] = Problem(name, 1, _internal(exc))
             continue
         source.requires = {re.split(r"[/\\]", r)[-1] for r in raw_requires}
+        source.error_sub = _error_sub(stmts)
         for raw in sorted(raw_requires):
             base = re.split(r"[/\\]", raw)[-1]
             if base in known:
@@ -1949,6 +2091,13 @@ def audit(
         if prog.classify(name) == "lock" and any(_can_fail(block) for _, block in defs):
             prog.can_fail.add(name)
     first = _walk_all(prog, units, problems, tick)
+    for res in first:
+        if prog.classify(res.scope) == "lock":
+            tries = [(i.retry, i.wait) for i in res.insts.values() if i.retry or i.wait]
+            stale = max(res.stale_at.values(), default=0)
+            if tries or stale:
+                retry, wait = tries[0] if tries else (0, 0.0)
+                prog.styles.setdefault(res.scope, (retry, wait, stale))
     calls: dict[str, list[bool]] = {}
     for res in first:
         for name, held, _ in res.calls:
@@ -2006,7 +2155,7 @@ def _unknown_subs(prog: Program, results: list[_Result]) -> Iterator[Finding]:
 
 def _judge(prog: Program, results: list[_Result], failed: dict[str, Problem]) -> list[Finding]:
     """Run every rule over the walked scopes; a file whose rules raise goes to *failed*."""
-    ctx = _Judge()
+    ctx = _Judge(prog)
     for res in results:
         for ev in res.events:
             if ev.kind == "flock" and ev.inst is not None and ev.open is not None and ev.open.real:
@@ -2036,7 +2185,8 @@ def _judge(prog: Program, results: list[_Result], failed: dict[str, Problem]) ->
 class _Judge:
     """What the rules need to know across scopes and files."""
 
-    def __init__(self) -> None:
+    def __init__(self, prog: Program) -> None:
+        self.prog = prog
         #: path key -> (file, line, open) of one flock taken on that very file.
         self.flocked: dict[str, tuple[str, int, Open]] = {}
         #: the same per scope, including keys local to the scope.
@@ -2186,7 +2336,7 @@ def _data_rules(res: _Result, ctx: _Judge) -> Iterator[Finding]:
                         f"{path.text} is read on line {rd.line} before this lock is taken and "
                         f"written under it (line {at}): a write by another process in between "
                         "is lost; lock before reading",
-                        _before_read_suggestion(inst, rd),
+                        _before_read_suggestion(ctx.prog, res, inst, rd),
                     )
                     continue
             else:
@@ -2246,7 +2396,14 @@ def _removal_rules(res: _Result, ctx: _Judge) -> Iterator[Finding]:
                 f"the lock {path.text} is judged stale on line {ev.age} and removed here: two "
                 "processes can both judge it stale; one removes it and locks again, then the "
                 "other removes that new, live lock",
-                f"lock({path.py}, stale=600)  # stale recovery that never removes a live lock",
+                _lock_call(
+                    ctx.prog,
+                    res.source,
+                    path.py,
+                    inst=_style_inst(res, path.key),
+                    stale=res.stale_at.get(ev.age, 0),
+                )
+                + "  # stale recovery that never removes a live lock",
             )
         if ev.via != "unlink":
             continue
@@ -2313,6 +2470,14 @@ def _alarm_rules(res: _Result, ctx: _Judge) -> Iterator[Finding]:
     )
 
 
+def _style_inst(res: _Result, key: str) -> Inst | None:
+    """The hold of lock *key* in this scope whose retry loop is known, if any."""
+    for inst in res.insts.values():
+        if inst.key == key and (inst.retry or inst.wait):
+            return inst
+    return None
+
+
 def _acquired_after(events: list[Ev], inst: Inst, n: int) -> bool:
     for k, ev in enumerate(events):
         if ev.kind == "acquire" and ev.inst is inst:
@@ -2320,11 +2485,54 @@ def _acquired_after(events: list[Ev], inst: Inst, n: int) -> bool:
     return False
 
 
-def _before_read_suggestion(inst: Inst, read: Ev) -> str:
+def _before_read_suggestion(prog: Program, res: _Result, inst: Inst, read: Ev) -> str:
     if inst.kind == "flock" and inst.open is not None:
         return _flock_suggestion(inst.open.handle, inst.open.path) + f"  # before line {read.line}"
-    name = inst.name or '"lockdir"'
-    return f'lock({name}) or die("busy")  # before reading, line {read.line}'
+    call = _lock_call(prog, res.source, inst.name or '"lockdir"', inst=inst)
+    return f"{call}  # before reading, line {read.line}"
+
+
+def _sub_name(inst: Inst) -> str:
+    """``lock`` of a ``&lock('dir')`` hold."""
+    return inst.text[1:].split("(", 1)[0].split("::")[-1].split("'")[-1]
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if value == int(value) else str(value)
+
+
+def _lock_call(
+    prog: Program,
+    source: _Source,
+    name: str,
+    *,
+    inst: Inst | None = None,
+    sub: str = "",
+    stale: int = 0,
+    method: str = "",
+) -> str:
+    """``lock(name, retry=5, wait=1, stale=60) or error("busy")`` in the script's own terms.
+
+    The retries, pause and stale age are the script's (its retry loop, its age test, or
+    those of the lock sub it calls); its own error sub (``&error``) replaces ``die``.
+    """
+    if inst is not None and inst.kind == "sub":
+        sub = _sub_name(inst)
+    retry, wait, sub_stale = prog.styles.get(sub, (0, 0.0, 0))
+    if inst is not None:
+        retry, wait = inst.retry or retry, inst.wait or wait
+    stale = stale or sub_stale
+    args = [name]
+    if method:
+        args.append(f'method="{method}"')
+    if retry:
+        args.append(f"retry={retry}")
+    if wait:
+        args.append(f"wait={_number(wait)}")
+    if stale:
+        args.append(f"stale={stale}")
+    fail = _py_name(source.error_sub) if source.error_sub else "die"
+    return f'lock({", ".join(args)}) or {fail}("busy")'
 
 
 def _lock_order(prog: Program, results: list[_Result]) -> list[Finding]:

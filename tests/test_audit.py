@@ -399,3 +399,26 @@ def test_unchecked_open_names_the_faithful_port_and_the_safer_change() -> None:
     )
     assert "the safer change is to stop there" in f.message
     assert f.suggestion.startswith('IN = open_("<", "data.txt") or die(')
+
+
+def test_mkdir_lock_suggestion_uses_the_scripts_path_retries_stale_and_error_sub() -> None:
+    script = """$lockfile = "./lock/bbs.lock";
+if (-d $lockfile && -M $lockfile > 60 / 86400) { rmdir($lockfile); }
+$retry = 3;
+while (!mkdir($lockfile, 0755)) {
+    if (--$retry <= 0) { &error("busy"); }
+    sleep(2);
+}
+open(OUT, ">>bbs.log") or &error("open");
+print OUT "x\\n";
+close(OUT);
+rmdir($lockfile);
+sub error { print "Content-type: text/plain\\n\\n$_[0]\\n"; exit; }
+"""
+    [f] = audit([("bbs.cgi", script)])
+    assert (f.line, f.rule) == (2, "stale-check-then-remove")
+    assert f.suggestion.startswith('lock(lockfile, retry=3, wait=2, stale=60) or error("busy")  # ')
+    loop = script.replace("$retry = 3;\nwhile (!mkdir($lockfile, 0755)) {", "foreach (1 .. 4) {")
+    loop = loop.replace('if (--$retry <= 0) { &error("busy"); }', "last if mkdir($lockfile, 0755);")
+    [g] = audit([("bbs.cgi", loop)])
+    assert g.suggestion.startswith('lock(lockfile, retry=4, wait=2, stale=60) or error("busy")')
