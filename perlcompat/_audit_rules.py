@@ -87,7 +87,7 @@ _UNLOCK_NAME = re.compile(
     r"unlock|release|un_lock|lock_?(?:off|end|free)|(?:rm|del|free)_?lock", re.I
 )
 _LOCK_NAME = re.compile(r"lock", re.I)
-_NOT_LOCK_NAME = re.compile(r"(?:^|_)[bc]lock")  # block, clock
+_NOT_LOCK_NAME = re.compile(r"[bc]lock", re.I)  # block, clock, SIG_BLOCK, EWOULDBLOCK
 _CONST_NAME = re.compile(r"^[A-Z0-9_]+$")  # LOCK_EX: a constant unless called as `&LOCK(...)`
 _EXIT_NAME = re.compile(r"^(?:error|err|error_?exit|fatal|abort|bail|die_?\w*)$", re.I)
 _LOCKISH = re.compile(r"lock|lck", re.I)
@@ -611,15 +611,17 @@ class Program:
     def classify(self, name: str, called: bool = False) -> str:
         """``"lock"``, ``"unlock"`` or ``""`` for a sub called *name*.
 
-        An all-capitals name (``LOCK_EX``) is a constant unless *called* (``&LOCK(...)``).
+        An all-capitals name (``LOCK_EX``, ``&Fcntl::O_EXLOCK``) is a constant unless it
+        is the script's own sub *called* with ``&`` (``&LOCK($lockfile)``).
         """
         known = self.sub_class.get(name)
         if known is not None:
             return known
+        qualified = "::" in name or "'" in name
         name = name.split("::")[-1].split("'")[-1]
         if _NOT_LOCK_NAME.search(name) or name in _FLOCK_NAMES:
             return ""
-        if _CONST_NAME.match(name) and not called:
+        if _CONST_NAME.match(name) and (not called or qualified):
             return ""
         if _UNLOCK_NAME.search(name):
             return "unlock"
@@ -1009,7 +1011,7 @@ class _Walker:
                 if (
                     item.extra == "&"
                     or name in self.prog.subs
-                    or (nxt is not None and nxt.is_op("(") and self.prog.classify(name, True))
+                    or (nxt is not None and nxt.is_op("(") and self.prog.classify(name))
                 ):
                     self.user_call(items, i, st, ctx)
             elif item.kind == "rl" and item.text and item.text not in _STD_HANDLES:
@@ -1055,8 +1057,7 @@ class _Walker:
         name = tok.text
         line = tok.line
         paren = _tok(items, i + 1)
-        called = tok.extra == "&" or (paren is not None and paren.is_op("("))
-        kind = self.prog.classify(name, called)
+        kind = self.prog.classify(name, tok.extra == "&")
         if not kind:
             self.res.calls.append((name, st.snapshot(), line))
             self.event("call", line, st, via=name)

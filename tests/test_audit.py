@@ -422,3 +422,12 @@ sub error { print "Content-type: text/plain\\n\\n$_[0]\\n"; exit; }
     loop = loop.replace('if (--$retry <= 0) { &error("busy"); }', "last if mkdir($lockfile, 0755);")
     [g] = audit([("bbs.cgi", loop)])
     assert g.suggestion.startswith('lock(lockfile, retry=4, wait=2, stale=60) or error("busy")')
+
+
+def test_constants_named_like_locks_are_not_lock_subs() -> None:
+    code = (
+        "$e = &POSIX::EWOULDBLOCK;\n$c = Time::HiRes::CLOCK_MONOTONIC();\n"
+        "sigprocmask(POSIX::SIG_BLOCK(), $set);\n$f = &Fcntl::O_EXLOCK;\n"
+        'open(OUT, ">>log") or die;\nprint OUT 1;\nclose(OUT);\n'
+    )
+    assert audit([("x.pl", code)]) == []
