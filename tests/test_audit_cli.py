@@ -158,3 +158,25 @@ def test_progress_only_when_stderr_is_a_terminal() -> None:
     assert proc.returncode == 1
     assert f"audit: {4 * len(cases)}/{4 * len(cases)}".encode() in seen
     assert b"audit: " not in proc.stdout
+
+
+def test_ctrl_c_in_demo_removes_its_temp_files(tmp_path: Path) -> None:
+    # A terminal's Ctrl-C signals the whole process group: the demo and its writers.
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "perlcompat", "demo", "--quick"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env=dict(ENV, TMPDIR=str(tmp_path)),
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 120
+    while not list(tmp_path.glob("perlcompat-demo-*/row*/*")):  # writers are at work
+        assert time.monotonic() < deadline and proc.poll() is None, proc.stderr
+        time.sleep(0.01)
+    os.killpg(proc.pid, signal.SIGINT)
+    _out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130
+    assert err == "perlcompat: interrupted\n"
+    assert list(tmp_path.iterdir()) == []
