@@ -12,7 +12,11 @@ backslash; jperl and scripts written for it do not, so a string that would only
 close on a later line the Perl way is closed where the Shift_JIS reading closes
 it, on the same line.  A small parser then groups the tokens into statements
 and blocks (``if``/``elsif``/``else`` chains, loops, ``eval``, named and
-anonymous subs); ``_audit_rules`` walks them and reports.
+anonymous subs); ``_audit_rules`` walks them and reports.  Bytes >= 0x80
+outside strings are identifier letters (``use utf8; sub 書き``, or a Shift_JIS data
+file's text), so any input is tokenized; :func:`parse_checked` names the first place
+the text cannot be followed (a quote, regex or heredoc that never ends, an unclosed
+``{``, a stray ``}``, a NUL byte), and such a file is reported, not audited.
 
 The checker is line-oriented and per sub: it tracks each handle from ``open``
 to ``close``, which locks are held at each read and write, and a few facts

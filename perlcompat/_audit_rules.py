@@ -8,8 +8,9 @@ call to a lock sub such as ``&lock('dir')``, an inline ``mkdir``/``symlink``/
 ``while (-f $lock) { sleep }`` wait) and whether an age test encloses the
 statement.  ``if``/``elsif``/``else`` branches start from the same state and are
 merged after; a branch that ends in ``exit``/``die``/``return``/``&error`` does
-not flow on.  Each read, write, lock, unlock, removal, rename and ``alarm``
-becomes an event carrying the set of locks held at that moment.
+not flow on, except to a labelled statement (``WRITE:``, reached by ``goto``).
+Each read, write, lock, unlock, removal, rename and ``alarm`` becomes an event
+carrying the set of locks held at that moment.
 
 A sub whose every call site (in the scripts audited together) holds a lock is
 walked as holding its caller's lock; a sub never called is judged on its own.
@@ -18,6 +19,11 @@ Paths are compared by their text after substituting, per script, the simple
 or ``do``es.  Two scripts name the same file only when those texts are equal
 and fully resolved: a path that still holds a variable (``$datafile`` set from
 ``$ENV{...}``) is qualified by its script's name and matches nothing elsewhere.
+A ``require``d file that was not given is read from beside its script (through the
+caller's *load*) for its subs and constants, and its findings are dropped.
+
+Robustness.  A file that cannot be parsed, or whose walk or rules raise, becomes a
+:class:`Problem` and is left out; the other files are audited as if it were absent.
 
 Rules (severity):
   truncate-before-lock (error)   ``open(F, ">$f")``/``+>`` then flock F and use it
@@ -37,6 +43,11 @@ Rules (severity):
   unlink-before-rename (error)   ``unlink($f); rename($tmp, $f)``
   rename-replaces-flocked (error) rename over a file that is itself flocked
   lock-order (warning/error)     two locks taken in opposite orders
+  unknown-sub (info)             a lock-named sub defined nowhere audited, once per sub
+
+Suggestions are one compilable line of Python in the script's own terms: its names
+(``$cf{datadir}`` -> ``cf["datadir"]``), its lock's retries, pause and stale age, and
+its ``&error`` sub in place of ``die``.
 """
 
 from __future__ import annotations
