@@ -1836,15 +1836,34 @@ def _collect_subs(stmts: list[list[Item]], source: _Source, prog: Program) -> No
 
 
 def _collect_consts(stmts: list[list[Item]], source: _Source) -> dict[str, str]:
-    """``$name = "literal"`` assignments at file level, made once."""
+    """``$name = "literal"`` assignments of global names, made once.
+
+    At file level (``my``/``our`` included) and inside blocks and subs (``my``/``local``
+    there are scoped and skipped): a script that sets ``$datafile`` in ``eval { }`` or
+    in its ``sub main`` names the same file as one that sets it at the top.
+    """
     seen: dict[str, list[str]] = {}
     walker_path = _Walker(Program(), source, "", False)
+    _consts_in(stmts, walker_path, seen, False)
+    return {name: values[0] for name, values in seen.items() if len(set(values)) == 1}
+
+
+def _consts_in(
+    stmts: list[list[Item]], walker_path: _Walker, seen: dict[str, list[str]], inner: bool
+) -> None:
     for items in stmts:
+        for item in items:
+            if isinstance(item, Block) and item.kind != "anonsub":
+                _consts_in(item.stmts, walker_path, seen, True)
         toks = [t for t in items if isinstance(t, Tok)]
         k = 0
         while k < len(toks) and toks[k].is_id("my", "our", "local"):
+            if inner and not toks[k].is_id("our"):
+                break
             k += 1
-        if k + 2 >= len(toks) + 0 or len(toks) != len(items):
+        if (k < len(toks) and toks[k].kind == "id") or k + 2 >= len(toks):
+            continue
+        if len(toks) != len(items):
             continue
         var, eq = toks[k], toks[k + 1]
         if var.kind != "var" or not var.text.startswith("$") or not eq.is_op("="):
@@ -1856,7 +1875,6 @@ def _collect_consts(stmts: list[list[Item]], source: _Source) -> dict[str, str]:
             continue
         path = walker_path.path(rhs)
         seen.setdefault(var.text[1:], []).append(_bare(path.key))
-    return {name: values[0] for name, values in seen.items() if len(set(values)) == 1}
 
 
 def _collect_requires(stmts: list[list[Item]]) -> set[str]:
@@ -2060,7 +2078,7 @@ def audit(
         source = _Source(name)
         source.library = name in libraries
         try:
-            source.consts = _collect_consts(_main_stmts(stmts), source)
+            source.consts = _collect_consts(stmts, source)
             raw_requires = _collect_requires(stmts)
             _collect_subs(stmts, source, prog)
         except Exception as exc:

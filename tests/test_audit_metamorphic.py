@@ -127,3 +127,28 @@ def test_findings_survive_a_real_script_around_them(case: Path, context: str) ->
     assert got == marks(text)
     for f in findings:
         compile(f.suggestion, "<suggestion>", "exec")
+
+
+GROUPS = sorted(p for p in CASES.iterdir() if p.is_dir())
+GROUP_SCRIPTS = [(g, p) for g in GROUPS for p in sorted(g.iterdir()) if p.suffix == ".cgi"]
+
+
+@pytest.mark.parametrize("context", sorted(CONTEXTS))
+@pytest.mark.parametrize("group_script", GROUP_SCRIPTS, ids=lambda gp: f"{gp[0].name}/{gp[1].name}")
+def test_cross_script_findings_survive_one_script_wrapped(
+    group_script: tuple[Path, Path], context: str
+) -> None:
+    group, wrapped = group_script
+    sources = []
+    want: set[tuple[str, int, str]] = set()
+    for path in sorted(group.iterdir()):
+        text = read_source(str(path))
+        if path == wrapped:
+            text = CONTEXTS[context](text)
+        name = f"{group.name}/{path.name}"
+        sources.append((name, text))
+        want |= {(name, line, rule) for line, rule in marks(text)}
+    problems: list[Problem] = []
+    got = {(f.file, f.line, f.rule) for f in audit(sources, problems)}
+    assert problems == []
+    assert got == want
