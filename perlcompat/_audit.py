@@ -664,11 +664,17 @@ def _block_kind(cur: list[Item]) -> str:
     return "expr"
 
 
+#: Deeper block nesting is not followed (no real script comes near; the walk recurses).
+MAX_NESTING = 100
+
+
 class _Parser:
     def __init__(self, toks: list[Tok]) -> None:
         self.toks = toks
         self.i = 0
         self.errors: list[tuple[int, str]] = []
+        self.depth = 0
+        self.too_deep = False
 
     def block(self, in_block: bool, opened: int = 0) -> tuple[list[list[Item]], int]:
         """Statements up to the ``}`` closing this block (or the end); and that line."""
@@ -690,8 +696,15 @@ class _Parser:
                         inline += 1
                     else:
                         self.i += 1
+                        if self.depth >= MAX_NESTING:
+                            self.errors.append((tok.line, f"blocks nested over {MAX_NESTING} deep"))
+                            self.too_deep = True
+                            self.i = len(toks)
+                            break
                         kind = _block_kind(cur)
+                        self.depth += 1
                         inner, end_line = self.block(True, tok.line)
+                        self.depth -= 1
                         cur.append(Block(kind, inner, tok.line, end_line))
                         nxt = toks[self.i] if self.i < len(toks) else None
                         if (
@@ -724,7 +737,7 @@ class _Parser:
             self.i += 1
         if cur:
             stmts.append(cur)
-        if in_block:
+        if in_block and not self.too_deep:
             self.errors.append((opened, "the { opened here is never closed"))
         last = toks[-1].line if toks else 1
         return stmts, last
@@ -765,6 +778,8 @@ def parse_checked(text: str) -> tuple[list[list[Item]], tuple[int, str] | None]:
     toks = lexer.run()
     parser = _Parser(toks)
     stmts, _ = parser.block(False)
+    if parser.too_deep:
+        return [], parser.errors[-1]
     problems = sorted(lexer.errors + parser.errors)
     return stmts, (problems[0] if problems else None)
 
@@ -832,7 +847,11 @@ def display(text: str) -> str:
     """Source text for a message: UTF-8 shown as such, other bytes as ``\\xNN``."""
     if text.isascii():
         return text
-    return text.encode("latin-1").decode("utf-8", "backslashreplace")
+    try:
+        raw = text.encode("latin-1")
+    except UnicodeEncodeError:
+        return text  # already shown
+    return raw.decode("utf-8", "backslashreplace")
 
 
 # --------------------------------------------------------------------------

@@ -495,28 +495,67 @@ def _py_elem(match: re.Match[str], quote: str) -> str:
     return out
 
 
+#: Perl ``"..."`` escapes and their Python spelling; any other ``\\X`` is X itself.
+_PERL_ESCAPES = {
+    "n": "\\n",
+    "t": "\\t",
+    "r": "\\r",
+    "a": "\\a",
+    "f": "\\f",
+    "e": "\\x1b",
+    "0": "\\0",
+}
+
+
+def _py_char(c: str, f_string: bool) -> str:
+    if c in '\\"':
+        return "\\" + c
+    if f_string and c in "{}":
+        return c + c
+    if c < " " or c == "\x7f":
+        return f"\\x{ord(c):02x}"
+    return c
+
+
 def _py_string(body: str, interpolate: bool) -> str:
-    """A Perl string body as a Python expression: a name, an element, or an f-string."""
-    if interpolate and "$" in body:
-        whole = _INTERP_ELEM.fullmatch(body)
-        if whole:
-            return _py_elem(whole, '"')
-        parts: list[str] = []
-        pos = 0
-        for match in _INTERP_ELEM.finditer(body):
-            parts.append(_f_literal(body[pos : match.start()]))
-            parts.append("{" + _py_elem(match, "'") + "}")
-            pos = match.end()
-        parts.append(_f_literal(body[pos:]))
-        return 'f"' + "".join(parts) + '"'
-    if interpolate:
-        return '"' + body.replace('"', '\\"') + '"'
-    return '"' + body.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    """A Perl string body as a Python expression: a name, an element, or a string literal.
 
-
-def _f_literal(text: str) -> str:
-    """Literal text of a Perl ``"..."`` string inside a Python f-string."""
-    return text.replace('"', '\\"').replace("{", "{{").replace("}", "}}")
+    ``"..."`` bodies interpolate (``$x``, ``$h{k}``, ``$a[0]``, ``$$``) into an f-string and
+    keep their escapes (``\\n``; ``\\$`` is a dollar); ``'...'`` bodies only unescape
+    ``\\\\`` and ``\\'``.  The result always compiles, without invalid-escape warnings.
+    """
+    if not interpolate:
+        text = re.sub(r"\\([\\'])", r"\1", body)
+        return '"' + "".join(_py_char(c, False) for c in text) + '"'
+    whole = _INTERP_ELEM.fullmatch(body)
+    if whole:
+        return _py_elem(whole, '"')
+    pieces: list[tuple[bool, str]] = []  # (is an expression, text)
+    i = 0
+    while i < len(body):
+        c = body[i]
+        if c == "\\" and i + 1 < len(body):
+            nxt = body[i + 1]
+            pieces.append((False, _PERL_ESCAPES.get(nxt, nxt)))
+            i += 2
+            continue
+        match = _INTERP_ELEM.match(body, i) if c == "$" else None
+        if match:
+            pieces.append((True, _py_elem(match, "'")))
+            i = match.end()
+            continue
+        pieces.append((False, c))
+        i += 1
+    f_string = any(expr for expr, _ in pieces)
+    out = []
+    for expr, text in pieces:
+        if expr:
+            out.append("{" + text + "}")
+        elif text.startswith("\\") and len(text) > 1:
+            out.append(text)  # a Python escape from _PERL_ESCAPES
+        else:
+            out.append(_py_char(text, f_string))
+    return ("f" if f_string else "") + '"' + "".join(out) + '"'
 
 
 def _py_expr(items: Sequence[Item], head: str | None) -> str:
@@ -863,7 +902,9 @@ class _Walker:
                     self.expr(rest, st, ctx)
                 return
             if _labelled(items) and len(items) > 2:
-                self.stmt(items[2:], st, ctx)
+                while _labelled(items) and len(items) > 2:
+                    items = items[2:]  # `A: B: stmt`
+                self.stmt(items, st, ctx)
                 return
         k = _postfix_index(items)
         if k < 0:
@@ -1139,7 +1180,7 @@ def _h_open(w: _Walker, items: Sequence[Item], i: int, st: State, ctx: Ctx) -> i
     py_handle = _py_name(handle)
     if not w.used(items, i, end, ctx):
         why = (
-            f"`||` binds to the file name {display(path.text)}, not to open: the `die` never runs"
+            f"`||` binds to the file name {path.text}, not to open: the `die` never runs"
             if oror
             else "its result is not checked"
         )
@@ -1152,7 +1193,7 @@ def _h_open(w: _Walker, items: Sequence[Item], i: int, st: State, ctx: Ctx) -> i
                 if mode == "<"
                 else "the flock and the writes that follow silently do nothing"
             )
-            + f'. The faithful port is {py_handle} = open_("{op.py_mode}", {display(path.py)}): '
+            + f'. The faithful port is {py_handle} = open_("{op.py_mode}", {path.py}): '
             "a failed open_ returns a false handle that reads as empty and writes nothing, "
             "as Perl's does; the safer change is to stop there",
             f'{py_handle} = open_("{op.py_mode}", {path.py}) or die({_cant("open", path)})'

@@ -15,6 +15,7 @@ import os
 import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -40,6 +41,13 @@ def expected(paths: list[str]) -> set[tuple[str, int, str]]:
 
 def found(paths: list[str]) -> set[tuple[str, int, str]]:
     return {(f.file, f.line, f.rule) for f in audit([(p, read_source(p)) for p in paths])}
+
+
+def compile_strictly(suggestion: str) -> None:
+    """Compile *suggestion*; an invalid escape (a warning today, an error later) fails."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        compile(suggestion, "<suggestion>", "exec")
 
 
 def run_cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
@@ -253,7 +261,7 @@ def test_all_suggestions_are_python() -> None:
     findings = audit([(p, read_source(p)) for p in paths])
     assert len(findings) > 30
     for f in findings:
-        ast.parse(f.suggestion)
+        compile_strictly(f.suggestion)
 
 
 def test_examples_audited_together_report_only_what_each_script_does_alone() -> None:
@@ -377,7 +385,7 @@ def test_suggestions_spell_hash_and_array_elements_as_python(tmp_path: Path) -> 
     assert got[3].startswith('LOG = open_("<", a[0]) or die(')
     assert got[4].startswith('TMP = open_(">", f"{dir}/{name}.{os.getpid()}") or die(')
     for suggestion in got.values():
-        compile(suggestion, "<suggestion>", "exec")
+        compile_strictly(suggestion)
 
 
 def test_unchecked_flock_message_is_one_sentence() -> None:
@@ -431,3 +439,16 @@ def test_constants_named_like_locks_are_not_lock_subs() -> None:
         'open(OUT, ">>log") or die;\nprint OUT 1;\nclose(OUT);\n'
     )
     assert audit([("x.pl", code)]) == []
+
+
+def test_non_ascii_file_names_in_messages_and_suggestions() -> None:
+    # Found by the fuzz: an EUC-JP file name in an unchecked open raised UnicodeEncodeError.
+    euc = "ログ.txt".encode("euc_jp").decode("latin-1")
+    utf8 = "ログ.txt".encode().decode("latin-1")
+    for name, shown in ((euc, "\\xa5\\xed\\xa5\\xb0.txt"), (utf8, "ログ.txt")):
+        for code in (f'open(LOG, "{name}");\n', f'open LOG, "<{name}" || die;\n'):
+            problems: list[Problem] = []
+            [f] = audit([("x.pl", code)], problems)
+            assert problems == []
+            assert f.message.count(shown) >= 2 and "\\\\x" not in f.message, f.message
+            compile_strictly(f.suggestion)

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings, strategies as st
+from test_audit import compile_strictly
 
 from perlcompat._audit import iter_files, parse_checked, read_source
 from perlcompat._audit_rules import Problem, audit
@@ -40,7 +41,7 @@ def check(sources: list[tuple[str, str]]) -> list[Problem]:
     internal = [p for p in problems if p.reason.startswith("the audit failed here")]
     assert not internal, internal
     for f in findings:
-        compile(f.suggestion, "<suggestion>", "exec")
+        compile_strictly(f.suggestion)
     for _name, text in sources:
         parse_checked(text)
     return problems
@@ -210,3 +211,17 @@ def test_every_perl_file_on_this_machine() -> None:
         file=sys.stderr,
     )
     assert problems == []  # valid Perl: every file is followed to its end
+
+
+def test_deep_nesting_is_followed_to_a_limit_then_reported() -> None:
+    def nested(n: int) -> str:
+        return "if ($a) {\n" * n + 'open(OUT, ">$f");\n' + "}\n" * n
+
+    assert check([("ok.pl", nested(100))]) == []
+    for n in (101, 5000):
+        [problem] = check([("deep.pl", nested(n))])
+        assert (problem.line, problem.reason) == (101, "blocks nested over 100 deep")
+    assert check([("parens.pl", "(" * 5000 + ")" * 5000 + ";\n" + "$h{" * 3000 + "}" * 3000)]) == []
+    labels = "A: " * 5000 + 'open(OUT, ">$f");\n'
+    assert check([("labels.pl", labels)]) == []
+    assert [f.rule for f in audit([("labels.pl", labels)])] == ["unchecked-result"]

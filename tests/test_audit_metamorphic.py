@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from test_audit import compile_strictly
 
 from perlcompat._audit import read_source
 from perlcompat._audit_rules import Problem, audit
@@ -126,7 +127,7 @@ def test_findings_survive_a_real_script_around_them(case: Path, context: str) ->
     got = {(f.line, f.rule) for f in findings}
     assert got == marks(text)
     for f in findings:
-        compile(f.suggestion, "<suggestion>", "exec")
+        compile_strictly(f.suggestion)
 
 
 GROUPS = sorted(p for p in CASES.iterdir() if p.is_dir())
