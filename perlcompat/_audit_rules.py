@@ -1234,6 +1234,9 @@ def _cant(what: str, path: Path) -> str:
     """``f"Can't open {name}: {OS_ERROR}"`` for a ``die`` in a suggestion."""
     if path.py.isidentifier():
         return f'f"Can\'t {what} {{{path.py}}}: {{OS_ERROR}}"'
+    literal = re.fullmatch(r'"([^"\\{}]*)"', path.py)
+    if literal:
+        return f'f"Can\'t {what} {literal.group(1)}: {{OS_ERROR}}"'
     return f'f"Can\'t {what}: {{OS_ERROR}}"'
 
 

@@ -406,7 +406,9 @@ def test_unchecked_open_names_the_faithful_port_and_the_safer_change() -> None:
         f.message
     )
     assert "the safer change is to stop there" in f.message
-    assert f.suggestion.startswith('IN = open_("<", "data.txt") or die(')
+    assert f.suggestion.startswith(
+        'IN = open_("<", "data.txt") or die(f"Can\'t open data.txt: {OS_ERROR}")'
+    )
 
 
 def test_mkdir_lock_suggestion_uses_the_scripts_path_retries_stale_and_error_sub() -> None:
