@@ -1115,7 +1115,7 @@ class _Walker:
             self.event("call", line, st, via=name)
             return
         if name.split("::")[-1].split("'")[-1] not in self.prog.subs:
-            self.res.unknown.append((name, line, kind))
+            self.res.unknown.append((("&" if tok.extra else "") + name, line, kind))
         args, end, _ = _call_args(items, i)
         if tok.extra == "&" and not (paren is not None and paren.is_op("(")):
             args, end = [], i + 1  # `&lock;` passes the caller's @_
@@ -2208,9 +2208,9 @@ def _unknown_subs(prog: Program, results: list[_Result]) -> Iterator[Finding]:
     seen: set[tuple[str, str]] = set()
     for res in results:
         for name, line, kind in res.unknown:
-            if (res.source.name, name) in seen:
+            if (res.source.name, name.lstrip("&")) in seen:
                 continue
-            seen.add((res.source.name, name))
+            seen.add((res.source.name, name.lstrip("&")))
             missing = res.source.missing
             where = (
                 f" ({', '.join(missing)}, which it requires, is not beside it)" if missing else ""
@@ -2220,7 +2220,7 @@ def _unknown_subs(prog: Program, results: list[_Result]) -> Iterator[Finding]:
                 res,
                 line,
                 "unknown-sub",
-                f"&{display(name)} is not defined in the audited files{where}: the audit assumes "
+                f"{display(name)} is not defined in the audited files{where}: the audit assumes "
                 f"from its name that it {taken}; audit the file that defines it with this "
                 "script to check",
                 "",
