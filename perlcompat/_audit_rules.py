@@ -2104,7 +2104,7 @@ def audit(
     def tick() -> None:
         done[0] += 1
         if progress is not None:
-            progress(done[0], 4 * len(given) + 3 * len(libraries))
+            progress(done[0], 4 * (len(given) + len(libraries)))
 
     known = {re.split(r"[/\\]", name)[-1] for name, _ in given}
     while todo:

@@ -662,7 +662,7 @@ def main(argv: list[str]) -> int:
                 False,
             )
             if errors:
-                progress(f"        writer errors: {errors}\n")
+                progress(f"        writer errors ({row.idiom}): {errors}\n")
             if row.safe and (result["lost"] or errors):
                 failures.append(row.idiom)
     if args.json:
