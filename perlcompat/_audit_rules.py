@@ -1020,7 +1020,6 @@ class _Walker:
             for e in self.res.events[before:]
             if e.kind == "acquire" and e.inst is not None and e.inst.kind != "flock"
         ]
-        taken += [i for i in branch.held.values() if i.kind not in ("flock", "caller")]
         if taken:
             retry, wait = _retry_wait(items, self.scope_stmts)
             for inst in taken:
@@ -1751,7 +1750,8 @@ def _flat(items: Iterable[Item]) -> Iterator[Tok]:
 
 def _retry_wait(loop: list[Item], scope: list[list[Item]]) -> tuple[int, float]:
     """A lock retry loop's tries and pause: ``foreach (1 .. 5)``, ``$retry = 5; --$retry``,
-    ``if (++$n > 5)``; ``sleep(1)``.  (0, 0) where the loop shows none."""
+    ``if (++$n > 5)``; ``sleep(1)``.  (0, 0) for a loop that does not sleep: not a retry
+    loop (a ``foreach`` over lines that takes a lock inside it)."""
     toks = list(_flat(loop))
     wait = 0.0
     retry = 0
@@ -1764,6 +1764,8 @@ def _retry_wait(loop: list[Item], scope: list[list[Item]]) -> tuple[int, float]:
                 wait = float(value)
         if tok.is_op("..") and 0 < k < len(toks) - 1 and toks[k + 1].kind == "num":
             retry = _perl_int(toks[k + 1].text) or retry
+    if not wait:
+        return 0, 0.0
     if not retry:
         for k, tok in enumerate(toks):
             if not tok.is_op("<", "<=", ">", ">=", "=="):

@@ -454,3 +454,16 @@ def test_non_ascii_file_names_in_messages_and_suggestions() -> None:
             assert problems == []
             assert f.message.count(shown) >= 2 and "\\\\x" not in f.message, f.message
             compile_strictly(f.suggestion)
+
+
+def test_a_loop_that_does_not_sleep_is_not_a_retry_loop() -> None:
+    script = """$lockdir = "bbs.lock";
+if (-M $lockdir > 600 / 86400) { rmdir($lockdir); }
+foreach $n (1 .. 30) {
+    mkdir($lockdir, 0755) or next;
+    print "$n\\n";
+    rmdir($lockdir);
+}
+"""
+    [f] = audit([("x.cgi", script)])
+    assert f.suggestion.startswith('lock(lockdir, stale=600) or die("busy")  # ')
