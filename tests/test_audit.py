@@ -467,3 +467,19 @@ foreach $n (1 .. 30) {
 """
     [f] = audit([("x.cgi", script)])
     assert f.suggestion.startswith('lock(lockdir, stale=600) or die("busy")  # ')
+
+
+@pytest.mark.parametrize(
+    ("cond", "stale"),
+    [
+        ("time - (stat($lock))[9] > 60 * 10", 600),
+        ("(stat($lock))[9] < time - 180", 180),
+        ("-M $lock > 0.5", 43200),
+        ("-M $lock > 600 / 86400", 600),
+    ],
+)
+def test_stale_age_in_the_suggestion_is_the_scripts(cond: str, stale: int) -> None:
+    code = f'$lock = "x.lock";\nif ({cond}) {{ rmdir($lock); }}\n'
+    [f] = audit([("x.pl", code)])
+    assert f.rule == "stale-check-then-remove"
+    assert f.suggestion.startswith(f'lock(lock, stale={stale}) or die("busy")')
