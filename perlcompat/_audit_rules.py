@@ -1810,9 +1810,9 @@ def _stale_seconds(toks: list[Tok]) -> int:
             return 0
     for k, tok in enumerate(toks):  # `time - $mtime > 60 * 10`
         if tok.is_op(">", ">="):
-            seconds = _arith(toks[k + 1 :])
-            if seconds is not None and seconds >= 1:
-                return round(seconds)
+            value = _arith(toks[k + 1 :])
+            if value is not None and value >= 1:
+                return round(value)
     nums = [_perl_int(t.text) for t in toks if t.kind == "num"]
     seconds = [n for n in nums if n is not None and 10 <= n != 86400]
     return max(seconds) if seconds else 0
