@@ -211,6 +211,24 @@ def _table(rows: list[dict[str, Any]], break_stale: bool) -> str:
     return "".join(line + "\n" for line in lines)
 
 
+def _seconds(text: str) -> float:
+    """``--stale``'s value: a finite number of seconds > 0 (not nan, inf, 0 or -1)."""
+    import argparse
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0, not {text!r}")
+    return value
+
+
+#: ``version`` of the ``--json`` document; bumped only when a field changes meaning.
+JSON_VERSION = 1
+
+
 def main(argv: list[str]) -> int:
     """``perlcompat locks DIR [--json] [--stale S] [--break-stale]``."""
     import argparse
@@ -223,7 +241,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--json", action="store_true", help="print the locks as JSON")
     parser.add_argument(
         "--stale",
-        type=float,
+        type=_seconds,
         default=180.0,
         metavar="SECONDS",
         help="age after which a lock is stale, as lock(stale=...) (default 180)",
@@ -237,9 +255,6 @@ def main(argv: list[str]) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
-    if not 0 < args.stale < float("inf"):  # NaN fails both
-        sys.stderr.write("perlcompat locks: --stale must be a finite number > 0\n")
-        return 2
     temps: list[str] = []
     try:
         rows = survey(args.directory, args.stale, args.break_stale)
@@ -253,7 +268,12 @@ def main(argv: list[str]) -> int:
     if args.json:
         import json
 
-        doc = {"directory": os.path.abspath(args.directory), "stale": args.stale, "locks": rows}
+        doc = {
+            "version": JSON_VERSION,
+            "directory": os.path.abspath(args.directory),
+            "stale": args.stale,
+            "locks": rows,
+        }
         if args.break_stale:
             doc["removed_temp_files"] = temps
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
