@@ -44,9 +44,12 @@ The algorithm, one Lua script per step so that each step is atomic on the server
 * **Timeouts**: every request (connect, TLS handshake, command) must answer within
   the caller's remaining patience (``Lock.acquire`` sets ``Backend.deadline``), but
   gets at least ``MIN_TIMEOUT`` and at most the URL's ``socket_timeout`` /
-  ``socket_connect_timeout`` (5 s by default).  Without a deadline (release,
-  extend, inspection, ``retry=None``) those maxima apply; a release for cleanup
-  at exit or on a signal gets ``CLEANUP_TIMEOUT``.  No answer in time is
+  ``socket_connect_timeout`` (5 s by default).  ``getaddrinfo()`` has no
+  timeout, so a new connection to a host name (not an IP address) is opened in
+  a helper thread: resolving, connecting and handshake get the connect plus the
+  read timeout in all, then the thread is left to close what it opens.  Without
+  a deadline (release, extend, inspection, ``retry=None``) those maxima apply;
+  a release for cleanup at exit or on a signal gets ``CLEANUP_TIMEOUT``.  No answer in time is
   ETIMEDOUT, never "busy": a stopped server is not a held lock.  A pooled
   connection that fails at once (closed by a restart) is replaced by a fresh one,
   once; a timeout is not retried.  An acquire whose answer was lost may still
@@ -55,12 +58,18 @@ The algorithm, one Lua script per step so that each step is atomic on the server
   that grant, renewed to a full lease; otherwise it lapses with its lease.
 * **Errors**: anything but "busy" raises ``OSError`` with an errno
   (ECONNREFUSED, ENOENT, ECONNRESET, ETIMEDOUT, EACCES for bad credentials or
-  ACLs, EAGAIN while the server loads, EROFS on a replica, ENOMEM, else EIO) and a
-  message naming the lock and the URL, password hidden.  ``lock()`` turns it
-  into 0 and ``$!``.  A request retried on a fresh connection after a connection
-  error repeats its arguments: a retried acquire recognises its own grant; a
-  retried release whose first try did delete reports the lock lost (a false
-  alarm, never a silent unlock).  redis-py is used for URLs, connections and the
+  ACLs, EAGAIN while the server loads, EROFS on a replica, ENOMEM, EINVAL for a
+  host name that does not resolve, as Perl's IO::Socket, else EIO) and a
+  message naming the lock, the URL (password hidden) and the cause.  Error
+  replies are classified by their code and text, not only by redis-py's class
+  (4.2 leaves WRONGPASS and OOM plain), and a missing password is EACCES
+  whatever the server answers first: NOAUTH, a refused ``HELLO`` (redis-py 8
+  speaks RESP3) or Redis 7's "Protocol error: unauthenticated multibulk length"
+  for a command of more than 10 arguments.  ``lock()`` turns it into 0 and
+  ``$!``.  A request retried on a fresh connection after a connection error
+  repeats its arguments: a retried acquire recognises its own grant; a retried
+  release whose first try did delete reports the lock lost (a false alarm,
+  never a silent unlock).  redis-py is used for URLs, connections and the
   protocol; requests are sent and read here, each with its own timeout.
 
 Guarantees: no two holders at once, provided the server keeps its memory or
@@ -279,17 +288,22 @@ class _Server:
                     reused = False
                     conn.socket_connect_timeout = connect_timeout
                     conn.socket_timeout = read_timeout
-                    conn.connect()
+                    self._open(conn, connect_timeout + min(timeout, self.read_cap))
                 sock = conn._sock
                 if sock.gettimeout() != read_timeout:
                     sock.settimeout(read_timeout)
                 conn.send_command(*command)
                 reply = conn.read_response()
-            except _rx.ResponseError:
-                self.idle.append(conn)  # an error reply: the connection is in step
+            except _rx.ResponseError as exc:
+                if conn is not None and str(exc).startswith("Protocol error"):
+                    conn.disconnect()  # the server closes the connection after it
+                elif conn is not None:
+                    self.idle.append(conn)  # an error reply: the connection is in step
+                if _refusal(exc) == "auth" and not isinstance(exc, _rx.AuthenticationError):
+                    raise _rx.AuthenticationError(str(exc)) from None  # not "INFO refused"
                 raise
             except BaseException as exc:
-                if conn is not None:
+                if conn is not None and not isinstance(exc, _Abandoned):
                     conn.disconnect()
                 if isinstance(exc, OSError):  # from the socket itself, not redis-py
                     exc = _rx.ConnectionError(f"{type(exc).__name__}: {exc}")  # errno: context
@@ -308,6 +322,51 @@ class _Server:
             return reply
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def _open(self, conn: Any, limit: float) -> None:
+        """``conn.connect()``, given up after *limit* seconds even while a host name resolves.
+
+        ``getaddrinfo()`` has no timeout: for a host name (not an IP address) the
+        connection is opened in a helper thread, and closed by it if we gave up.
+        """
+        host = self.kwargs.get("host")
+        if not isinstance(host, str) or _is_ip(host):
+            conn.connect()
+            return
+        import threading
+
+        outcome: list[BaseException | None] = []
+        guard = threading.Lock()
+
+        def opening() -> None:
+            error: BaseException | None = None
+            try:
+                conn.connect()
+            except BaseException as exc:
+                error = exc
+            with guard:
+                if outcome:  # abandoned
+                    conn.disconnect()
+                else:
+                    outcome.append(error)
+
+        thread = threading.Thread(target=opening, name="perlcompat-redis-connect", daemon=True)
+        thread.start()
+        try:
+            thread.join(limit)  # a signal handler's exception (alarm) ends it too
+        finally:
+            with guard:
+                finished = bool(outcome)
+                if not finished:
+                    outcome.append(None)  # abandoned: the thread closes what it opens
+        if not finished:
+            raise _Abandoned(
+                f"Timeout connecting to {host}: resolving its name and connecting"
+                f" took longer than {limit:.2g} s"
+            )
+        error = outcome[0]
+        if error is not None:
+            raise error
+
     def run(
         self, script: _Script, keys: tuple[str, ...], args: tuple[object, ...], timeout: float
     ) -> Any:
@@ -316,6 +375,23 @@ class _Server:
             return self.request(("EVALSHA", script.sha, len(keys), *keys, *args), timeout)
         except _rx.NoScriptError:
             return self.request(("EVAL", script.text, len(keys), *keys, *args), timeout)
+
+
+class _Abandoned(_rx.TimeoutError):
+    """A connection still being opened (a host name resolving) when its time ran out."""
+
+
+def _is_ip(host: str) -> bool:
+    """True if *host* is an IPv4 or IPv6 address (nothing to resolve)."""
+    import socket
+
+    for family in (socket.AF_INET, socket.AF_INET6):
+        try:
+            socket.inet_pton(family, host)
+        except (OSError, ValueError):
+            continue
+        return True
+    return False
 
 
 def _positive(value: object, default: float) -> float:
@@ -458,23 +534,51 @@ def _pid_alive(pid: int) -> bool | None:
 
 
 def _cause_errno(exc: BaseException) -> int | None:
+    """The errno of the first OSError behind *exc*; EINVAL for a host name that did not resolve."""
+    import socket
+
     seen: BaseException | None = exc
     while seen is not None:
+        if isinstance(seen, socket.gaierror):  # its errno is an EAI_* code, not an errno
+            return errno.EINVAL  # as Perl's IO::Socket: "Invalid argument"
         if isinstance(seen, OSError) and seen.errno:
             return seen.errno
         seen = seen.__cause__ or seen.__context__
     return None
 
 
+# Error replies are classified by their code (first word) and text, not only by
+# redis-py's class: older releases leave WRONGPASS, OOM ... as plain ResponseError.
+_AUTH_CODES = ("WRONGPASS", "NOAUTH")
+_AUTH_TEXTS = (
+    "Protocol error: unauthenticated",  # Redis 7: a large command before AUTH
+    "AUTH <password> called without any password configured",
+    "Client sent AUTH, but no password is set",
+    "invalid password",
+    "invalid username-password pair",
+    "Authentication required",
+)
+_ACL_TEXTS = ("NOPERM", "no permissions to", "can't run this command")
+_CODE_ERRNOS = {"OOM": errno.ENOMEM, "LOADING": errno.EAGAIN, "READONLY": errno.EROFS}
+
+
+def _refusal(exc: BaseException) -> str:
+    """``"auth"`` for refused credentials, ``"acl"`` for an ACL refusal, else ``""``."""
+    text = str(exc)
+    if isinstance(exc, _rx.NoPermissionError) or any(t in text for t in _ACL_TEXTS):
+        return "acl"
+    if (
+        isinstance(exc, (_rx.AuthenticationError, _rx.AuthenticationWrongNumberOfArgsError))
+        or text.split(" ", 1)[0] in _AUTH_CODES
+        or text.startswith(_AUTH_TEXTS)
+    ):
+        return "auth"
+    return ""
+
+
 def _errno_of(exc: Exception) -> int:
     """Return the errno that best describes the redis-py error *exc*."""
-    # some classes are missing from older redis-py releases: isinstance(x, ()) is False
-    refused = (
-        _rx.AuthenticationError,
-        getattr(_rx, "AuthenticationWrongNumberOfArgsError", ()),
-        getattr(_rx, "NoPermissionError", ()),
-    )
-    if isinstance(exc, refused):
+    if _refusal(exc):
         return errno.EACCES
     if isinstance(exc, _rx.BusyLoadingError):
         return errno.EAGAIN
@@ -484,8 +588,13 @@ def _errno_of(exc: Exception) -> int:
         return _cause_errno(exc) or errno.ECONNRESET
     if isinstance(exc, _rx.ReadOnlyError):
         return errno.EROFS
+    # redis-py 4.2 lacks OutOfMemoryError (its OOM is a ResponseError): isinstance(x, ()) is False
     if isinstance(exc, getattr(_rx, "OutOfMemoryError", ())):
         return errno.ENOMEM
+    if isinstance(exc, _rx.ResponseError):
+        code = _CODE_ERRNOS.get(str(exc).split(" ", 1)[0])
+        if code is not None:
+            return code
     return _cause_errno(exc) or errno.EIO
 
 
@@ -699,8 +808,13 @@ class Backend(_api.Backend):
     def _oserror(self, exc: Exception, doing: str) -> OSError:
         number = _errno_of(exc)
         detail = str(exc) or type(exc).__name__
-        if number == errno.EACCES:
-            detail = f"the server refused our credentials or permissions: {detail}"
+        refusal = _refusal(exc)
+        if refusal == "acl":
+            detail = f"the server's ACL refuses the lock url's user a command or key: {detail}"
+        elif refusal and self._server.kwargs.get("password") is None:
+            detail = f"the server requires credentials and the lock url gives none: {detail}"
+        elif refusal:
+            detail = f"the server refused the credentials in the lock url: {detail}"
         message = f"cannot {doing} redis lock {self.path!r} at {self.shown_url}: {detail}"
         return OSError(number, message)
 

@@ -27,6 +27,7 @@ import os
 import stat as stat_module
 import sys
 
+from . import _owner
 from ._stale import StaleBackend, kind_error, lstat, same
 
 TYPE_CHECKING = False
@@ -85,10 +86,7 @@ class Backend(StaleBackend):
             raise problem
 
     def _owner(self, st: os.stat_result) -> Owner:
-        target = _target(self.path)
-        if target is None or not target.isdigit():
-            return None, None, None
-        return int(target), None, None
+        return _owner.pid_of(_target(self.path)), None, None
 
     def _remove(self, st: os.stat_result) -> bool:
         if not same(self.path, st):

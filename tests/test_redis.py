@@ -21,6 +21,7 @@ import uuid
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -187,17 +188,27 @@ def test_release_never_deletes_a_successor_lock(server: RedisServer, name: str) 
     first = Lock(name, url=server.url)
     second = Lock(name, url=server.url)
     first.acquire()
+    taken, done = threading.Event(), threading.Event()
+
+    def successor_thread() -> None:  # another thread: not a duplicate
+        second.acquire()
+        taken.set()
+        done.wait(30)
+        second.release()  # only the thread that took a lock releases it
+
     with server.client() as client:
         client.delete(key_of(name))  # as if first's lease had run out
-        thread = threading.Thread(target=second.acquire)  # another thread: not a duplicate
+        thread = threading.Thread(target=successor_thread)
         thread.start()
-        thread.join()
+        assert taken.wait(30)
         successor = client.get(key_of(name))
         with pytest.raises(ExpiredLockError, match="broken or replaced"):
             first.release()
         assert client.get(key_of(name)) == successor
     assert second.fencing_token is not None
-    second.release()
+    done.set()
+    thread.join()
+    assert not second.is_locked
 
 
 def test_lease_runs_out_on_the_server_and_release_reports_it(
@@ -327,24 +338,75 @@ def test_unix_socket_url_works(tmp_path: Path, name: str) -> None:
 def test_authentication_failures_are_eacces_and_hide_the_password(
     tmp_path: Path, name: str
 ) -> None:
+    """Whatever the server answers first (NOAUTH, WRONGPASS, a protocol error), on any redis-py."""
     srv = RedisServer(str(tmp_path / "redis"), "--requirepass", "s3cret").start()
     try:
         with srv.client(password="s3cret") as client:
             client.set("perlcompat:epoch", 0)
-        no_password = srv.url
-        wrong = f"redis://:wrong-pw@127.0.0.1:{srv.port}/0"
-        right = f"redis://:s3cret@127.0.0.1:{srv.port}/0"
-        for url in (no_password, wrong):
-            assert lock(name, url=url) == 0
-            assert OS_ERROR == errno.EACCES
+            # may not run EVALSHA / may run the scripts but not SET inside them
+            client.execute_command(
+                "ACL", "SETUSER", "noeval", "on", ">pw", "~*", "+@all", "-evalsha"
+            )
+            client.execute_command("ACL", "SETUSER", "noset", "on", ">pw", "~*", "+@all", "-set")
+        port = srv.port
+        cases = [
+            (f"redis://127.0.0.1:{port}/0", "requires credentials and the lock url gives none"),
+            (f"redis://127.0.0.1:{port}/1", "requires credentials and the lock url gives none"),
+            (f"redis://:wrong-pw@127.0.0.1:{port}/0", "refused the credentials in the lock url"),
+            (f"redis://ghost:wrong-pw@127.0.0.1:{port}/0", "refused the credentials"),
+            (f"redis://noeval:pw@127.0.0.1:{port}/0", "ACL refuses the lock url's user"),
+            (f"redis://noset:pw@127.0.0.1:{port}/0", "ACL refuses the lock url's user"),
+        ]
+        for url, cause in cases:
+            for _attempt in range(2):  # a fresh connection, then one from the pool
+                assert lock(name, url=url) == 0, url
+                assert OS_ERROR == errno.EACCES, (url, str(OS_ERROR))
             with pytest.raises(PermissionError) as info:
                 Lock(name, url=url).acquire()
-            assert "wrong-pw" not in str(info.value) and "credentials" in str(info.value)
-        assert "redis://:***@127.0.0.1" in str(info.value)
+            message = str(info.value)
+            assert cause in message and "wrong-pw" not in message and repr(name) in message
+            assert redis_lock.redact(url) in message
+            assert ("@" not in url) or ":***@127.0.0.1" in message
+        right = f"redis://:s3cret@127.0.0.1:{port}/0"
         assert lock(name, url=right) == 1
         assert unlock(name, url=right) == 1
     finally:
         srv.stop()
+
+
+def test_a_host_name_that_does_not_resolve_in_time_is_etimedout(
+    server: RedisServer, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """getaddrinfo() has no timeout of its own: a stuck resolver must not outlast the patience."""
+    release = threading.Event()
+    real = socket.getaddrinfo
+
+    def resolve(host: object, *args: Any, **kwargs: Any) -> Any:
+        if host == "stuck.invalid":
+            release.wait(20)  # a resolver that does not answer
+            raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+        if host == "nohost.invalid":
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return real(host, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(socket, "getaddrinfo", resolve)
+    try:
+        url = f"redis://stuck.invalid:{server.port}/0"
+        started = time.monotonic()
+        assert lock(name, url=url, retry=1, wait=0.5) == 0
+        assert OS_ERROR == errno.ETIMEDOUT
+        assert time.monotonic() - started < 3  # patience 0.5 s: connect + read timeouts, 1 s
+        with pytest.raises(TimeoutError, match=r"stuck\.invalid"):
+            Lock(name, url=url, retry=1, wait=0.5).acquire()
+        # a name that resolves goes the same way (a helper thread) and works
+        # a name that does not resolve: $! is EINVAL as in Perl's IO::Socket, not -2
+        assert lock(name, url=f"redis://nohost.invalid:{server.port}/0", retry=0) == 0
+        assert OS_ERROR == errno.EINVAL
+        local = f"redis://localhost:{server.port}/0"
+        assert lock(name, url=local, retry=0) == 1
+        assert unlock(name, url=local) == 1
+    finally:
+        release.set()
 
 
 def test_server_down_while_held_release_is_an_error_naming_the_url(
@@ -357,6 +419,8 @@ def test_server_down_while_held_release_is_an_error_naming_the_url(
     held = Lock(name, url=own_server.url)
     own_server.start()
     own_server.declare_empty()
+    assert unlock(name, url=own_server.url) == 0  # a failed unlock keeps the lock: again
+    assert OS_ERROR == errno.ETIMEDOUT  # its lease went with the server's memory
     held.acquire()
     own_server.stop()
     with pytest.raises(ConnectionRefusedError, match=f"cannot release .*{own_server.url}"):
@@ -696,9 +760,19 @@ def test_redis_py_errors_map_to_errnos() -> None:
         (rx.TimeoutError("Timeout reading"), errno.ETIMEDOUT),
         (rx.ConnectionError("Connection closed by server."), errno.ECONNRESET),
         (rx.ReadOnlyError("READONLY"), errno.EROFS),
-        (rx.OutOfMemoryError("OOM"), errno.ENOMEM),
         (rx.ResponseError("ERR something"), errno.EIO),
+        # what older redis-py (4.2) leaves as plain error replies
+        (rx.ResponseError("WRONGPASS invalid username-password pair"), errno.EACCES),
+        (rx.ResponseError("NOAUTH Authentication required."), errno.EACCES),
+        (rx.ResponseError("NOPERM this user has no permissions to run 'x'"), errno.EACCES),
+        (rx.ResponseError("Protocol error: unauthenticated multibulk length"), errno.EACCES),
+        (rx.ResponseError("The user executing the script can't run this command"), errno.EACCES),
+        (rx.ResponseError("OOM command not allowed when used memory > 'maxmemory'."), errno.ENOMEM),
+        (rx.ResponseError("LOADING Redis is loading the dataset in memory"), errno.EAGAIN),
+        (rx.ResponseError("READONLY You can't write against a read only replica."), errno.EROFS),
     ]
+    if hasattr(rx, "OutOfMemoryError"):  # not in redis-py 4.2
+        cases.append((rx.OutOfMemoryError("OOM"), errno.ENOMEM))
     for exc, number in cases:
         assert redis_lock._errno_of(exc) == number, exc
     try:
