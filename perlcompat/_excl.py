@@ -35,6 +35,7 @@ from ._stale import (
     read_small,
     same,
 )
+from ._winfile import busy_create, open_file, retry_busy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -58,9 +59,13 @@ class Backend(StaleBackend):
     def try_acquire(self) -> bool:
         """Create the file exclusively; True if we created it."""
         try:
-            fd = os.open(self.path, _CREATE, 0o644)
+            fd = open_file(self.path, _CREATE, 0o644)
         except FileExistsError:
             return False
+        except PermissionError as exc:
+            if busy_create(self.path, exc):
+                return False  # Windows: the last holder's file, deleted, still open somewhere
+            raise
         token = _owner.nonce()
         try:
             os.write(fd, _owner.record("excl", token=token).encode())
@@ -78,7 +83,7 @@ class Backend(StaleBackend):
         return self._record_is_ours(st, mine, self.path, "excl")
 
     def _undo(self) -> None:
-        os.unlink(self.path)
+        retry_busy(os.unlink, self.path)
 
     def _check(self, st: os.stat_result) -> None:
         if not stat_module.S_ISREG(st.st_mode):

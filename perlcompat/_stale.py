@@ -62,6 +62,7 @@ from _thread import _local
 
 from . import _owner
 from ._api import Backend
+from ._winfile import open_file
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -109,7 +110,7 @@ def read_small(path: str, limit: int = 4096) -> bytes | None:
     None if absent or not a regular file (a FIFO, a device).
     """
     try:
-        fd = os.open(path, os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_BINARY | O_NONBLOCK)
+        fd = open_file(path, os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_BINARY | O_NONBLOCK)
     except OSError:
         return None
     try:
@@ -143,7 +144,7 @@ def read_same(path: str, st: os.stat_result, limit: int = 4096) -> bytes | None:
     (naming *path*) when the file cannot be read, so it cannot be told a lock.
     """
     try:
-        fd = os.open(path, os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_BINARY | O_NONBLOCK)
+        fd = open_file(path, os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_BINARY | O_NONBLOCK)
     except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as exc:
@@ -456,6 +457,8 @@ class StaleBackend(Backend):
         age = self._age(st)
         if age > self.stale:
             return True
+        if sys.platform == "win32":
+            return False  # owners are unknown there: do not even open the lock to read one
         pid, host, start = self._owner(st)
         return _owner.alive(pid, host, start, time.time() - age) is False
 

@@ -14,12 +14,18 @@ time, identity re-checked right before the ``unlink``).  Release removes the
 link only if it is exactly the one this holder made (device, inode, mtime,
 ctime): the pid target cannot tell two threads of one process apart, and a
 link remade after a break may reuse the inode.
+
+On Windows the method refuses with ``ValueError`` when the lock is made: a
+symlink there needs a privilege (or Developer Mode), Perl before 5.34 has no
+``symlink`` at all, and under wine ``os.symlink`` reports success and creates
+nothing.  Use the mkdir method (seed 003's ``sub lock``) instead.
 """
 
 from __future__ import annotations
 
 import os
 import stat as stat_module
+import sys
 
 from . import _owner
 from ._stale import StaleBackend, kind_error, lstat, same
@@ -44,6 +50,11 @@ class Backend(StaleBackend):
     method = "symlink"
 
     def __init__(self, path: str, *, stale: float, shared: bool = False, **options: Any) -> None:
+        if sys.platform == "win32":
+            raise ValueError(
+                f"lock method 'symlink' does not work on Windows (lock {path!r}): symlinks "
+                "need a privilege there; use method='mkdir', Perl's mkdir lock, instead"
+            )
         super().__init__(path, stale=stale, shared=shared, **options)
         self._mine: os.stat_result | None = None
 
