@@ -48,8 +48,6 @@ from ._stale import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
     from ._stale import Owner
 
 #: default suffix of the marker's name while held.
@@ -80,6 +78,7 @@ class Backend(StaleBackend):
     """A marker file at ``path``, renamed to ``held`` while the lock is held."""
 
     method = "rename"
+    options = ("held",)
 
     def __init__(
         self,
@@ -87,10 +86,9 @@ class Backend(StaleBackend):
         *,
         stale: float,
         shared: bool = False,
-        held: str | None = None,
-        **options: Any,
+        held: str | os.PathLike[str] | None = None,
     ) -> None:
-        super().__init__(path, stale=stale, shared=shared, **options)
+        super().__init__(path, stale=stale, shared=shared)
         if held:
             self.held = os.path.join(os.path.dirname(path), os.fspath(held))
         else:

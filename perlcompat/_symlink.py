@@ -26,8 +26,6 @@ from ._stale import StaleBackend, kind_error, lstat, same
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
     from ._stale import Owner
 
 
@@ -43,8 +41,8 @@ class Backend(StaleBackend):
 
     method = "symlink"
 
-    def __init__(self, path: str, *, stale: float, shared: bool = False, **options: Any) -> None:
-        super().__init__(path, stale=stale, shared=shared, **options)
+    def __init__(self, path: str, *, stale: float, shared: bool = False) -> None:
+        super().__init__(path, stale=stale, shared=shared)
         self._mine: os.stat_result | None = None
 
     def try_acquire(self) -> bool:
