@@ -42,9 +42,10 @@ stale lock without ever removing a live one.  Everything else lives here, once:
   ``ExpiredLockError`` (``unlock()`` returns 0, ``$!`` = ETIMEDOUT): another
   process was entitled to break it, so the critical section may have overlapped.
   A lock no longer ours is never removed.
-* **Logging.** Stale-lock removals and expired locks are logged at WARNING on
-  the ``perlcompat`` logger, redis hold-offs at INFO (``_log``: ``logging`` is
-  imported only then); no handlers are configured.
+* **Logging.** Stale-lock removals, expired or broken locks and an ``unlock()``
+  that finds another owner's lock are logged at WARNING on the ``perlcompat``
+  logger, redis hold-offs at INFO (``_log``: ``logging`` is imported only
+  then); no handlers are configured.
 """
 
 from __future__ import annotations
