@@ -5,8 +5,9 @@ between them: gives up after ~4 s) and ``--n`` Python processes run
 ``perlcompat.lock()`` on the same lock directory.  Each process repeats a
 request cycle for ``--seconds``: take the lock (a busy answer counts and the
 request is dropped, as a CGI would print "busy"), read-increment-write a
-shared counter file, hold ``--hold`` seconds in all, release, think ``--think``
-seconds.  Requests started before the end are finished and counted.  The
+shared counter file, hold ``--hold`` seconds in all, release, think a random
+0 to 2 x ``--think`` seconds (so that requests arrive at random phases, not in
+lockstep with the one-second sleeps).  Requests started before the end are finished and counted.  The
 counter must equal the sum of the granted requests (a lost update would mean
 the lock failed).
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import subprocess
 import sys
 import tempfile
@@ -44,7 +46,7 @@ sub unlock { rmdir("$_[0]"); }
 my ($ok, $busy) = (0, 0);
 Time::HiRes::sleep($start - Time::HiRes::time()) if $start > Time::HiRes::time();
 while (Time::HiRes::time() < $end) {
-    if (!&lock($dir)) { $busy++; Time::HiRes::sleep($think); next; }
+    if (!&lock($dir)) { $busy++; Time::HiRes::sleep(rand(2 * $think)); next; }
     my $t0 = Time::HiRes::time();
     open(my $fh, '+<', $counter) or die "$counter: $!";
     my $n = <$fh> // 0; seek($fh, 0, 0); print $fh $n + 1, "\n"; truncate($fh, tell($fh));
@@ -53,7 +55,7 @@ while (Time::HiRes::time() < $end) {
     Time::HiRes::sleep($left) if $left > 0;
     &unlock($dir);
     $ok++;
-    Time::HiRes::sleep($think);
+    Time::HiRes::sleep(rand(2 * $think));
 }
 print "$ok $busy\n";
 """
@@ -72,7 +74,7 @@ def python_worker(
     while time.time() < end:
         if not lock(directory, poll=fair):
             busy += 1
-            time.sleep(think)
+            time.sleep(random.uniform(0, 2 * think))
             continue
         t0 = time.monotonic()
         with open(counter, "r+") as fh:
@@ -85,7 +87,7 @@ def python_worker(
             time.sleep(left)
         assert unlock(directory) == 1
         ok += 1
-        time.sleep(think)
+        time.sleep(random.uniform(0, 2 * think))
     print(ok, busy)
 
 
@@ -143,7 +145,7 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=8, help="processes per side (default 8)")
     parser.add_argument("--seconds", type=float, default=6.0, help="per mode (default 6)")
     parser.add_argument("--hold", type=float, default=0.02, help="critical section (s)")
-    parser.add_argument("--think", type=float, default=0.05, help="pause between requests (s)")
+    parser.add_argument("--think", type=float, default=0.05, help="mean pause between requests (s)")
     args = parser.parse_args()
     print(
         f"{args.n} Perl (seed 003 sub) + {args.n} Python (lock()) processes on one mkdir lock,"

@@ -511,7 +511,7 @@ class Lock:
             if wait_for_release is not None:  # redis: block until a release wakes us
                 _wait_for_release(wait_for_release, None if deadline is None else deadline - now)
                 continue
-            delay = poll if poll is not None else pause * _jitter()
+            delay = (poll if poll is not None else pause) * _jitter()
             if deadline is not None:
                 delay = min(delay, max(deadline - now, 0.0))
             _pause(delay)

@@ -27,6 +27,8 @@ import pytest
 import perlcompat
 from perlcompat import OS_ERROR, Lock, LockError, LockTimeout, Semaphore, _api, lock, unlock
 
+REAL_JITTER = _api._jitter
+
 # -- a fake clock: the wait loop's time and pauses, no real sleeping ----------------
 
 
@@ -62,6 +64,7 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
     monkeypatch.setattr(_mkdir.Backend, "try_acquire", fake.busy)
     monkeypatch.setattr(_mkdir.Backend, "break_stale", lambda self: False)
     monkeypatch.delenv("PERLCOMPAT_LOCK_POLL", raising=False)
+    monkeypatch.setattr(_api, "_jitter", lambda: 1.0)  # the jitter's mean; tested below
     return fake
 
 
@@ -75,6 +78,20 @@ def test_patience_is_the_subs_tries_and_sleeps(
     assert len(clock.tries) == tries
     assert clock.pauses == [1.0] * (tries - 1)
     assert clock.tries[-1] - clock.tries[0] == (tries - 1) * 1.0
+
+
+def test_poll_jitter_keeps_the_cadence_on_average(
+    clock: FakeClock, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    factors = iter([0.5, 1.4999, 0.75, 1.25, 1.0, 1.0])
+    monkeypatch.setattr(_api, "_jitter", lambda: next(factors))
+    with pytest.raises(LockTimeout):
+        Lock(str(tmp_path / "lk"), timeout=4, poll=1.0).acquire()
+    # 0.5 + 1.4999 + 0.75 + 1.25 = 3.9999, then the rest of the patience: one more try
+    assert clock.pauses[:4] == pytest.approx([0.5, 1.4999, 0.75, 1.25])
+    assert clock.pauses[4] == pytest.approx(0.0001)
+    assert len(clock.tries) == 6
+    assert all(0.5 <= REAL_JITTER() < 1.5 for _ in range(1000))
 
 
 def test_default_backoff_gives_up_after_retry_minus_one_waits(
