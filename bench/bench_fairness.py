@@ -7,13 +7,13 @@ request cycle for ``--seconds``: take the lock (a busy answer counts and the
 request is dropped, as a CGI would print "busy"), read-increment-write a
 shared counter file, hold ``--hold`` seconds in all, release, think a random
 0 to 2 x ``--think`` seconds (so that requests arrive at random phases, not in
-lockstep with the one-second sleeps).  Requests started before the end are finished and counted.  The
-counter must equal the sum of the granted requests (a lost update would mean
-the lock failed).
+lockstep with the one-second sleeps).  Requests started before the end are
+finished and counted.  The counter must equal the sum of the granted requests
+(a lost update would mean the lock failed).
 
 Rows, one run each: Python with the default backoff (short jittered pauses,
 a released lock is taken within milliseconds), and Python with ``poll=1.0``
-(the fair mode: a try every second, the Perl sub's cadence).  Columns per
+(the fair mode: a try about every second, the Perl sub's cadence).  Columns per
 side: requests, busy answers and their share, granted requests per second.
 
     python bench/bench_fairness.py [--n 8] [--seconds 6] [--hold 0.02] [--think 0.05]

@@ -15,8 +15,9 @@ stale lock without ever removing a live one.  Everything else lives here, once:
   ``TimeoutError``.  Between tries it sleeps a short, jittered, growing
   interval capped well below ``wait``, so a released lock is taken within
   milliseconds, not a second.  With ``poll=`` (or ``PERLCOMPAT_LOCK_POLL``) it
-  sleeps exactly that many seconds instead, at a Perl sub's cadence, so that
-  Perl waiters beside it get their fair share of hand-offs.  A pending
+  sleeps that many seconds instead (jittered +-50%, so waiters do not fall in
+  step), a Perl sub's cadence, so that Perl waiters beside it get their share
+  of hand-offs (docs/locks.md has the bench).  A pending
   ``alarm()`` is honoured between tries.
 * **Staleness.** After a failed try (at most every ``BREAK_EVERY`` seconds) the
   backend is asked to recover a lock older than ``stale`` seconds, or one whose
