@@ -193,7 +193,7 @@ def test_acquire_timeout_none_or_minus_one_waits_for_ever(tmp_path: Path, foreve
     holder.release()
     thread.join(60)
     assert result == ["acquired"]
-    assert tries > 20
+    assert tries >= 20  # it kept trying past a one-try patience until the release
 
 
 def acquire_and_release(waiter: Lock, forever: None) -> object:
