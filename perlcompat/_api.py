@@ -6,11 +6,19 @@ named in :data:`METHODS` and loaded on first use.  A backend knows how to make o
 non-blocking attempt, how to release only what it holds, and how to recover a
 stale lock without ever removing a live one.  Everything else lives here, once:
 
-* **Patience.** ``lock()`` tries for about ``retry * wait`` seconds (seed 003's
-  five tries one second apart), then returns 0 with ``$!`` = EWOULDBLOCK.  Between
-  tries it sleeps a short, jittered, growing interval capped well below ``wait``,
-  so a released lock is taken within milliseconds, not a second.  ``retry=None``
-  waits without limit.  A pending ``alarm()`` is honoured between tries.
+* **Patience.** ``lock()`` tries for ``(retry - 1) * wait`` seconds, as seed
+  003's sub does (five tries with four one-second sleeps between them: 4 s;
+  ``retry`` 0 or 1: one try), then returns 0 with ``$!`` = EWOULDBLOCK.
+  ``Lock(timeout=...)``/``acquire(timeout=...)`` give the patience in seconds
+  instead (None or -1: without limit, filelock's convention); ``retry=None``
+  waits without limit too.  A time-out raises ``LockTimeout``, also a
+  ``TimeoutError``.  Between tries it sleeps a short, jittered, growing
+  interval capped well below ``wait``, so a released lock is taken within
+  milliseconds, not a second.  With ``poll=`` (or ``PERLCOMPAT_LOCK_POLL``) it
+  sleeps that many seconds instead (jittered +-50%, so waiters do not fall in
+  step), a Perl sub's cadence, so that Perl waiters beside it get their share
+  of hand-offs (docs/locks.md has the bench).  A pending
+  ``alarm()`` is honoured between tries.
 * **Staleness.** After a failed try (at most every ``BREAK_EVERY`` seconds) the
   backend is asked to recover a lock older than ``stale`` seconds, or one whose
   owner on this host is dead.  The
@@ -35,6 +43,10 @@ stale lock without ever removing a live one.  Everything else lives here, once:
   ``ExpiredLockError`` (``unlock()`` returns 0, ``$!`` = ETIMEDOUT): another
   process was entitled to break it, so the critical section may have overlapped.
   A lock no longer ours is never removed.
+* **Logging.** Stale-lock removals, expired or broken locks and an ``unlock()``
+  that finds another owner's lock are logged at WARNING on the ``perlcompat``
+  logger, redis hold-offs at INFO (``_log``: ``logging`` is imported only
+  then); no handlers are configured.
 """
 
 from __future__ import annotations
@@ -80,6 +92,12 @@ class LockError(OSError):
     def __init__(self, message: str, errno_: int | None = None) -> None:
         number = self.default_errno if errno_ is None else errno_
         super().__init__(number, message)
+
+
+class LockTimeout(LockError, TimeoutError):
+    """No lock within the patience: a ``LockError`` and a ``TimeoutError`` (errno EWOULDBLOCK)."""
+
+    default_errno = errno.EWOULDBLOCK
 
 
 class DuplicateLockError(LockError):
@@ -131,15 +149,15 @@ class Backend:
 
     method: ClassVar[str] = ""
     can_share: ClassVar[bool] = False
+    #: the keyword options this method's constructor takes beyond the common ones.
+    options: ClassVar[tuple[str, ...]] = ()
     #: when the running ``Lock.acquire`` gives up (``time.monotonic()``), None for
     #: never; set before the first attempt, for methods that wait on a network (redis).
     deadline: float | None = None
 
-    def __init__(self, path: str, *, stale: float, shared: bool = False, **options: Any) -> None:
+    def __init__(self, path: str, *, stale: float, shared: bool = False) -> None:
         if shared and not self.can_share:
             raise ValueError(f"lock method {self.method!r} cannot take shared locks")
-        if options:
-            raise TypeError(f"lock method {self.method!r} takes no option {sorted(options)[0]!r}")
         self.path = path
         self.stale = stale
         self.shared = shared
@@ -187,6 +205,62 @@ def _backend_class(method: str) -> type[Backend]:
     module = import_module(f"perlcompat.{module_name}")
     cls: type[Backend] = module.Backend
     return cls
+
+
+class _Unset:
+    """The type of :data:`UNSET`: an argument that was not given."""
+
+    def __repr__(self) -> str:
+        return "<default>"
+
+
+#: default of ``timeout=`` and ``retry=``: not given (-1 and None mean "wait for ever").
+UNSET = _Unset()
+#: seed 003's tries: ``Lock``'s ``retry`` when neither it nor ``timeout`` is given.
+DEFAULT_RETRY = 5
+
+
+def check_timeout(value: object) -> float | None:
+    """Return *value* as seconds, None for ever (None or -1); ValueError otherwise."""
+    if value is None or (
+        not isinstance(value, bool) and isinstance(value, (int, float)) and value == -1
+    ):
+        return None
+    return check_seconds("timeout", value)
+
+
+def check_retry(retry: object) -> int | None:
+    """Return *retry* (a whole number of tries, or None); ValueError otherwise."""
+    if retry is None:
+        return None
+    if isinstance(retry, bool) or not isinstance(retry, int) or retry < 0:
+        raise ValueError(f"retry must be a whole number >= 0 or None, not {retry!r}")
+    if retry > 2**53:
+        raise ValueError(f"retry must be a whole number <= 2**53 or None, not {retry!r}")
+    return retry
+
+
+def retry_patience(retry: int | None, wait: float) -> float | None:
+    """Seconds of seed 003's sub: *retry* tries with ``retry - 1`` sleeps of *wait*."""
+    if retry is None:
+        return None
+    return check_seconds("(retry - 1) * wait", max(retry - 1, 0) * wait)
+
+
+def poll_seconds(poll: float | None) -> float | None:
+    """*poll* checked, or ``PERLCOMPAT_LOCK_POLL`` when *poll* is None (unset or empty: None)."""
+    if poll is None:
+        text = os.environ.get("PERLCOMPAT_LOCK_POLL", "").strip()
+        if not text:
+            return None
+        try:
+            value = float(text)
+        except ValueError:
+            raise ValueError(
+                f"PERLCOMPAT_LOCK_POLL must be a number of seconds > 0, not {text!r}"
+            ) from None
+        return check_seconds("PERLCOMPAT_LOCK_POLL", value, zero=False)
+    return check_seconds("poll", poll, zero=False)
 
 
 def resolve_path(name: str | os.PathLike[str], root: str | os.PathLike[str] | None) -> str:
@@ -294,8 +368,12 @@ class Lock:
 
     ``Lock("lockdir")`` is seed 003's mkdir lock; ``method=`` picks another
     (``"flock"`` is the recommended one where no Perl script needs a directory),
-    ``url="redis://..."`` a Redis lock.  ``retry * wait`` seconds is the patience;
-    ``stale`` the age after which another process may break the lock.
+    ``url="redis://..."`` a Redis lock.  The patience is ``timeout`` seconds
+    (None or -1: for ever) or, without it, seed 003's ``(retry - 1) * wait``
+    (giving both ``timeout`` and ``retry`` is a ValueError); ``poll`` seconds
+    between tries waits at a Perl sub's cadence (fair to Perl waiters);
+    ``stale`` is the age after which another process may break the lock.
+    Method options: ``mode`` (mkdir), ``held`` (rename), ``url`` (redis).
     """
 
     def __init__(
@@ -303,24 +381,35 @@ class Lock:
         name: str | os.PathLike[str] = "lockdir",
         *,
         method: str | None = None,
-        retry: int | None = 5,
+        timeout: float | _Unset | None = UNSET,
+        retry: int | _Unset | None = UNSET,
         wait: float = 1.0,
         stale: float = 180.0,
         shared: bool = False,
         root: str | os.PathLike[str] | None = None,
+        poll: float | None = None,
         url: str | None = None,
-        **options: Any,
+        mode: int | None = None,
+        held: str | os.PathLike[str] | None = None,
     ) -> None:
-        if retry is not None and (
-            isinstance(retry, bool) or not isinstance(retry, int) or retry < 0
-        ):
-            raise ValueError(f"retry must be a whole number >= 0 or None, not {retry!r}")
+        if not isinstance(timeout, _Unset) and not isinstance(retry, _Unset):
+            raise ValueError(
+                "give the patience as timeout= (seconds) or as retry= (tries), not both"
+                f" (timeout={timeout!r}, retry={retry!r})"
+            )
+        retry = check_retry(DEFAULT_RETRY if isinstance(retry, _Unset) else retry)
         wait = check_seconds("wait", wait)
         stale = check_seconds("stale", stale, zero=False)
-        if retry is not None and retry > 2**53:
-            raise ValueError(f"retry must be a whole number <= 2**53 or None, not {retry!r}")
-        if retry is not None:
-            check_seconds("retry * wait", retry * wait)
+        if isinstance(timeout, _Unset):
+            self.timeout = retry_patience(retry, wait)
+        else:
+            self.timeout = check_timeout(timeout)
+        self.poll = poll_seconds(poll)
+        options: dict[str, Any] = {}
+        if mode is not None:
+            options["mode"] = mode
+        if held is not None:
+            options["held"] = held
         if url is None and method is None:
             url = os.environ.get("PERLCOMPAT_LOCK_URL") or None
         if url is not None:
@@ -341,7 +430,11 @@ class Lock:
         self.stale = float(stale)
         self.shared = shared
         self.path = path
-        self._backend = _backend_class(method)(path, stale=self.stale, shared=shared, **options)
+        cls = _backend_class(method)
+        for option in options:
+            if option not in cls.options:
+                raise TypeError(f"lock method {method!r} takes no option {option!r}")
+        self._backend = cls(path, stale=self.stale, shared=shared, **options)
         self._owner_thread: int | None = None
         self._since = 0.0
         self._abandoned = False
@@ -368,18 +461,18 @@ class Lock:
 
     # -- acquire / release ---------------------------------------------
     def patience(self) -> float | None:
-        """Seconds ``acquire()`` waits by default (``retry * wait``), None for ever."""
-        return None if self.retry is None else self.retry * self.wait
+        """Seconds ``acquire()`` waits by default (``timeout``), None for ever."""
+        return self.timeout
 
-    def acquire(self, timeout: float | None = -1.0) -> Lock:
-        """Take the lock within *timeout* seconds (default: ``retry * wait``) or raise LockError.
+    def acquire(self, timeout: float | _Unset | None = UNSET) -> Lock:
+        """Take the lock within *timeout* seconds or raise ``LockTimeout`` (a TimeoutError).
 
-        *timeout* is -1 (the default patience), None (for ever) or finite seconds >= 0.
+        *timeout* is finite seconds >= 0, or None or -1 for ever (filelock's
+        convention); not given, the object's patience (:meth:`patience`).
         """
         from . import _cleanup
 
-        if timeout is not None:
-            timeout = self.patience() if timeout == -1.0 else check_seconds("timeout", timeout)
+        timeout = self.timeout if isinstance(timeout, _Unset) else check_timeout(timeout)
         me = get_ident()
         key = (self.method, self.path)
         holder = _held.get(key)
@@ -388,6 +481,7 @@ class Lock:
         deadline = None if timeout is None else time.monotonic() + timeout
         pause = BACKOFF_FIRST
         cap = min(BACKOFF_MAX, self.wait) if self.wait > 0 else BACKOFF_MAX
+        poll = self.poll
         backend = self._backend
         backend.deadline = deadline
         next_break = 0.0
@@ -413,12 +507,12 @@ class Lock:
                 why = getattr(backend, "why_busy", None)
                 reason = why() if why is not None else ""
                 detail = f": {reason}" if reason else ""
-                raise LockError(f"lock {self.path!r} is busy (waited {timeout:g} s){detail}")
+                raise LockTimeout(f"lock {self.path!r} is busy (waited {timeout:g} s){detail}")
             wait_for_release = getattr(backend, "wait_for_release", None)
             if wait_for_release is not None:  # redis: block until a release wakes us
                 _wait_for_release(wait_for_release, None if deadline is None else deadline - now)
                 continue
-            delay = pause * _jitter()
+            delay = (poll if poll is not None else pause) * _jitter()
             if deadline is not None:
                 delay = min(delay, max(deadline - now, 0.0))
             _pause(delay)
@@ -459,14 +553,18 @@ class Lock:
             if cleanup is not None:
                 cleanup.leave()
         if not still_ours:
-            raise ExpiredLockError(
-                f"lock {self.path!r} was broken or replaced while held ({held_for:.3g} s)"
-            )
-        if held_for > self.stale:
-            raise ExpiredLockError(
+            message = f"lock {self.path!r} was broken or replaced while held ({held_for:.3g} s)"
+        elif held_for > self.stale:
+            message = (
                 f"lock {self.path!r} was held {held_for:.3g} s, "
                 f"past its stale limit {self.stale:g} s"
             )
+        else:
+            return
+        from . import _log
+
+        _log.warning("%s", message)
+        raise ExpiredLockError(message)
 
     def extend(self, seconds: float | None = None) -> None:
         """Renew a lease-based lock (redis) to *seconds* (default ``stale``) from now.
@@ -562,14 +660,6 @@ def _pause(seconds: float) -> None:
         time.sleep(seconds)
 
 
-def _method_of(method: str | None, url: str | None) -> tuple[str, str | None]:
-    if url is None and method is None:
-        url = os.environ.get("PERLCOMPAT_LOCK_URL") or None
-    if url is not None:
-        return "redis", url
-    return method or "mkdir", None
-
-
 def lock(
     name: str | os.PathLike[str] = "lockdir",
     *,
@@ -579,18 +669,24 @@ def lock(
     stale: float = 180.0,
     shared: bool = False,
     root: str | os.PathLike[str] | None = None,
+    poll: float | None = None,
     url: str | None = None,
-    **options: Any,
+    mode: int | None = None,
+    held: str | os.PathLike[str] | None = None,
 ) -> int:
-    """Seed 003's ``sub lock``: 1 once *name* is locked, 0 with ``$!`` after ``retry * wait`` s.
+    """Seed 003's ``sub lock``: 1 once *name* is locked, 0 and ``$!`` after ``(retry-1)*wait`` s.
 
-    Bad arguments (empty name, unknown method, a name escaping the lock root)
-    raise ``ValueError``/``TypeError`` naming what was wrong; a busy lock or an
-    OS failure (missing or unwritable directory, a symlink planted at the lock
-    path) returns 0 with ``$!`` set.  Never returns 1 without holding the lock.
+    As the sub, ``retry`` tries ``wait`` seconds apart (``retry`` 0 or 1: one
+    try); ``poll`` seconds between tries (or ``PERLCOMPAT_LOCK_POLL``) waits at
+    the sub's cadence, fair to Perl waiters.  Bad arguments (empty name,
+    unknown method, a name escaping the lock root, an option the method does
+    not take) raise ``ValueError``/``TypeError`` naming what was wrong; a busy
+    lock or an OS failure (missing or unwritable directory, a symlink planted
+    at the lock path) returns 0 with ``$!`` set.  Never returns 1 without
+    holding the lock.
     """
     try:
-        held = Lock(
+        Lock(
             name,
             method=method,
             retry=retry,
@@ -598,10 +694,11 @@ def lock(
             stale=stale,
             shared=shared,
             root=root,
+            poll=poll,
             url=url,
-            **options,
-        )
-        held.acquire()
+            mode=mode,
+            held=held,
+        ).acquire()
     except LockError as exc:
         return fail(exc.errno or errno.EWOULDBLOCK)
     except OSError as exc:
@@ -620,18 +717,30 @@ def unlock(
 ) -> int:
     """Seed 003's ``sub unlock``: 1 when this thread's lock is released, else 0 with ``$!``.
 
-    Only a lock taken by ``lock()`` in this process *and thread* is removed;
-    someone else's lock (another process's, another thread's) is never touched
-    (``$!`` = ENOLCK).  A release that fails leaves the lock held (0, ``$!``
-    set), so ``unlock()`` may be called again.
+    Without ``method=``/``url=`` it releases the lock this thread holds at
+    *name* whatever its method.  Only a lock taken by ``lock()`` in this
+    process *and thread* is removed; someone else's lock (another process's,
+    another thread's) is never touched (``$!`` = ENOLCK, and a WARNING on the
+    ``perlcompat`` logger names the method the lock on disk looks like).  A
+    release that fails leaves the lock held (0, ``$!`` set), so ``unlock()``
+    may be called again.
     """
-    method, url = _method_of(method, url)
-    path = os.fspath(name) if method == "redis" else resolve_path(name, root)
-    held = _held.get((method, path))
-    if held is None or held._owner_thread != get_ident():
+    me = get_ident()
+    if url is None and method is None:
+        url = os.environ.get("PERLCOMPAT_LOCK_URL") or None
+    if url is not None or method == "redis":
+        path = os.fspath(name)
+        keys = [("redis", path)]
+    else:
+        path = resolve_path(name, root)
+        keys = [(method, path)] if method is not None else [(m, path) for m in METHODS]
+    found = [_held[key] for key in keys if key in _held and _held[key]._owner_thread == me]
+    if not found:
+        if method != "redis" and url is None:
+            _not_ours(path, method)
         return fail(errno.ENOLCK)
     try:
-        held.release()
+        found[0].release()
     except LockError as exc:
         return fail(exc.errno or errno.ETIMEDOUT)
     except OSError as exc:
@@ -639,3 +748,30 @@ def unlock(
         return fail(exc.errno or errno.EIO)
     set_errno(0)
     return 1
+
+
+def _not_ours(path: str, method: str | None) -> None:
+    """Log why ``unlock()`` of *path* found no lock of this thread (if one is on disk)."""
+    mine = [m for (m, p), held in _held.items() if p == path and held._owner_thread == get_ident()]
+    try:
+        on_disk = detect_method(path)
+    except OSError:
+        on_disk = None
+    if not mine and on_disk is None:
+        return
+    from . import _log
+
+    if mine:
+        _log.warning(
+            "unlock(%r, method=%r): this thread holds it with method=%r; pass that",
+            path,
+            method,
+            mine[0],
+        )
+    else:
+        _log.warning(
+            "unlock(%r): this thread holds no lock there; the lock there looks like"
+            " a %s lock, taken by another process or thread",
+            path,
+            on_disk,
+        )

@@ -39,8 +39,6 @@ from ._winfile import busy_create, open_file, retry_busy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
     from ._stale import Owner
 
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_BINARY
@@ -51,8 +49,8 @@ class Backend(StaleBackend):
 
     method = "excl"
 
-    def __init__(self, path: str, *, stale: float, shared: bool = False, **options: Any) -> None:
-        super().__init__(path, stale=stale, shared=shared, **options)
+    def __init__(self, path: str, *, stale: float, shared: bool = False) -> None:
+        super().__init__(path, stale=stale, shared=shared)
         self._mine: os.stat_result | None = None
         self._token = ""
 

@@ -64,8 +64,8 @@ class Backend(_Base):
     method = "flock"
     can_share = True
 
-    def __init__(self, path: str, *, stale: float, shared: bool = False, **options: Any) -> None:
-        super().__init__(path, stale=stale, shared=shared, **options)
+    def __init__(self, path: str, *, stale: float, shared: bool = False) -> None:
+        super().__init__(path, stale=stale, shared=shared)
         self._fd: int | None = None
 
     def _open(self) -> tuple[int, bool]:

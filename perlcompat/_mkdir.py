@@ -57,8 +57,6 @@ from ._winfile import retry_busy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
     from ._stale import Owner
 
 #: suffix of the owner file kept beside the lock directory.
@@ -94,11 +92,10 @@ class Backend(StaleBackend):
     """A lock directory at ``path`` (mode 0755 like seed 003), owner file beside it."""
 
     method = "mkdir"
+    options = ("mode",)
 
-    def __init__(
-        self, path: str, *, stale: float, shared: bool = False, mode: int = 0o755, **options: Any
-    ) -> None:
-        super().__init__(path, stale=stale, shared=shared, **options)
+    def __init__(self, path: str, *, stale: float, shared: bool = False, mode: int = 0o755) -> None:
+        super().__init__(path, stale=stale, shared=shared)
         self.mode = mode
         self.owner_path = path + OWNER_SUFFIX
         self._mine: os.stat_result | None = None

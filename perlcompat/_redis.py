@@ -602,6 +602,7 @@ class Backend(_api.Backend):
     """A lease on ``perlcompat:lock:NAME`` in one Redis server (see the module docstring)."""
 
     method: ClassVar[str] = "redis"
+    options: ClassVar[tuple[str, ...]] = ("url",)
     #: longest single block in ``wait_for_release``, in seconds.
     WAIT_CAP: ClassVar[float] = 0.5
 
@@ -612,9 +613,8 @@ class Backend(_api.Backend):
         stale: float,
         shared: bool = False,
         url: str | None = None,
-        **options: Any,
     ) -> None:
-        super().__init__(path, stale=stale, shared=shared, **options)
+        super().__init__(path, stale=stale, shared=shared)
         if url is None:
             raise TypeError("the redis lock method needs url='redis://host:6379/0'")
         self._server = server_for(url)
@@ -846,6 +846,15 @@ class Backend(_api.Backend):
         if self.url in _warned:
             return
         _warned.add(self.url)
+        from . import _log
+
+        _log.info(
+            "redis lock %r held off: the server at %s has no record of its locks;"
+            " no grant there for %.3g s more",
+            self.path,
+            self.shown_url,
+            wait_ms / 1000,
+        )
         import warnings
 
         warnings.warn(

@@ -59,8 +59,6 @@ from ._winfile import busy_create, change_time, open_file, retry_busy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
     from ._stale import Owner
 
 #: default suffix of the marker's name while held.
@@ -91,6 +89,7 @@ class Backend(StaleBackend):
     """A marker file at ``path``, renamed to ``held`` while the lock is held."""
 
     method = "rename"
+    options = ("held",)
 
     def __init__(
         self,
@@ -98,10 +97,9 @@ class Backend(StaleBackend):
         *,
         stale: float,
         shared: bool = False,
-        held: str | None = None,
-        **options: Any,
+        held: str | os.PathLike[str] | None = None,
     ) -> None:
-        super().__init__(path, stale=stale, shared=shared, **options)
+        super().__init__(path, stale=stale, shared=shared)
         if held:
             self.held = os.path.join(os.path.dirname(path), os.fspath(held))
         else:

@@ -8,7 +8,7 @@ never more than *n* holders; and the kernel drops a flock when the last
 descriptor of its open file closes, so a holder that exits, crashes or is
 killed with SIGKILL frees its slot at once: no stale state, no age guess, no
 cleanup pass.  When every slot is busy the attempt is repeated with the same
-patience as ``lock()`` (``retry * wait`` seconds, short jittered pauses, a
+patience as ``lock()`` (``(retry - 1) * wait`` seconds, short jittered pauses, a
 pending ``alarm()`` honoured between tries).
 
 Slot files are created if missing (mode 0666 less umask), opened with
@@ -28,12 +28,17 @@ import time
 from ._api import (
     BACKOFF_FIRST,
     BACKOFF_MAX,
+    UNSET,
     DuplicateLockError,
     LockError,
+    LockTimeout,
     NotLockedError,
     _pause,
+    _Unset,
     check_seconds,
+    check_timeout,
     resolve_path,
+    retry_patience,
 )
 from ._errno import fail, reraise_foreign, set_errno
 from ._flock import LOCK_EX, LOCK_NB, LOCK_UN, lock_fd
@@ -60,7 +65,7 @@ class Semaphore:
     """At most *n* holders of *name* across processes and threads; context manager.
 
     ``acquire()`` raises ``LockError`` (errno EWOULDBLOCK) when no slot frees up
-    within ``retry * wait`` seconds; ``release()`` frees the slot.  One object
+    within ``(retry - 1) * wait`` seconds; ``release()`` frees the slot.  One object
     holds at most one slot.
     """
 
@@ -83,7 +88,7 @@ class Semaphore:
         if retry is not None and retry > 2**53:
             raise ValueError(f"retry must be a whole number <= 2**53 or None, not {retry!r}")
         if retry is not None:
-            check_seconds("retry * wait", retry * wait)
+            retry_patience(retry, wait)
         self.name = os.fspath(name)
         self.path = resolve_path(name, root)
         self.n = n
@@ -107,8 +112,8 @@ class Semaphore:
         return f"{self.path}.{index}"
 
     def patience(self) -> float | None:
-        """Seconds ``acquire()`` waits by default (``retry * wait``), None for ever."""
-        return None if self.retry is None else self.retry * self.wait
+        """Seconds ``acquire()`` waits by default (``(retry - 1) * wait``), None for ever."""
+        return retry_patience(self.retry, self.wait)
 
     def __repr__(self) -> str:
         state = f"holding slot {self._slot}" if self._fd is not None else "not held"
@@ -137,20 +142,20 @@ class Semaphore:
             return True
         return False
 
-    def acquire(self, timeout: float | None = -1.0) -> Semaphore:
-        """Take a slot within *timeout* seconds (default ``retry * wait``) or raise LockError.
+    def acquire(self, timeout: float | _Unset | None = UNSET) -> Semaphore:
+        """Take a slot within *timeout* seconds or raise ``LockTimeout`` (a TimeoutError).
 
-        *timeout* is -1 (the default patience), None (for ever) or finite seconds >= 0.
+        *timeout* is finite seconds >= 0, or None or -1 for ever; not given,
+        :meth:`patience`.
         """
-        if timeout is not None:
-            timeout = self.patience() if timeout == -1.0 else check_seconds("timeout", timeout)
+        timeout = self.patience() if isinstance(timeout, _Unset) else check_timeout(timeout)
         deadline = None if timeout is None else time.monotonic() + timeout
         pause = BACKOFF_FIRST
         cap = min(BACKOFF_MAX, self.wait) if self.wait > 0 else BACKOFF_MAX
         while not self.try_acquire():
             now = time.monotonic()
             if deadline is not None and now >= deadline:
-                raise LockError(
+                raise LockTimeout(
                     f"semaphore {self.path!r}: all {self.n} slots busy (waited {timeout:g} s)"
                 )
             delay = pause * (0.5 + random.random())
@@ -196,7 +201,7 @@ def sem_acquire(
     wait: float = 1.0,
     root: str | os.PathLike[str] | None = None,
 ) -> int:
-    """Take one of *n* slots of *name* within ``retry * wait`` s: 1, or 0 with ``$!`` set.
+    """Take one of *n* slots of *name* within ``(retry-1)*wait`` s: 1, or 0 with ``$!`` set.
 
     A thread that already holds a slot of *name* gets 0 with ``$!`` = EDEADLK
     (release it first); all slots busy gives EWOULDBLOCK.

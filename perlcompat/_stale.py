@@ -348,8 +348,8 @@ class StaleBackend(Backend):
     class provides ``break_stale`` and ``describe`` on top of them.
     """
 
-    def __init__(self, path: str, *, stale: float, shared: bool = False, **options: Any) -> None:
-        super().__init__(path, stale=stale, shared=shared, **options)
+    def __init__(self, path: str, *, stale: float, shared: bool = False) -> None:
+        super().__init__(path, stale=stale, shared=shared)
         self._watch = Watch()
 
     # -- hooks -----------------------------------------------------------
@@ -481,10 +481,26 @@ class StaleBackend(Backend):
             if st is None:
                 return False
             self._check(st)
-            return self._is_stale(st) and self._remove(st)
+            age = self._age(st)
+            pid, host, _start = self._owner(st)
+            if not (self._is_stale(st) and self._remove(st)):
+                return False
         finally:
             _tls.breaking -= 1
             unguard(fd)
+        from . import _log
+
+        why = f"older than {self.stale:g} s" if age > self.stale else "its owner is dead"
+        _log.warning(
+            "removed stale %s lock %r (%s; age %.3g s, pid %s, host %s)",
+            self.method,
+            self.path,
+            why,
+            age,
+            pid,
+            host,
+        )
+        return True
 
     def describe(self) -> dict[str, Any] | None:
         """Describe the lock at the path (None if there is none), for ``perlcompat locks``."""

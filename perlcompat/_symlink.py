@@ -32,8 +32,6 @@ from ._stale import StaleBackend, kind_error, lstat, same
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
     from ._stale import Owner
 
 
@@ -49,13 +47,13 @@ class Backend(StaleBackend):
 
     method = "symlink"
 
-    def __init__(self, path: str, *, stale: float, shared: bool = False, **options: Any) -> None:
+    def __init__(self, path: str, *, stale: float, shared: bool = False) -> None:
         if sys.platform == "win32":
             raise ValueError(
                 f"lock method 'symlink' does not work on Windows (lock {path!r}): symlinks "
                 "need a privilege there; use method='mkdir', Perl's mkdir lock, instead"
             )
-        super().__init__(path, stale=stale, shared=shared, **options)
+        super().__init__(path, stale=stale, shared=shared)
         self._mine: os.stat_result | None = None
 
     def try_acquire(self) -> bool:

@@ -59,8 +59,6 @@ from ._winfile import busy_create, open_file, retry_busy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
     from ._api import Lock
     from ._stale import Identity, Owner
 
@@ -166,8 +164,8 @@ class Backend(StaleBackend):
 
     method = "toplock"
 
-    def __init__(self, path: str, *, stale: float, shared: bool = False, **options: Any) -> None:
-        super().__init__(path, stale=stale, shared=shared, **options)
+    def __init__(self, path: str, *, stale: float, shared: bool = False) -> None:
+        super().__init__(path, stale=stale, shared=shared)
         self._id = ""
         self._appended: tuple[int, int] | None = None
         self._held_key: tuple[int, int] | None = None

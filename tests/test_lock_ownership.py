@@ -158,7 +158,7 @@ def test_nan_and_infinite_seconds_are_refused_naming_the_argument(tmp_path: Path
 def test_timeout_none_and_default_still_work(tmp_path: Path) -> None:
     held = Lock(str(tmp_path / "lk"), retry=1, wait=0.01).acquire(timeout=None)
     with pytest.raises(OSError):
-        Lock(str(tmp_path / "lk"), retry=1, wait=0.01).acquire()  # -1: retry * wait
+        Lock(str(tmp_path / "lk"), retry=1, wait=0.01).acquire()  # same thread: EDEADLK
     held.release()
     sem = Semaphore(str(tmp_path / "s"), 1)
     sem.acquire(timeout=None)

@@ -264,12 +264,12 @@ def test_sem_acquire_and_release_return_perl_values(tmp_path: Path) -> None:
     assert OS_ERROR == errno.ENOLCK
 
 
-def test_sem_acquire_gives_up_after_retry_times_wait(tmp_path: Path) -> None:
+def test_sem_acquire_gives_up_after_retry_minus_one_waits(tmp_path: Path) -> None:
     name = str(tmp_path / "sem")
     child = Child.perl(HOLD_SLOTS, name, "1", "1")
     child.expect("1")
     start = time.monotonic()
-    assert sem_acquire(name, 1, retry=3, wait=0.1) == 0
+    assert sem_acquire(name, 1, retry=4, wait=0.1) == 0  # (4 - 1) * 0.1 s, like lock()
     took = time.monotonic() - start
     assert OS_ERROR == errno.EWOULDBLOCK
     assert str(OS_ERROR) == "Resource temporarily unavailable"

@@ -2,7 +2,7 @@
 """Guestbook with seed 003's lock, ported line for line from guestbook.cgi.
 
 ``sub lock``/``sub unlock`` become ``perlcompat.lock``/``unlock``: the same empty
-directory made with mkdir, the same 5 tries within 5 s and 3-minute stale limit,
+directory made with mkdir, the same 5 tries within 4 s and 3-minute stale limit,
 so this script and guestbook.cgi exclude each other on one guestbook.
 """
 
