@@ -201,7 +201,8 @@ def held_by_another_thread(path: str, method: str = "mkdir") -> Iterator[None]:
 @pytest.mark.parametrize("method", ["mkdir", "flock", "excl", "rename", "toplock"])
 def test_second_holder_waits_then_gets_the_lock(tmp_path: Path, method: str) -> None:
     path = str(tmp_path / "lk")
-    second = Lock(path, method=method, retry=2, wait=0.1)
+    # seed 003's patience: (retry - 1) * wait = 0.2 s
+    second = Lock(path, method=method, retry=3, wait=0.1)
     with held_by_another_thread(path, method):
         start = time.monotonic()
         with pytest.raises(OSError) as busy:
