@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 import pytest
-from perlutil import Child
+from perlutil import Child, run_perl
 
 from perlcompat import OS_ERROR, Lock, LockError, lock, unlock
 from perlcompat._api import detect_method
@@ -229,18 +229,47 @@ def test_rename_never_takes_a_data_file_at_its_held_name_for_a_lock(
 # -- what each method does take for a lock of its own --------------------------------
 
 
-def test_flock_records_only_in_a_file_it_made(tmp_path: Path) -> None:
+def test_flock_writes_nothing_even_into_a_file_it_made(tmp_path: Path) -> None:
     made = tmp_path / "made"
-    with Lock(str(made), method="flock"):
-        assert made.read_bytes().startswith(b"perlcompat flock pid=%d " % os.getpid())
-    with Lock(str(made), method="flock"):  # its own record: rewritten
-        assert made.read_bytes().startswith(b"perlcompat flock pid=%d " % os.getpid())
+    with Lock(str(made), method="flock") as held:
+        assert made.read_bytes() == b""  # created empty, and left empty
+        info = held.backend.describe()  # the holder comes from /proc/locks
+        assert info is not None and info["pid"] == os.getpid()
+    assert made.read_bytes() == b""
     perl = tmp_path / "perl"
     perl.write_bytes(b"")  # Perl's open(LOCK, "> f") leaves an empty file
     with Lock(str(perl), method="flock") as held:
         assert perl.read_bytes() == b""
-        info = held.backend.describe()  # the holder comes from /proc/locks
+        info = held.backend.describe()
         assert info is not None and info["pid"] == os.getpid()
+
+
+PERL_APPENDER = r"""
+open(F, ">>", $ARGV[0]) or die "open: $!"; flock(F, 2) or die "flock: $!";
+print F "perl line\n"; close(F) or die "close: $!";
+"""
+
+
+def test_flock_keeps_a_perl_appenders_line_written_before_it_locked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A Perl appender that gets in between our O_EXCL create and our flock: its line stays.
+    from perlcompat import _flocklock
+
+    log = tmp_path / "log.txt"
+    opened = _flocklock.Backend._open
+
+    def open_then_perl_appends(self: _flocklock.Backend) -> tuple[int, bool]:
+        fd, created = opened(self)
+        assert created
+        done = run_perl(PERL_APPENDER, str(log))
+        assert done.returncode == 0, done.stderr
+        return fd, created
+
+    monkeypatch.setattr(_flocklock.Backend, "_open", open_then_perl_appends)
+    with Lock(str(log), method="flock"), open(log, "ab") as stream:
+        stream.write(b"python line\n")
+    assert log.read_bytes() == b"perl line\npython line\n"
 
 
 PERL_FLOCK_HOLDER = r"""
