@@ -408,3 +408,37 @@ def test_symlink_method_refuses_a_hard_linked_symlink(tmp_path: Path) -> None:
     assert lock(str(path), method="symlink", retry=2, wait=0.05) == 0
     assert int(OS_ERROR) == errno.EPERM
     assert os.path.islink(path) and os.path.islink(other)
+
+
+@pytest.mark.parametrize("method", ["excl", "toplock"])
+def test_root_refuses_another_users_empty_file(tmp_path: Path, method: str) -> None:
+    # As root in a sticky directory: an empty file of another user's proves no lock;
+    # excl would remove it once stale, toplock append to it and remove it.
+    if os.geteuid() != 0:
+        pytest.skip("giving a file to another user needs root (CI runs as root)")
+    tmp_path.chmod(0o1777)
+    path = tmp_path / "job.lock"
+    path.write_bytes(b"")
+    os.chown(path, 12345, 12345)
+    old = time.time() - 3600
+    os.utime(path, (old, old))
+    before = path.stat()
+    began = time.monotonic()
+    assert lock(str(path), method=method, retry=2, wait=0.5, stale=60) == 0
+    assert int(OS_ERROR) == errno.EPERM
+    assert time.monotonic() - began < AT_ONCE
+    after = path.stat()
+    assert (after.st_ino, after.st_size, after.st_uid) == (before.st_ino, 0, 12345)
+
+
+def test_root_still_takes_another_users_excl_lock_with_a_record(tmp_path: Path) -> None:
+    # A record proves a lock whoever owns the file: a dead holder's stale one is broken.
+    if os.geteuid() != 0:
+        pytest.skip("giving a file to another user needs root (CI runs as root)")
+    path = tmp_path / "job.lock"
+    path.write_bytes(b"perlcompat excl pid=999999999 host=elsewhere token=x\n")
+    os.chown(path, 12345, 12345)
+    old = time.time() - 3600
+    os.utime(path, (old, old))
+    assert lock(str(path), method="excl", retry=2, wait=0.5, stale=60) == 1
+    assert unlock(str(path), method="excl") == 1
