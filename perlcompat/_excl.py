@@ -6,7 +6,9 @@ process creates the file.  The holder writes one line into it:
 ``perlcompat excl pid=.. host=.. start=.. token=..``.  An empty file, as a shell
 script's ``set -C`` makes, is a lock with an unknown owner.  Nothing else is a
 lock: a file holding anything but one such record (a data file, however old),
-or with more than one hard link, is refused at once and never removed.
+or with more than one hard link, is refused at once and never removed; so is,
+when we are root, an empty file that belongs to another user (it may be theirs,
+not a lock: root would remove it; a record proves a lock whoever owns it).
 
 A lock is stale when the file is older than ``stale`` seconds (mtime), or at
 once when its record names a dead process on this host (ESRCH, a zombie, or a
@@ -20,6 +22,8 @@ from __future__ import annotations
 
 import os
 import stat as stat_module
+import time
+from errno import EPERM
 
 from . import _owner
 from ._stale import (
@@ -42,6 +46,16 @@ if TYPE_CHECKING:
     from ._stale import Owner
 
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_BINARY
+
+
+#: seconds an empty file of another user's may be a lock being made (its line follows).
+OTHERS_EMPTY_GRACE = 1.0
+
+
+def root_and_not_mine(st: os.stat_result) -> bool:
+    """True if we are root and the file *st* belongs to another user (POSIX)."""
+    geteuid = getattr(os, "geteuid", None)
+    return geteuid is not None and geteuid() == 0 and st.st_uid != 0
 
 
 class Backend(StaleBackend):
@@ -89,6 +103,14 @@ class Backend(StaleBackend):
         problem = links_error(self.path, st, "excl")
         if problem is not None:
             raise problem
+        if (  # an empty file proves nothing once its maker had time to write its record
+            not st.st_size
+            and root_and_not_mine(st)
+            and time.time() - st.st_mtime > OTHERS_EMPTY_GRACE
+        ):
+            raise not_a_lock(
+                self.path, "excl", f"is empty, belongs to uid {st.st_uid}, and we are root", EPERM
+            )
         if st.st_size:
             data = read_same(self.path, st)
             if data is not None and not is_record(data, "excl"):

@@ -13,13 +13,15 @@ Any existing regular file can be the lock, a data file included (Perl's
 lets two processes lock two different inodes); a planted symlink fails with
 ELOOP, a directory with EISDIR, a FIFO or device with EEXIST, all at once.
 
-Only a file perlcompat made itself carries an owner record: when the path is
-absent, it is created with ``O_EXCL``, and an exclusive holder writes a
-fixed-width record at offset 0 (``perlcompat flock pid=.. host=.. start=..
-since=..``) for ``perlcompat locks``; later holders rewrite it only while the
-file is exactly such a record (one link, ours).  Any other file keeps no record:
-who holds its flock is in ``/proc/locks``.  ``stale`` does not apply: a live
-holder is never broken; releasing after ``stale`` still raises ``ExpiredLockError``.
+Nothing is ever written into the lock file, not even into one perlcompat
+created (``O_EXCL``, empty, when the path is absent): the path is often a log
+or data file that a Perl appender (``open(F, ">>log"); flock(F, 2)``) may
+create and write between our create and our flock.  ``perlcompat locks``
+names the holder from ``/proc/locks`` (:func:`flock_holders`); where the
+system does not list flocks (Windows, other kernels) the holder is unknown.
+The age is the holder's run time (its start time from ``/proc``), else unknown.
+``stale`` does not apply: a live holder is never broken; releasing after
+``stale`` still raises ``ExpiredLockError``.
 """
 
 from __future__ import annotations
@@ -38,20 +40,14 @@ from ._stale import (
     O_CLOEXEC,
     O_NOFOLLOW,
     O_NONBLOCK,
-    is_record,
     kind_error,
     lstat,
     open_error,
-    read_fd,
-    read_small,
 )
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
-
-#: size of the owner record written at offset 0 by an exclusive holder.
-RECORD_SIZE = 128
 
 #: O_NONBLOCK: opening a FIFO planted at the path must not block.
 _OPEN = O_NOFOLLOW | O_CLOEXEC | O_BINARY | O_NONBLOCK
@@ -87,7 +83,7 @@ class Backend(_Base):
 
     def try_acquire(self) -> bool:
         """One LOCK_NB attempt; True if the flock is now ours."""
-        fd, created = self._open()
+        fd, _created = self._open()
         try:
             st = os.fstat(fd)
             if not stat_module.S_ISREG(st.st_mode):
@@ -105,38 +101,11 @@ class Backend(_Base):
                 lock_fd(fd, LOCK_UN)
                 os.close(fd)
                 return False
-            if not self.shared and (created or self._is_ours(fd, st)):
-                self._write_record(fd)
         except BaseException:
             os.close(fd)
             raise
         self._fd = fd
         return True
-
-    @staticmethod
-    def _is_ours(fd: int, st: os.stat_result) -> bool:
-        """True if the file *st* is exactly a record we wrote, with one link and our uid."""
-        uid = getattr(os, "geteuid", None)
-        if (
-            st.st_size != RECORD_SIZE
-            or st.st_nlink != 1
-            or (uid is not None and st.st_uid != uid())
-        ):
-            return False
-        return is_record(read_fd(fd, RECORD_SIZE), "flock")
-
-    def _write_record(self, fd: int) -> None:
-        text = _owner.record("flock", since=f"{time.time():.3f}")
-        data = text[:-1].ljust(RECORD_SIZE - 1).encode() + b"\n"
-        if len(data) != RECORD_SIZE:
-            return  # a record that does not fit is not written: later holders could not tell it
-        try:
-            if sys.platform == "win32":
-                _write_at_zero(fd, data)
-            else:
-                os.pwrite(fd, data, 0)
-        except OSError:
-            pass  # the record is advisory
 
     def release(self) -> bool:
         """Unlock and close; True (a flock cannot be taken from its holder)."""
@@ -173,24 +142,16 @@ class Backend(_Base):
         pids = flock_holders(st)
         if not (held(self.path) if pids is None else pids):
             return None
-        fields = _owner.parse(read_small(self.path, RECORD_SIZE) or b"", "flock")
-        pid, host, _start = _owner.owner_of(fields)
-        if pids and pid not in pids:  # the record is a former holder's: a Perl script holds
-            # pid 0: a holder outside our pid namespace
-            fields, pid, host = None, pids[0] or None, _owner.hostname()
-        since = None
-        if fields is not None:
-            try:
-                since = float(fields.get("since", ""))
-            except ValueError:
-                since = None
+        pid = pids[0] or None if pids else None  # pid 0: outside our pid namespace
+        ticks = _owner.start_time(pid) if pid else None
+        began = _owner.started_at(ticks) if ticks is not None else None
         return {
             "method": self.method,
             "path": self.path,
             "pid": pid,
-            "host": host,
+            "host": _owner.hostname() if pid else None,
             "alive": True,
-            "age": max(0.0, time.time() - (st.st_mtime if since is None else since)),
+            "age": None if began is None else max(0.0, time.time() - began),
         }
 
 
@@ -275,8 +236,3 @@ def _has_open(pid: int, st: os.stat_result) -> bool:
         if (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino):
             return True
     return False
-
-
-def _write_at_zero(fd: int, data: bytes) -> None:
-    os.lseek(fd, 0, os.SEEK_SET)
-    os.write(fd, data)

@@ -303,7 +303,12 @@ class PerlFile:
         return line
 
     def readline(self, size: int = -1) -> Data | None:
-        """Read one line, newline included ('' or b'' at end of file; None when closed)."""
+        """Read one line, newline included ('' or b'' at end of file).
+
+        None when closed, and, as Perl's ``<FH>``, when the read fails (a
+        directory opened with ``<``: EISDIR): ``$!`` and the handle's error flag
+        (``close`` returns 0) are set.
+        """
         if self._closed:
             _warn_closed(self, "readline", 2)
             return None
@@ -315,7 +320,12 @@ class PerlFile:
             line = rbuf[self._rpos : end + 1]
             self._rpos = end + 1
         else:  # no whole line buffered: this path makes a read(2) call anyway
-            line = self._readline_bytes()
+            try:
+                line = self._readline_bytes()
+            except OSError as exc:
+                reraise_foreign(exc)  # an ALRM handler's error propagates
+                self._error = _tls.errno = exc.errno or errno.EIO
+                return None
         if size is not None and 0 <= size < len(line):
             # keep the rest of the line buffered for the next read
             self._rbuf = line[size:] + self._rbuf[self._rpos :]
@@ -719,8 +729,9 @@ def open_(mode: str, path: str | os.PathLike[str] | None = None) -> PerlFile:
     ``open_("+< " + path)`` is Perl's two-argument form, ``open_("+<", path)`` and
     ``open_("<:encoding(cp932)", path)`` the three-argument form.  On failure
     ``OS_ERROR`` is set and the handle is false (``open_(...) or die(...)``) and
-    closed: it reads as Perl's closed handle does.  An unknown mode or layer
-    raises ``ValueError`` (Perl dies there too).
+    closed: it reads as Perl's closed handle does (a NUL in the name fails with
+    ENOENT, as in Perl).  An unknown mode or layer raises ``ValueError`` (Perl
+    dies there too).
     """
     try:
         mode_, name, flags, text, encoding, crlf, readable, writable, append = _OPEN_CACHE[
@@ -738,6 +749,8 @@ def open_(mode: str, path: str | os.PathLike[str] | None = None) -> PerlFile:
             fd = _open(name, flags, _CREATE)
         except OSError as exc:
             fail_from(exc)
+        except ValueError:  # a NUL in the name: Perl's open gives 0 with ENOENT
+            fail(errno.ENOENT)
     # PerlFile.__init__ inlined: this is on every CGI request's path
     fh: PerlFile = _new_handle(PerlFile)
     fh._fd = fd

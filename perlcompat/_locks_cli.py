@@ -17,6 +17,16 @@ does: ``Lock(path, method=m, stale=S).backend.break_stale()`` (serialized
 removers, identity re-checked right before removal; a live lock is never
 removed).  Like a waiter, it looks again a few times over ~0.1 s, because a
 backend checks the owner of a lock it has only just seen after a short delay.
+A directory holds application files too (``uploads/``, ``latest ->
+20231101``, ``draft.locked``), so a scan breaks only entries *proven* to be
+locks (:func:`doubt`): one with a perlcompat owner record (an mkdir lock's
+``NAME.owner``, an excl or rename record) or TOP?LOCK lines, or one whose name
+says lock (a ``.``/``_``/``-`` separated part that starts with ``lock`` or
+``lck`` or ends with ``lock``: ``bbs.lock``, ``lockdir``, ``count.lck``) and, for
+a symlink, whose target is ``.`` or a pid the kernel can give
+(``/proc/sys/kernel/pid_max``).  The rest are listed, kept, with the reason.
+``--lock PATH`` names one lock instead (a directory is then an mkdir lock): it
+is judged and broken under ``lock()``'s own rules, as ``lock(PATH)`` would.
 It reports per lock whether it was removed, and for a stale lock it kept,
 why (``reason``: a sticky directory, no write permission on DIR, the remover
 lock busy, or the lock changed meanwhile).  It also removes ``replace_file``'s
@@ -26,6 +36,7 @@ is 0, or 2 when DIR cannot be read.
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 import time
@@ -68,15 +79,89 @@ def _is_stale(info: dict[str, Any], stale: float) -> bool:
     return info.get("alive") is False or (age is not None and age > stale)
 
 
-def survey(directory: str, stale: float, break_stale: bool) -> list[dict[str, Any]]:
-    """Describe every lock in *directory*; with *break_stale*, remove the stale ones."""
-    from ._api import find_locks
+#: why a scanned entry is not broken although it looks like a lock.
+NOT_PROVEN = "not proven to be a lock: {}; pass its path with --lock to break it"
+
+
+def _name_says_lock(name: str) -> bool:
+    """True if a ``.``/``_``/``-`` separated part of *name* says lock (``bbs.lock``)."""
+    parts = name.lower().replace("_", ".").replace("-", ".").split(".")
+    return any(
+        part.startswith(("lock", "lck")) or (part.endswith("lock") and part not in _NOT_LOCKS)
+        for part in parts
+    )
+
+
+_NOT_LOCKS = ("clock", "block")
+
+
+def _pid_max() -> int:
+    try:
+        with open("/proc/sys/kernel/pid_max", "rb") as stream:
+            return int(stream.read())
+    except (OSError, ValueError):
+        return 4194304  # Linux's largest; BSD and macOS stay below 100000
+
+
+def doubt(path: str, method: str) -> str:
+    """Why a directory scan must not break the *method* lock found at *path*; "" if proven."""
+    from . import _owner
+    from ._stale import read_small
+
+    name = os.path.basename(path)
+    if method in ("excl", "toplock", "flock"):
+        return ""  # named by a record or TOP?LOCK lines (a flock lock is never broken)
+    if method == "mkdir":
+        if _owner.parse(read_small(path + ".owner") or b"", "mkdir") is not None:
+            return ""
+        return "" if _name_says_lock(name) else NOT_PROVEN.format("no owner record, no lock name")
+    if method == "rename":
+        if _owner.parse(read_small(path + ".locked") or b"", "rename") is not None:
+            return ""
+        return "" if _name_says_lock(name) else NOT_PROVEN.format("an empty marker, no lock name")
+    try:
+        target = os.readlink(path)
+    except OSError:
+        return NOT_PROVEN.format("unreadable link")
+    if not _name_says_lock(name):
+        return NOT_PROVEN.format(f"a link to {target!r}, no lock name")
+    if target not in (".", ":") and not (target.isascii() and 0 < int(target) <= _pid_max()):
+        return NOT_PROVEN.format(f"a link to {target!r}, not a pid")
+    return ""
+
+
+def survey(
+    directory: str, stale: float, break_stale: bool, lock_path: bool = False
+) -> list[dict[str, Any]]:
+    """Describe every lock in *directory*; with *break_stale*, remove the stale ones.
+
+    With *lock_path*, *directory* is one lock's path (any method), judged and
+    broken under ``lock()``'s rules, proof of a lock not required.
+    """
+    from ._api import detect_method, find_locks
 
     rows: list[dict[str, Any]] = []
     seen: set[str] = set()
-    for path, method in find_locks(directory):
+    if lock_path:
+        path = os.path.abspath(directory)
+        if path.endswith(".locked") and detect_method(path[: -len(".locked")]) == "rename":
+            path = path[: -len(".locked")]
+        method = detect_method(path)
+        if method is None:
+            if not os.path.lexists(path):
+                raise FileNotFoundError(errno.ENOENT, "no such lock", directory)
+            row: dict[str, Any] = {"name": os.path.basename(path), "path": path, "method": None}
+            row.update(pid=None, host=None, alive=None, age=None, stale=False)
+            row["error"] = "not a lock of any method; refusing to touch it"
+            if break_stale:
+                row["removed"] = False
+            return [row]
+        found = [(path, method)]
+    else:
+        found = find_locks(directory)
+    for path, method in found:
         seen.update((path, path + ".locked", path + ".owner", path + ".breaker"))
-        row: dict[str, Any] = {"name": os.path.basename(path), "path": path, "method": method}
+        row = {"name": os.path.basename(path), "path": path, "method": method}
         try:
             lock = _lock_for(path, method, stale)
             info = lock.backend.describe()
@@ -95,10 +180,17 @@ def survey(directory: str, stale: float, break_stale: bool) -> list[dict[str, An
         )
         row["stale"] = _is_stale(row, stale)
         if break_stale:
-            row["removed"] = _break(lock, row, stale)
-            if not row["removed"] and row["stale"] and "error" not in row:
+            unproven = "" if lock_path else doubt(path, method)
+            if unproven:
+                row["removed"] = False
+                row["reason"] = unproven
+            else:
+                row["removed"] = _break(lock, row, stale)
+            if not row["removed"] and row["stale"] and not unproven and "error" not in row:
                 row["reason"] = _why_kept(path if method != "rename" else path + ".locked")
         rows.append(row)
+    if lock_path:
+        return rows
     for name in os.listdir(directory):
         path = os.path.abspath(os.path.join(directory, name))
         if path in seen or name.endswith(".breaker"):
@@ -230,7 +322,7 @@ JSON_VERSION = 1
 
 
 def main(argv: list[str]) -> int:
-    """``perlcompat locks DIR [--json] [--stale S] [--break-stale]``."""
+    """``perlcompat locks DIR [--json] [--stale S] [--break-stale] [--lock]``."""
     import argparse
 
     parser = argparse.ArgumentParser(
@@ -238,6 +330,11 @@ def main(argv: list[str]) -> int:
         description="List the locks in a directory (any method): holder, alive or dead, age.",
     )
     parser.add_argument("directory", metavar="DIR")
+    parser.add_argument(
+        "--lock",
+        action="store_true",
+        help="DIR is one lock's path (a directory: an mkdir lock), judged as lock() judges it",
+    )
     parser.add_argument("--json", action="store_true", help="print the locks as JSON")
     parser.add_argument(
         "--stale",
@@ -257,8 +354,8 @@ def main(argv: list[str]) -> int:
         return int(exc.code or 0)
     temps: list[str] = []
     try:
-        rows = survey(args.directory, args.stale, args.break_stale)
-        if args.break_stale:  # and replace_file's temp files whose writer is dead
+        rows = survey(args.directory, args.stale, args.break_stale, lock_path=args.lock)
+        if args.break_stale and not args.lock:  # and temp files of dead replace_file writers
             from ._replace import clean_temp_files
 
             temps = [os.path.basename(path) for path in clean_temp_files(args.directory)]

@@ -28,6 +28,12 @@ raises its ``OSError`` (``FileNotFoundError``) before anything is written.
 rename (TOP?LOCK's "check again before renaming"); a false result removes the
 temporary file and raises ``ExpiredLockError``, leaving *path* untouched.
 
+**Only a regular file is replaced.** A symlink at *path* is refused with
+``OSError`` ELOOP (a planted link must neither be read through, leaking its
+target into a new file, nor silently turned into a detached copy), a directory
+with EISDIR, a FIFO, socket or device with EINVAL; nothing is written.  The old
+content is read with ``O_NOFOLLOW`` and the new file gets the old one's mode.
+
 **Temp files of killed writers.** A writer holds ``flock(LOCK_EX)`` on its temp
 file (POSIX) from just after creating it until after the rename.  Each writer,
 once it holds the lock, and ``perlcompat locks --break-stale`` call
@@ -67,6 +73,7 @@ if TYPE_CHECKING:
 
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_BINARY = getattr(os, "O_BINARY", 0)
+_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _WINDOWS = sys.platform == "win32"
 
 #: seconds a replace on Windows waits for readers to close the old file.
@@ -121,8 +128,8 @@ def replace_file(
             old = raw if encoding is None else raw.decode(encoding, "surrogateescape")
             new = data(perl_lines(old) if lines else old)  # type: ignore[arg-type]
         else:
-            if must_exist:
-                os.close(os.open(target, os.O_RDONLY | _O_BINARY))  # Perl's open(IN, "<$f")
+            if must_exist:  # Perl's open(IN, "<$f")
+                os.close(os.open(target, os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK | _O_BINARY))
             new = data
         _write_and_rename(target, _encode(new, encoding), check, fsync)
     except OSError as exc:
@@ -183,14 +190,28 @@ def _take_lock(lock_path: str, timeout: float | None) -> int:
 
 
 def _read(target: str, must_exist: bool = False) -> bytes:
-    """The current content of *target*, b"" if it does not exist (unless *must_exist*)."""
+    """The current content of *target*, b"" if it does not exist (unless *must_exist*).
+
+    Only a regular file is read: never through a symlink (``O_NOFOLLOW``).
+    """
+    old = _old_file(target)
+    if old is None and must_exist:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), target)
     try:
-        fd = os.open(target, os.O_RDONLY | _O_BINARY)
+        fd = os.open(target, os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK | _O_BINARY)
     except FileNotFoundError:
         if must_exist:
             raise
         return b""
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _not_regular(target, errno.ELOOP, "a symlink") from None
+        raise
     try:
+        import stat
+
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped in since the lstat
+            raise _not_regular(target, errno.EINVAL, "not a regular file")
         chunks: list[bytes] = []
         while True:
             chunk = os.read(fd, 1 << 20)
@@ -247,10 +268,7 @@ def _write_and_rename(
 ) -> None:
     """Write *content* to a temp file beside *target*, fsync, check, rename, fsync the dir."""
     directory = os.path.dirname(os.path.abspath(target))
-    try:
-        old = os.lstat(target)
-    except FileNotFoundError:
-        old = None
+    old = _old_file(target)
     tmp, fd = _create_temp(directory, os.path.basename(target))
     try:
         try:
@@ -287,6 +305,32 @@ def _write_and_rename(
             os.fsync(dir_fd)
         finally:
             os.close(dir_fd)
+
+
+def _old_file(target: str) -> os.stat_result | None:
+    """``lstat`` of *target* (None if absent); OSError unless it is a regular file."""
+    import stat
+
+    try:
+        old = os.lstat(target)
+    except FileNotFoundError:
+        return None
+    if stat.S_ISREG(old.st_mode):
+        return old
+    if stat.S_ISLNK(old.st_mode):
+        raise _not_regular(target, errno.ELOOP, "a symlink")
+    if stat.S_ISDIR(old.st_mode):
+        raise _not_regular(target, errno.EISDIR, "a directory")
+    raise _not_regular(target, errno.EINVAL, "not a regular file")
+
+
+def _not_regular(target: str, number: int, what: str) -> OSError:
+    return OSError(
+        number,
+        f"replace_file: {target!r} is {what}; only a regular file is replaced "
+        "(a symlink is neither followed nor replaced)",
+        target,
+    )
 
 
 def _replace_windows(tmp: str, target: str) -> None:

@@ -16,7 +16,8 @@ file, or one holding nothing but ``id<>time<>`` groups whose ids are seed 001's
 (20 or more digits, or a decimal ``rand`` with 6 or more decimals) or ours and
 whose times are 9 or 10 digit epoch seconds (:func:`is_toplock_data`).  Any
 other file (a data file, even one of ``<>`` lines) or one with more than one
-hard link is refused at once, untouched.
+hard link is refused at once, untouched; so is, when we are root, an empty file
+that belongs to another user (root would append to it and remove it).
 
 A lock is stale when the time in its first line is older than ``stale``
 seconds (the seed uses 600), or at once when that line's id names a dead
@@ -159,6 +160,16 @@ def _read_head(fd: int, limit: int = 4096) -> bytes:
     return os.read(fd, limit)
 
 
+#: seconds an empty file of another user's may be a lock being made (its line follows).
+OTHERS_EMPTY_GRACE = 1.0
+
+
+def root_and_not_mine(st: os.stat_result) -> bool:
+    """True if we are root and the file *st* belongs to another user (POSIX)."""
+    geteuid = getattr(os, "geteuid", None)
+    return geteuid is not None and geteuid() == 0 and st.st_uid != 0
+
+
 class Backend(StaleBackend):
     """A TOP?LOCK file at ``path``: held while our ``id<>time<>`` line is its first."""
 
@@ -190,7 +201,10 @@ class Backend(StaleBackend):
         try:
             st = os.fstat(fd)
             # others may be appending: the last line read may be cut short
-            self._judge(st, _read_head(fd, CHECK_LIMIT) if st.st_size else b"", complete=False)
+            try:
+                self._judge(st, _read_head(fd, CHECK_LIMIT) if st.st_size else b"", complete=False)
+            except BlockingIOError:
+                return False  # another user's empty file, just made: wait for its line
             os.write(fd, line)
             head = _read_head(fd)
         finally:
@@ -244,6 +258,15 @@ class Backend(StaleBackend):
         problem = links_error(self.path, st, "toplock")
         if problem is not None:
             raise problem
+        if not st.st_size and root_and_not_mine(st):  # an empty file proves nothing
+            if time.time() - st.st_mtime <= OTHERS_EMPTY_GRACE:
+                raise BlockingIOError(errno.EAGAIN, "a lock being made, perhaps")
+            raise not_a_lock(
+                self.path,
+                "toplock",
+                f"is empty, belongs to uid {st.st_uid}, and we are root",
+                errno.EPERM,
+            )
         if data and not is_toplock_data(data, complete):
             raise not_a_lock(
                 self.path, "toplock", f"holds {st.st_size} bytes that are not TOP?LOCK lines"
@@ -251,7 +274,10 @@ class Backend(StaleBackend):
 
     def _check(self, st: os.stat_result) -> None:
         data = read_same(self.path, st, CHECK_LIMIT) if st.st_size else b""
-        self._judge(st, data, complete=data is not None and len(data) >= st.st_size)
+        try:  # noqa: SIM105
+            self._judge(st, data, complete=data is not None and len(data) >= st.st_size)
+        except BlockingIOError:
+            pass  # another user's empty file, just made: judged again before any removal
 
     def _quick_age(self, st: os.stat_result) -> float:
         return time.time() - st.st_mtime  # never more than the first line's age

@@ -346,3 +346,55 @@ def test_failing_ops_set_the_errno_perl_sets(tmp_path: Path) -> None:
     assert results[1] == f"0 E{errno.EBADF}"
     assert results[5] == f"0 E{errno.ENOENT}"
     assert os.path.getsize(tmp_path / "py.dat") == 5
+
+
+PERL_ODD_OPENS = r"""
+no warnings; chdir($ARGV[0]) or die;
+my @out;
+for my $case (["<", "data\0x"], [">", "new\0x"], [">>", "new\0x"], ["+<", "data\0x"]) {
+    $! = 0; my $r = open(F, $case->[0], $case->[1]);
+    push @out, ($r ? 1 : 0) . " E" . ($! + 0);
+}
+$! = 0; my $r = open(F, "< data\0x"); push @out, ($r ? 1 : 0) . " E" . ($! + 0);
+$! = 0; $r = open(D, "<", "dir"); my $line = <D>;
+push @out, ($r ? 1 : 0) . " " . (defined $line ? "line" : "undef") . " E" . ($! + 0);
+push @out, "eof=" . (eof(D) ? 1 : 0);
+$! = 0; my $c = close(D); push @out, "close=" . ($c ? 1 : 0) . " E" . ($! + 0);
+$! = 0; open(D, "<", "dir"); my @lines = <D>; push @out, scalar(@lines) . " E" . ($! + 0);
+push @out, -e "new" ? "new exists" : "no new";
+print join("\n", @out), "\n";
+"""
+
+
+def _odd_opens_in_python(directory: Path) -> list[str]:
+    out = []
+    for mode, name in (("<", "data\0x"), (">", "new\0x"), (">>", "new\0x"), ("+<", "data\0x")):
+        fh = open_(mode, str(directory / name))
+        out.append(f"{1 if fh else 0} E{OS_ERROR + 0}")
+    fh = open_(f"< {directory / 'data'}\0x")
+    out.append(f"{1 if fh else 0} E{OS_ERROR + 0}")
+    fh = open_("<", str(directory / "dir"))
+    line = readline(fh)
+    out.append(f"{1 if fh else 0} {'undef' if line is None else 'line'} E{OS_ERROR + 0}")
+    out.append(f"eof={eof(fh)}")
+    done = close(fh)
+    out.append(f"close={done} E{OS_ERROR + 0}")
+    fh = open_("<", str(directory / "dir"))
+    lines = fh.readlines()
+    out.append(f"{len(lines)} E{OS_ERROR + 0}")
+    out.append("new exists" if (directory / "new").exists() else "no new")
+    return out
+
+
+def test_nul_in_name_and_reading_a_directory_as_perl(tmp_path: Path) -> None:
+    """A NUL in the name (CGI NUL injection): 0 with ENOENT, nothing created; reading a
+    directory opened with ``<``: undef (no lines) with EISDIR, and close gives 0."""
+    (tmp_path / "data").write_bytes(b"one\ntwo\n")
+    (tmp_path / "dir").mkdir()
+    done = subprocess.run(
+        [PERL, "-e", PERL_ODD_OPENS, str(tmp_path)], capture_output=True, check=True
+    )
+    expected = done.stdout.decode().splitlines()
+    assert expected[0] == f"0 E{errno.ENOENT}" and expected[-1] == "no new"
+    assert expected[5] == f"1 undef E{errno.EISDIR}"
+    assert _odd_opens_in_python(tmp_path) == expected

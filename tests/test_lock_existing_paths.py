@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 import pytest
-from perlutil import Child
+from perlutil import Child, run_perl
 
 from perlcompat import OS_ERROR, Lock, LockError, lock, unlock
 from perlcompat._api import detect_method
@@ -229,18 +229,47 @@ def test_rename_never_takes_a_data_file_at_its_held_name_for_a_lock(
 # -- what each method does take for a lock of its own --------------------------------
 
 
-def test_flock_records_only_in_a_file_it_made(tmp_path: Path) -> None:
+def test_flock_writes_nothing_even_into_a_file_it_made(tmp_path: Path) -> None:
     made = tmp_path / "made"
-    with Lock(str(made), method="flock"):
-        assert made.read_bytes().startswith(b"perlcompat flock pid=%d " % os.getpid())
-    with Lock(str(made), method="flock"):  # its own record: rewritten
-        assert made.read_bytes().startswith(b"perlcompat flock pid=%d " % os.getpid())
+    with Lock(str(made), method="flock") as held:
+        assert made.read_bytes() == b""  # created empty, and left empty
+        info = held.backend.describe()  # the holder comes from /proc/locks
+        assert info is not None and info["pid"] == os.getpid()
+    assert made.read_bytes() == b""
     perl = tmp_path / "perl"
     perl.write_bytes(b"")  # Perl's open(LOCK, "> f") leaves an empty file
     with Lock(str(perl), method="flock") as held:
         assert perl.read_bytes() == b""
-        info = held.backend.describe()  # the holder comes from /proc/locks
+        info = held.backend.describe()
         assert info is not None and info["pid"] == os.getpid()
+
+
+PERL_APPENDER = r"""
+open(F, ">>", $ARGV[0]) or die "open: $!"; flock(F, 2) or die "flock: $!";
+print F "perl line\n"; close(F) or die "close: $!";
+"""
+
+
+def test_flock_keeps_a_perl_appenders_line_written_before_it_locked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A Perl appender that gets in between our O_EXCL create and our flock: its line stays.
+    from perlcompat import _flocklock
+
+    log = tmp_path / "log.txt"
+    opened = _flocklock.Backend._open
+
+    def open_then_perl_appends(self: _flocklock.Backend) -> tuple[int, bool]:
+        fd, created = opened(self)
+        assert created
+        done = run_perl(PERL_APPENDER, str(log))
+        assert done.returncode == 0, done.stderr
+        return fd, created
+
+    monkeypatch.setattr(_flocklock.Backend, "_open", open_then_perl_appends)
+    with Lock(str(log), method="flock"), open(log, "ab") as stream:
+        stream.write(b"python line\n")
+    assert log.read_bytes() == b"perl line\npython line\n"
 
 
 PERL_FLOCK_HOLDER = r"""
@@ -379,3 +408,37 @@ def test_symlink_method_refuses_a_hard_linked_symlink(tmp_path: Path) -> None:
     assert lock(str(path), method="symlink", retry=2, wait=0.05) == 0
     assert int(OS_ERROR) == errno.EPERM
     assert os.path.islink(path) and os.path.islink(other)
+
+
+@pytest.mark.parametrize("method", ["excl", "toplock"])
+def test_root_refuses_another_users_empty_file(tmp_path: Path, method: str) -> None:
+    # As root in a sticky directory: an empty file of another user's proves no lock;
+    # excl would remove it once stale, toplock append to it and remove it.
+    if os.geteuid() != 0:
+        pytest.skip("giving a file to another user needs root (CI runs as root)")
+    tmp_path.chmod(0o1777)
+    path = tmp_path / "job.lock"
+    path.write_bytes(b"")
+    os.chown(path, 12345, 12345)
+    old = time.time() - 3600
+    os.utime(path, (old, old))
+    before = path.stat()
+    began = time.monotonic()
+    assert lock(str(path), method=method, retry=2, wait=0.5, stale=60) == 0
+    assert int(OS_ERROR) == errno.EPERM
+    assert time.monotonic() - began < AT_ONCE
+    after = path.stat()
+    assert (after.st_ino, after.st_size, after.st_uid) == (before.st_ino, 0, 12345)
+
+
+def test_root_still_takes_another_users_excl_lock_with_a_record(tmp_path: Path) -> None:
+    # A record proves a lock whoever owns the file: a dead holder's stale one is broken.
+    if os.geteuid() != 0:
+        pytest.skip("giving a file to another user needs root (CI runs as root)")
+    path = tmp_path / "job.lock"
+    path.write_bytes(b"perlcompat excl pid=999999999 host=elsewhere token=x\n")
+    os.chown(path, 12345, 12345)
+    old = time.time() - 3600
+    os.utime(path, (old, old))
+    assert lock(str(path), method="excl", retry=2, wait=0.5, stale=60) == 1
+    assert unlock(str(path), method="excl") == 1

@@ -15,6 +15,7 @@ import errno
 import os
 import signal
 import stat
+import subprocess
 import sys
 import threading
 import time
@@ -23,7 +24,7 @@ from pathlib import Path
 import pytest
 from perlutil import Child
 
-from perlcompat import ExpiredLockError, _owner, _stale, lock
+from perlcompat import ExpiredLockError, _owner, _stale, lock, unlock
 from perlcompat._api import Lock
 
 CATCHER = """
@@ -231,3 +232,58 @@ def test_rename_refuses_a_marker_that_is_a_hard_link(tmp_path: Path) -> None:
     assert out == f"0 {errno.EPERM}\n"
     assert victim.read_bytes() == b"precious\n"  # never truncated or signed
     assert marker.exists() and not (tmp_path / "marker.locked").exists()  # given back
+
+
+FORK_RECIPE = """
+import os, sys
+from perlcompat import Lock, LockError
+
+r, w = os.pipe()
+if os.fork() == 0:  # the background job takes the lock itself
+    os.close(r)
+    try:
+        lock = Lock(sys.argv[1], retry=0).acquire()
+    except LockError:
+        os.write(w, b"busy")
+        os._exit(1)
+    os.write(w, b"ok")
+    os.close(w)
+    try:
+        sys.stdin.read()  # the work: until the test closes our stdin
+    finally:
+        lock.release()
+    os.write(1, b"released\\n")
+    os._exit(0)
+os.close(w)
+answer = os.read(r, 4)
+print("started" if answer == b"ok" else "busy", flush=True)
+"""
+
+
+def test_fork_recipe_keeps_one_holder(tmp_path: Path) -> None:
+    # docs/locks.md "Fork and exit": the child takes the lock and tells the parent, which
+    # answers and exits; the lock stays taken until the child releases it.
+    path = str(tmp_path / "lockdir")
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).parent.parent))
+    job = subprocess.Popen(
+        [sys.executable, "-c", FORK_RECIPE, path],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env,
+    )
+    assert job.stdout is not None and job.stdin is not None
+    assert job.stdout.readline() == b"started\n"
+    assert job.wait(timeout=30) == 0  # the parent has exited; its child works on
+    second = subprocess.run(
+        [sys.executable, "-c", FORK_RECIPE, path],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        env=env,
+        timeout=30,
+    )
+    assert second.stdout == b"busy\n"
+    assert lock(path, retry=0) == 0
+    job.stdin.close()
+    assert job.stdout.readline() == b"released\n"
+    assert lock(path, retry=0) == 1
+    assert unlock(path) == 1

@@ -345,3 +345,70 @@ def test_a_stale_lock_kept_in_a_sticky_directory_says_why() -> None:
     (row,) = rows  # type: ignore[misc]
     assert (row["name"], row["stale"], row["removed"]) == ("root.lock", True, False)
     assert "sticky directory" in row["reason"] and "uid 0" in row["reason"]
+
+
+def _age(path: Path, seconds: float = 3600) -> None:
+    old = time.time() - seconds
+    os.utime(path, (old, old), follow_symlinks=False)
+
+
+def test_a_scan_breaks_only_entries_proven_to_be_locks(tmp_path: Path) -> None:
+    # An application's directory: empty directories it needs, dated links, an empty
+    # X.locked; all old.  None is a lock's, so a scan must keep every one of them.
+    for name in ("uploads", "cache", "tmp", "snapshots"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "latest").symlink_to("20231101")
+    (tmp_path / "backup.lock").symlink_to("20231101")  # a lock name, but no pid can be that
+    (tmp_path / "draft.locked").write_bytes(b"")
+    # and real stale locks: seed 003's Perl lock dir, seed 000's link of an exited Perl
+    (tmp_path / "lockdir").mkdir()
+    perl = subprocess.run(["perl", "-e", 'symlink($$, "perl_sym.lock") or die'], cwd=tmp_path)
+    assert perl.returncode == 0
+    for entry in tmp_path.iterdir():
+        _age(entry)
+    rows = listed(tmp_path, "--break-stale", "--stale", "1")
+    kept = {"uploads", "cache", "tmp", "snapshots", "latest", "backup.lock", "draft"}
+    assert {name for name, row in rows.items() if row["removed"]} == {"lockdir", "perl_sym.lock"}
+    for name in kept:
+        assert rows[name]["removed"] is False
+        assert "not proven to be a lock" in str(rows[name]["reason"]), rows[name]
+    left = {entry.name for entry in tmp_path.iterdir()}
+    assert left == kept - {"draft"} | {"draft.locked"}
+    assert os.readlink(tmp_path / "latest") == "20231101"
+
+
+def test_a_scan_breaks_a_perlcompat_mkdir_lock_by_its_owner_record(tmp_path: Path) -> None:
+    dead = hold(tmp_path, "uploads", "mkdir")  # no lock name: the owner record proves it
+    dead.kill()
+    rows = listed(tmp_path, "--break-stale")
+    assert rows["uploads"]["removed"] is True
+    assert not (tmp_path / "uploads").exists()
+
+
+def test_lock_option_breaks_the_named_path_under_lock_rules(tmp_path: Path) -> None:
+    (tmp_path / "uploads").mkdir()
+    (tmp_path / "draft.locked").write_bytes(b"")
+    (tmp_path / "data.txt").write_text("not a lock\n")
+    for entry in tmp_path.iterdir():
+        _age(entry)
+    # a rename lock's age is its marker's ctime, which utime cannot set back
+    while time.time() - (tmp_path / "draft.locked").stat().st_ctime <= 1.2:
+        time.sleep(0.05)
+    for name in ("uploads", "draft.locked"):
+        result = locks(str(tmp_path / name), "--lock", "--json", "--break-stale", "--stale", "1")
+        assert result.returncode == 0, result.stderr
+        (row,) = json.loads(result.stdout)["locks"]
+        assert row["removed"] is True, row
+    assert not (tmp_path / "uploads").exists()
+    assert not (tmp_path / "draft.locked").exists()
+    # a file nobody flocks is no lock held; a directory with entries no lock at all
+    result = locks(str(tmp_path / "data.txt"), "--lock", "--json", "--break-stale")
+    assert json.loads(result.stdout)["locks"] == []
+    assert (tmp_path / "data.txt").read_text() == "not a lock\n"
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "data.txt").write_text("kept\n")
+    result = locks(str(tmp_path / "full"), "--lock", "--json", "--break-stale")
+    (row,) = json.loads(result.stdout)["locks"]
+    assert (row["method"], row["removed"]) == (None, False)
+    assert "not a lock" in row["error"]
+    assert (tmp_path / "full" / "data.txt").read_text() == "kept\n"

@@ -147,14 +147,51 @@ def test_fsyncs_file_and_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert synced == []
 
 
-def test_symlink_at_path_is_replaced_not_followed(tmp_path: Path) -> None:
-    victim = tmp_path / "victim"
-    victim.write_text("precious\n")
+@pytest.mark.parametrize("callable_data", [False, True])
+def test_symlink_at_path_is_refused_not_read_or_replaced(
+    tmp_path: Path, callable_data: bool
+) -> None:
+    secret = tmp_path / "secret"
+    secret.write_text("precious\n")
+    secret.chmod(0o600)
     path = tmp_path / "data.txt"
-    os.symlink(victim, path)
-    replace_file(path, "new\n")
-    assert not path.is_symlink() and path.read_text() == "new\n"
-    assert victim.read_text() == "precious\n"
+    os.symlink(secret, path)
+    seen: list[str] = []
+
+    def append(old: str | bytes) -> str:
+        seen.append(str(old))
+        return f"{old}new\n"
+
+    with pytest.raises(OSError) as caught:
+        replace_file(path, append if callable_data else "new\n")
+    assert caught.value.errno == errno.ELOOP and "symlink" in str(caught.value)
+    assert OS_ERROR == errno.ELOOP
+    assert seen == []  # the target was never read
+    assert path.is_symlink() and os.readlink(path) == str(secret)
+    assert secret.read_text() == "precious\n"
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+
+
+@pytest.mark.parametrize(("kind", "number"), [("dir", errno.EISDIR), ("fifo", errno.EINVAL)])
+def test_directory_or_fifo_at_path_is_refused(tmp_path: Path, kind: str, number: int) -> None:
+    path = tmp_path / "data.txt"
+    if kind == "dir":
+        path.mkdir()
+    else:
+        os.mkfifo(path)
+    for data in ("new\n", lambda old: old):
+        with pytest.raises(OSError) as caught:
+            replace_file(path, data)
+        assert caught.value.errno == number
+
+
+def test_callable_keeps_the_mode_of_the_file_it_replaces(tmp_path: Path) -> None:
+    path = tmp_path / "board.dat"
+    path.write_text("old\n")
+    path.chmod(0o600)
+    replace_file(path, lambda old: f"{old}new\n")
+    assert path.read_text() == "old\nnew\n"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
 
 
 def test_planted_symlink_at_lock_file_is_refused(tmp_path: Path) -> None:
