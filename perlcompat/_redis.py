@@ -3,12 +3,15 @@
 Chosen by ``url=`` (or the ``PERLCOMPAT_LOCK_URL`` environment variable):
 ``redis://[user:password@]host:port/db``, ``rediss://...`` (TLS) or
 ``unix:///path/to/redis.sock?db=N``.  redis-py is imported only then.  The lock
-``NAME`` lives in the URL's database as ``perlcompat:lock:NAME``.
+``NAME`` lives in the URL's database as ``perlcompat:lock:NAME``; its other keys
+are ``perlcompat:fence:NAME``, ``perlcompat:waiting:NAME`` and
+``perlcompat:wake:NAME``: one prefix per kind, so no lock name equals another
+lock's internal key.
 
 The algorithm, one Lua script per step so that each step is atomic on the server:
 
 * **Acquire**: ``SET perlcompat:lock:NAME "nonce pid host grant_ms" NX PX ttl`` with
-  ``ttl = stale``, then ``INCR perlcompat:lock:NAME:fence`` for the holder's fencing
+  ``ttl = stale``, then ``INCR perlcompat:fence:NAME`` for the holder's fencing
   token.  The value is unique to this acquisition; only its owner can release it.
 * **Release**: compare and delete.  The key is deleted only if it still holds our
   value; a key that is gone or holds someone else's value is left alone and
@@ -18,29 +21,44 @@ The algorithm, one Lua script per step so that each step is atomic on the server
 * **Expiry** is the server's TTL: a holder killed with SIGKILL frees the lock
   ``stale`` seconds after it took it, and not before.  ``break_stale`` has nothing
   to do and returns False.
-* **Waiting**: a busy attempt marks ``NAME:waiting``; a release that sees the mark
-  pushes one wake-up onto the list ``NAME:wake``, so a waiter blocked in ``BLPOP``
-  (``wait_for_release``) retries at once.  A waiter never blocks past the holder's
-  TTL nor ``WAIT_CAP`` seconds, so a lost wake-up costs at most that.
-* **Fencing**: tokens grow by one per grant.  A counter found missing restarts at
-  the server clock in microseconds, above every token handed out before, so tokens
-  never go backwards, not even across a restart that lost the counter.
-* **Restarts**: ``perlcompat:epoch`` (no TTL) holds ``"resume_ms max_lease_ms"``:
-  grants resume at ``resume_ms`` (server clock), and no grant is longer than
-  ``max_lease_ms``.  The max lease is one setting for every client of a server
+* **Waiting**: a busy attempt marks ``perlcompat:waiting:NAME``; a release that
+  sees the mark pushes one wake-up onto the list ``perlcompat:wake:NAME``, so a
+  waiter blocked in ``BLPOP`` (``wait_for_release``) retries at once.  A waiter
+  never blocks past the holder's TTL nor ``WAIT_CAP`` seconds, so a lost wake-up
+  costs at most that.
+* **Fencing**: tokens grow by one per grant.  A counter found missing, or not above
+  the epoch's ``resume_ms`` (in microseconds: a counter restored from a snapshot),
+  restarts at the server clock in microseconds, above every token handed out
+  before, so tokens never go backwards, not even across a restart.
+* **Restarts**: ``perlcompat:epoch`` (no TTL) holds ``"resume_ms max_lease_ms
+  run_id"``: grants resume at ``resume_ms`` (server clock), no grant is longer than
+  ``max_lease_ms``, and the record was made by the run of the server whose ``INFO``
+  ``run_id`` it names.  The max lease is one setting for every client of a server
   (``?max_lease=`` in the URL, else ``PERLCOMPAT_REDIS_MAX_LEASE``, else
   ``MAX_LEASE``); a client whose ``stale`` exceeds it is refused (ValueError).
-  If the epoch is missing, the server restarted empty, was flushed, or is new: a
-  holder from before may still be working, for up to one max lease.  The first
-  client to notice reads the server's uptime and stores a resume time one *max
-  lease* (not its own ``stale``) after the server started (the uptime is counted
-  one second short, as ``INFO`` may round it up; at once on a server up longer
-  than that); until then every attempt is busy and a warning says why.  So the
-  hold-off covers every lease any client could hold, whichever client comes back
-  first.  A client configured with a smaller max lease than the one recorded is
-  refused (ValueError): after the next restart it could hold off too briefly.  A
-  larger one raises the record.  An operator who knows no lock is held may ``SET
-  perlcompat:epoch 0``; the next client records its max lease there.
+  If the epoch is missing, the server restarted empty, was flushed, or is new; if
+  it names another ``run_id`` (the acquire script reads ``INFO server`` before a
+  grant), the server restarted and restored an older snapshot.  Either way a holder
+  from before may still be working, for up to one max lease.  The first client to
+  notice checks that the server cannot evict a held key (``CONFIG GET
+  maxmemory*``: a ``maxmemory`` with another policy than ``noeviction`` is refused,
+  EOPNOTSUPP; a refused ``CONFIG`` is taken as fine) and runs ``START_EPOCH``,
+  which records a resume time one *max lease* (the larger of its own and the
+  recorded one, not its ``stale``) after the server started (the uptime is counted
+  one second short, as ``INFO`` may round it up; at once on a server up longer than
+  that).  A missing epoch on a server whose ``INFO commandstats`` counts a
+  ``FLUSHALL``, ``FLUSHDB`` or ``SWAPDB`` since its start (or that refuses
+  ``INFO``) holds off one max lease from now instead.  Until then every attempt is
+  busy and a warning says why.  So the hold-off covers every lease any client could
+  hold, whichever client comes back first.  Not detected: a flush before a ``CONFIG
+  RESETSTAT``, keys deleted by hand, a restart when the clients' user may not run
+  ``INFO``.  A record naming no server (``SET perlcompat:epoch 0``, an older
+  release, a client without ``INFO``) is adopted as it is.  A client configured
+  with a smaller max lease than the one recorded is refused (``MaxLeaseError``, an
+  OSError with EINVAL and a ValueError; ``lock()`` returns 0): after the next
+  restart it could hold off too briefly.  A larger one raises the record.  An
+  operator who knows no lock is held may ``SET perlcompat:epoch 0``; the next
+  client records its max lease there.
 * **Timeouts**: every request (connect, TLS handshake, command) must answer within
   the caller's remaining patience (``Lock.acquire`` sets ``Backend.deadline``), but
   gets at least ``MIN_TIMEOUT`` and at most the URL's ``socket_timeout`` /
@@ -59,7 +77,8 @@ The algorithm, one Lua script per step so that each step is atomic on the server
 * **Errors**: anything but "busy" raises ``OSError`` with an errno
   (ECONNREFUSED, ENOENT, ECONNRESET, ETIMEDOUT, EACCES for bad credentials or
   ACLs, EAGAIN while the server loads, EROFS on a replica, ENOMEM, EINVAL for a
-  host name that does not resolve, as Perl's IO::Socket, else EIO) and a
+  host name that does not resolve, as Perl's IO::Socket, EINVAL for a max lease
+  below the record, EOPNOTSUPP for a server that may evict keys, else EIO) and a
   message naming the lock, the URL (password hidden) and the cause.  Error
   replies are classified by their code and text, not only by redis-py's class
   (4.2 leaves WRONGPASS and OOM plain), and a missing password is EACCES
@@ -72,12 +91,13 @@ The algorithm, one Lua script per step so that each step is atomic on the server
   never a silent unlock).  redis-py is used for URLs, connections and the
   protocol; requests are sent and read here, each with its own timeout.
 
-Guarantees: no two holders at once, provided the server keeps its memory or
-restarts empty, holders finish (or ``extend``) within ``stale``, every client of
-one server uses the same max lease, and the server evicts no keys
-(``maxmemory-policy noeviction``).  Not covered: failover to an asynchronous
-replica, a restore from an older snapshot, ``FLUSHALL`` on a long-running server.
-This is a single-server lock, not Redlock.
+Guarantees: no two holders at once, provided holders finish (or ``extend``)
+within ``stale``, every client of one server uses the same max lease, the
+server's eviction policy stays as checked, and the clients may run ``INFO``
+(else a restart that restores a snapshot goes unseen).  Restarts (empty or from
+a snapshot) and flushes are covered as above.  Not covered: failover to an
+asynchronous replica (its ``run_id`` differs, but the hold-off counts from its
+own start), keys deleted by hand.  This is a single-server lock, not Redlock.
 """
 
 from __future__ import annotations
@@ -101,6 +121,11 @@ if TYPE_CHECKING:
     from typing import Any, ClassVar
 
 KEY_PREFIX = "perlcompat:lock:"
+#: the other keys of lock NAME: each kind has its own prefix, so no lock name can
+#: equal another lock's internal key (``perlcompat:lock:q:wake`` is only lock "q:wake").
+FENCE_PREFIX = "perlcompat:fence:"
+WAITING_PREFIX = "perlcompat:waiting:"
+WAKE_PREFIX = "perlcompat:wake:"
 EPOCH_KEY = "perlcompat:epoch"
 
 #: seconds: the longest lease (``stale``) of any client of one server, and the
@@ -116,42 +141,48 @@ MIN_TIMEOUT = 0.5
 CLEANUP_TIMEOUT = 1.0
 
 #: replies of the acquire script (first element)
-GRANTED, BUSY, NO_EPOCH, HELD_OFF, MAX_LEASE_CONFLICT = 1, 0, -1, -2, -3
+GRANTED, BUSY, NO_EPOCH, HELD_OFF, MAX_LEASE_CONFLICT, RESTARTED = 1, 0, -1, -2, -3, -4
 
+# The epoch: "resume_ms max_lease_ms run_id" (older records: "resume_ms max_lease_ms", "0").
 # KEYS: lock, fence, epoch, waiting.  ARGV: owner, ttl ms, waiting-mark ms, max lease ms.
 ACQUIRE = """
 local epoch = redis.call('GET', KEYS[3])
 if not epoch then return {-1, 0} end
 local mine = tonumber(ARGV[4])
-local resume, max = string.match(epoch, '^(%d+) (%d+)$')
+local resume, max, run = string.match(epoch, '^(%d+) (%d+) (%x+)$')
+if not resume then resume, max = string.match(epoch, '^(%d+) (%d+)$') end
 if resume then
   resume, max = tonumber(resume), tonumber(max)
 else
   resume, max = tonumber(epoch), 0
   if not resume then
-    return redis.error_reply('ERR ' .. KEYS[3] .. ' is not "resume_ms max_lease_ms"')
+    return redis.error_reply('ERR ' .. KEYS[3] .. ' is not "resume_ms max_lease_ms run_id"')
   end
 end
 if tonumber(ARGV[2]) > mine then return {-3, mine} end
 if mine < max then return {-3, max} end
 if mine > max then
-  redis.call('SET', KEYS[3], string.format('%.0f %.0f', resume, mine))
+  redis.call('SET', KEYS[3], string.format('%.0f %.0f', resume, mine) .. (run and ' ' .. run or ''))
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local wait = resume - now
 local state = -2
 if wait <= 0 then
-  if redis.call('SET', KEYS[1], ARGV[1] .. ' ' .. now, 'NX', 'PX', ARGV[2]) then
+  local value = redis.call('GET', KEYS[1])
+  if not value then
+    local info = redis.pcall('INFO', 'server')
+    local id = type(info) == 'string' and string.match(info, 'run_id:(%x+)')
+    if id and id ~= run then return {-4, run or ''} end
+    redis.call('SET', KEYS[1], ARGV[1] .. ' ' .. now, 'PX', ARGV[2])
     local fence = redis.call('INCR', KEYS[2])
-    if fence == 1 then
+    if fence == 1 or fence <= resume * 1000 then
       fence = t[1] .. string.format('%06d', tonumber(t[2]))
       redis.call('SET', KEYS[2], fence)
     end
     return {1, now, fence}
   end
-  local value = redis.call('GET', KEYS[1])
-  if value and string.sub(value, 1, #ARGV[1] + 1) == ARGV[1] .. ' ' then
+  if string.sub(value, 1, #ARGV[1] + 1) == ARGV[1] .. ' ' then
     redis.call('PEXPIRE', KEYS[1], ARGV[2])
     return {1, string.sub(value, #ARGV[1] + 2), redis.call('GET', KEYS[2])}
   end
@@ -180,14 +211,50 @@ if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 return redis.call('PEXPIRE', KEYS[1], ARGV[2])
 """
 
-# KEYS: epoch.  ARGV: hold-off ms, max lease ms.
+# KEYS: epoch.  ARGV: max lease ms.  Returns 0 nothing to do, 1 the record adopted (it named
+# no server), 2 restarted (held off from the start), 3 missing (from the start), 4 flushed
+# (from now).  Without INFO (an ACL), a missing record holds off from now.
 START_EPOCH = """
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local epoch = string.format('%.0f %.0f', now + tonumber(ARGV[1]), tonumber(ARGV[2]))
-redis.call('SET', KEYS[1], epoch)
-return 1
+local max = tonumber(ARGV[1])
+local info = redis.pcall('INFO', 'server')
+local id, uptime = false, false
+if type(info) == 'string' then
+  id = string.match(info, 'run_id:(%x+)')
+  uptime = tonumber(string.match(info, 'uptime_in_seconds:(%d+)'))
+end
+local started = now  -- the server's start; unknown: as if now
+if uptime then  -- whole seconds between two truncated clock readings: may be 1 s too many
+  started = now - math.max(uptime - 1, 0) * 1000
+end
+local epoch = redis.call('GET', KEYS[1])
+local code, resume = 3, started + max
+if epoch then
+  local r, m, run = string.match(epoch, '^(%d+) (%d+) (%x+)$')
+  if not r then r, m = string.match(epoch, '^(%d+) (%d+)$') end
+  if not r then r, m = tonumber(epoch), 0 end
+  if not r then
+    return redis.error_reply('ERR ' .. KEYS[1] .. ' is not "resume_ms max_lease_ms run_id"')
+  end
+  r, m = tonumber(r), tonumber(m)
+  if m > max then max = m end
+  if not id or run == id then return 0 end
+  code, resume = 1, r  -- a record naming no server (set by hand, or without INFO): ours now
+  if run then code, resume = 2, math.max(r, started + max) end  -- another run of the server
+elseif uptime then  -- missing: lost in a flush, or never set on this run of the server
+  local stats = redis.pcall('INFO', 'commandstats')
+  local flushed = type(stats) ~= 'string'
+  if not flushed then
+    for _, name in ipairs({'flushall', 'flushdb', 'swapdb'}) do
+      local calls = string.match(stats, 'cmdstat_' .. name .. ':calls=(%d+)')
+      if calls and tonumber(calls) > 0 then flushed = true end
+    end
+  end
+  if flushed then code, resume = 4, now + max end
+end
+redis.call('SET', KEYS[1], string.format('%.0f %.0f', resume, max) .. (id and ' ' .. id or ''))
+return code
 """
 
 # KEYS: lock, fence.
@@ -377,6 +444,10 @@ class _Server:
             return self.request(("EVAL", script.text, len(keys), *keys, *args), timeout)
 
 
+class MaxLeaseError(OSError, ValueError):
+    """This client's max lease is below the one recorded on the server (errno EINVAL)."""
+
+
 class _Abandoned(_rx.TimeoutError):
     """A connection still being opened (a host name resolving) when its time ran out."""
 
@@ -392,6 +463,10 @@ def _is_ip(host: str) -> bool:
             continue
         return True
     return False
+
+
+def _text(value: object) -> str:
+    return value.decode("latin-1") if isinstance(value, bytes) else str(value)
 
 
 def _positive(value: object, default: float) -> float:
@@ -438,6 +513,8 @@ _servers: dict[str, _Server] = {}
 _unanswered: dict[tuple[str, str], str] = {}
 # urls whose restart hold-off was already reported by this process
 _warned: set[str] = set()
+# (url, errno) of refusals (eviction, max lease) already reported by this process
+_refused: set[tuple[str, int]] = set()
 _host: list[str] = []
 
 
@@ -626,11 +703,10 @@ class Backend(_api.Backend):
                 f"redis lock {path!r}: stale {stale:g} s is longer than the max lease"
                 f" {self.max_lease:g} s of locks at {self.shown_url}; {_MAX_LEASE_HELP}"
             )
-        key = KEY_PREFIX + path
-        self.key = key
-        self._fence_key = key + ":fence"
-        self._waiting_key = key + ":waiting"
-        self._wake_key = key + ":wake"
+        self.key = KEY_PREFIX + path
+        self._fence_key = FENCE_PREFIX + path
+        self._waiting_key = WAITING_PREFIX + path
+        self._wake_key = WAKE_PREFIX + path
         self._ttl_ms = max(1, round(stale * 1000))
         self._max_ms = max(self._ttl_ms, round(self.max_lease * 1000))
         self._value: str | None = None
@@ -649,7 +725,7 @@ class Backend(_api.Backend):
         args = (owner, self._ttl_ms, self._mark_ms(), self._max_ms)
         try:
             reply = self._server.run(_ACQUIRE, keys, args, self._budget())
-            if reply[0] == NO_EPOCH:
+            if reply[0] in (NO_EPOCH, RESTARTED):
                 self._start_epoch()
                 reply = self._server.run(_ACQUIRE, keys, args, self._budget())
         except _rx.RedisError as exc:
@@ -664,12 +740,18 @@ class Backend(_api.Backend):
             self.held_off = False
             return True
         if reply[0] == MAX_LEASE_CONFLICT:
-            raise ValueError(
-                f"redis lock {self.path!r}: this client's max lease {self.max_lease:g} s is"
-                f" shorter than the {int(reply[1]) / 1000:g} s recorded at {self.shown_url} by"
-                " another client; after a restart it could let a lock be taken while an older"
-                f" lease still runs; {_MAX_LEASE_HELP}"
+            raise self._refuse(
+                MaxLeaseError,
+                errno.EINVAL,
+                f"this client's max lease {self.max_lease:g} s is shorter than the"
+                f" {int(reply[1]) / 1000:g} s recorded there by another client; after a restart"
+                " it could let a lock be taken while an older lease still runs; "
+                + _MAX_LEASE_HELP
+                + f" (to lower the record once no longer lease can be held: SET {EPOCH_KEY} 0)",
             )
+        if reply[0] in (NO_EPOCH, RESTARTED):  # changed again meanwhile: the next try sets it up
+            self._busy_ms, self.held_off = 0, False
+            return False
         self._busy_ms = int(reply[1])  # -1: a key without TTL, not one of ours
         self.held_off = reply[0] == HELD_OFF
         if self.held_off:
@@ -818,29 +900,38 @@ class Backend(_api.Backend):
         message = f"cannot {doing} redis lock {self.path!r} at {self.shown_url}: {detail}"
         return OSError(number, message)
 
-    def _uptime(self) -> int | None:
-        """The server's uptime in whole seconds (``INFO``), None if INFO is refused."""
+    def _start_epoch(self) -> None:
+        """Check that the server keeps held keys, then (re)record the epoch (``START_EPOCH``)."""
         try:
-            info = self._server.request(("INFO", "server"), self._budget())
+            reply = self._server.request(("CONFIG", "GET", "maxmemory*"), self._budget())
         except _rx.ResponseError:
-            return None  # INFO refused by an ACL or renamed
+            reply = None  # CONFIG refused by an ACL or renamed (managed servers): assumed fine
         except _rx.RedisError as exc:
             raise self._oserror(exc, "acquire") from exc
-        text = info.decode("latin-1") if isinstance(info, bytes) else str(info)
-        for line in text.splitlines():
-            name, _, value = line.partition(":")
-            if name == "uptime_in_seconds" and value.strip().isdigit():
-                return int(value)
-        return None
+        if reply is not None:
+            pairs = reply.items() if isinstance(reply, dict) else zip(reply[::2], reply[1::2])
+            config = {_text(name): _text(value) for name, value in pairs}
+            policy = config.get("maxmemory-policy", "noeviction")
+            limit = config.get("maxmemory", "0")
+            if policy != "noeviction" and limit.isdigit() and int(limit) > 0:
+                raise self._refuse(
+                    OSError,
+                    errno.EOPNOTSUPP,
+                    f"the server may evict a held lock when its memory is full (maxmemory"
+                    f" {limit}, maxmemory-policy {policy}); set maxmemory-policy noeviction"
+                    " (CONFIG SET maxmemory-policy noeviction, and in redis.conf)",
+                )
+        self._run(_START_EPOCH, (EPOCH_KEY,), (self._max_ms,), "acquire", self._budget())
 
-    def _start_epoch(self) -> None:
-        """Record the epoch: grants resume one max lease after the server started."""
-        uptime = self._uptime()
-        # whole seconds between two truncated clock readings: may overstate by up to 1 s
-        uptime_ms = 0 if uptime is None else max(uptime - 1, 0) * 1000  # None: just started
-        holdoff_ms = max(self._max_ms - uptime_ms, 0)
-        args = (holdoff_ms, self._max_ms)
-        self._run(_START_EPOCH, (EPOCH_KEY,), args, "acquire", self._budget())
+    def _refuse(self, kind: type[OSError], number: int, why: str) -> OSError:
+        """An error of *kind* for a server set up unsafely; warned once per process and URL."""
+        message = f"cannot acquire redis lock {self.path!r} at {self.shown_url}: {why}"
+        if (self.url, number) not in _refused:  # lock() keeps only $!: say why once
+            _refused.add((self.url, number))
+            import warnings
+
+            warnings.warn(f"perlcompat: {message}", RuntimeWarning, stacklevel=4)
+        return kind(number, message)
 
     def _warn_held_off(self, wait_ms: int) -> None:
         if self.url in _warned:
@@ -859,7 +950,7 @@ class Backend(_api.Backend):
 
         warnings.warn(
             f"perlcompat: the redis server at {self.shown_url} has no record of its locks"
-            " (it restarted without persistence, was flushed, or is new); no lock is granted"
+            " (it restarted, was flushed, or is new); no lock is granted"
             f" there for {wait_ms / 1000:.3g} s more, so that a holder from before cannot"
             f" overlap. If no lock is held, lift this with: SET {EPOCH_KEY} 0",
             RuntimeWarning,

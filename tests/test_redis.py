@@ -68,6 +68,10 @@ def key_of(name: str) -> str:
     return redis_lock.KEY_PREFIX + name
 
 
+def fence_of(name: str) -> str:
+    return redis_lock.FENCE_PREFIX + name
+
+
 # -- import cost and configuration -------------------------------------------
 def test_redis_is_imported_only_for_a_redis_url(server: RedisServer) -> None:
     code = (
@@ -181,7 +185,7 @@ def test_fencing_token_grows_by_one_per_hold_and_is_none_when_free(
         assert held.fencing_token is None
     assert tokens == list(range(tokens[0], tokens[0] + 5))
     with server.client() as client:
-        assert int(client.get(key_of(name) + ":fence")) == tokens[-1]
+        assert int(client.get(fence_of(name))) == tokens[-1]
 
 
 def test_release_never_deletes_a_successor_lock(server: RedisServer, name: str) -> None:
@@ -547,15 +551,18 @@ sub reply {
     if ($t eq '*') { return [map { reply() } 1 .. $rest] }
     die "bad reply $line";
 }
-my $key = "perlcompat:lock:$name";
+my ($key, $fence, $waiting, $wake) = map { "perlcompat:$_:$name" } qw(lock fence waiting wake);
 $| = 1; print "ready\n"; my $go = <STDIN>;
 for (1 .. $n) {
     my $owner = sprintf("%08x%08x %d perl-%d", rand(2**32), rand(2**32), $$, $$);
     my $r;
     while (1) {
-        $r = cmd("EVAL", $ENV{ACQUIRE}, 4, $key, "$key:fence", "perlcompat:epoch",
-                 "$key:waiting", $owner, 30000, 2000, 180000);
+        $r = cmd("EVAL", $ENV{ACQUIRE}, 4, $key, $fence, "perlcompat:epoch", $waiting,
+                 $owner, 30000, 2000, 180000);
         last if $r->[0] == 1;
+        # no epoch, or one of another run of the server: record it (ARGV: max lease ms)
+        cmd("EVAL", $ENV{START_EPOCH}, 1, "perlcompat:epoch", 180000)
+            if $r->[0] == -1 or $r->[0] == -4;
         select(undef, undef, undef, 0.001);
     }
     my $value = "$owner $r->[1]";
@@ -566,7 +573,7 @@ for (1 .. $n) {
     if ($r->[2] <= $last) { print STDERR "fence went backwards\n"; exit 4 }
     seek($fh, 0, 0); print $fh $count + 1, " ", $r->[2], "\n"; truncate($fh, tell($fh)); close($fh);
     close($m); unlink($marker);
-    cmd("EVAL", $ENV{RELEASE}, 3, $key, "$key:waiting", "$key:wake", $value, 2000) == 1
+    cmd("EVAL", $ENV{RELEASE}, 3, $key, $waiting, $wake, $value, 2000) == 1
         or die "release: lock was not ours";
 }
 print "\n";
@@ -591,6 +598,7 @@ def start_workers(
         if style == "perl5":
             argv = [PERL, "-e", PERL_WORKER, str(server.port), name, str(counter), marker, str(n)]
             env = dict(ENV, ACQUIRE=redis_lock.ACQUIRE, RELEASE=redis_lock.RELEASE)
+            env.update(START_EPOCH=redis_lock.START_EPOCH)
             fds: tuple[int, ...] = ()
         else:
             argv = [sys.executable, "-c", WORKER, url or server.url, name, str(counter), marker]
@@ -639,7 +647,7 @@ def test_eight_processes_count_exactly_under_the_lock(
     count, last_token = (int(x) for x in (tmp_path / "counter").read_text().split())
     assert count == 8 * 200
     with server.client() as client:
-        assert int(client.get(key_of(name) + ":fence")) >= last_token > 0
+        assert int(client.get(fence_of(name))) >= last_token > 0
         assert client.exists(key_of(name)) == 0
 
 
@@ -735,7 +743,7 @@ def test_no_redis_process_leaks_a_key(server: RedisServer, name: str, style: str
             assert lock(name, url=server.url) == 1
             assert unlock(name, url=server.url) == 1
         assert client.exists(key_of(name)) == 0
-        assert client.ttl(key_of(name) + ":fence") == -1  # the counter is kept for ever
+        assert client.ttl(fence_of(name)) == -1  # the counter is kept for ever
 
 
 def test_wait_for_release_gives_up_with_the_timeout(
@@ -799,42 +807,141 @@ def test_held_off_warning_is_given_once_per_restart(own_server: RedisServer, nam
     assert unlock(name, url=own_server.url) == 1
 
 
-@pytest.mark.parametrize(
-    ("uptime", "held_off_ms"),
-    [(100, 0), (3, 3000), (1, 5000), (0, 5000), (None, 5000)],
-)
-def test_hold_off_after_a_restart_counts_from_the_server_start(
-    own_server: RedisServer,
-    name: str,
-    uptime: int | None,
-    held_off_ms: int,
-    monkeypatch: pytest.MonkeyPatch,
+def uptime_of(srv: RedisServer) -> int:
+    with srv.client() as client:
+        return int(client.info("server")["uptime_in_seconds"])
+
+
+@pytest.mark.parametrize("user", ["default", "no INFO"])
+def test_hold_off_after_a_lost_epoch_counts_from_the_server_start(
+    own_server: RedisServer, name: str, user: str
 ) -> None:
+    url = own_server.url + "?max_lease=5"
     with own_server.client() as client:
         client.delete("perlcompat:epoch")
-    backend = redis_lock.Backend(name, stale=2, url=own_server.url + "?max_lease=5")
-    server = backend._server
-    request = server.request
-
-    def fake_info(command: tuple[object, ...], timeout: float, hold: float = 0.0) -> object:
-        if command[0] != "INFO":
-            return request(command, timeout, hold)
-        if uptime is None:
-            raise redis.exceptions.NoPermissionError("NOPERM no INFO for you")
-        return f"# Server\r\nredis_version:7.0.0\r\nuptime_in_seconds:{uptime}\r\n".encode()
-
-    monkeypatch.setattr(server, "request", fake_info)
+        if user == "no INFO":  # the server's start is unknown: held off from now
+            client.execute_command("ACL", "SETUSER", "noinfo", "on", ">pw", "~*", "+@all", "-info")
+            url = url.replace("redis://", "redis://noinfo:pw@")
+        run_id = client.info("server")["run_id"]
+    before = uptime_of(own_server)
+    backend = redis_lock.Backend(name, stale=2, url=url)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        granted = backend.try_acquire()
-    assert granted == (held_off_ms == 0)
-    if not granted:  # the max lease (5 s), not this client's stale (2 s)
-        assert backend.held_off
-        assert held_off_ms - 100 < backend._busy_ms <= held_off_ms  # type: ignore[operator]
-    else:
-        assert backend.release()
+        assert not backend.try_acquire()
+    after = uptime_of(own_server)
+    assert backend.held_off  # the max lease (5 s), not this client's stale (2 s)
+    busy = backend._busy_ms
+    assert busy is not None
+    if user == "no INFO":
+        assert 4900 < busy <= 5000
+    else:  # from the server's start, its uptime counted 1 s short
+        assert 5000 - after * 1000 - 100 < busy <= 5000 - max(before - 1, 0) * 1000
     with own_server.client() as client:
-        assert client.get("perlcompat:epoch").split()[1] == b"5000"
+        epoch = client.get("perlcompat:epoch").decode().split()
+    assert epoch[1:] == (["5000"] if user == "no INFO" else ["5000", run_id])
+
+
+# -- lock names never collide with another lock's internal keys ----------------
+def test_every_key_belongs_to_one_lock_and_kind() -> None:
+    names = ["q", "q:wake", "q:fence", "q:waiting", "wake:q", "lock:q", "fence:q", "epoch", ""]
+    keys = {redis_lock.EPOCH_KEY}
+    for name in names:
+        backend = redis_lock.Backend(name or "x", stale=1, url="redis://127.0.0.1:1/0")
+        keys |= {backend.key, backend._fence_key, backend._waiting_key, backend._wake_key}
+    assert len(keys) == 4 * len(names) + 1
+
+
+#: holds lock argv[2] until stdin closes; prints its release result and $!
+NAMED_HOLDER = r"""
+import os, sys
+from perlcompat import lock, unlock, OS_ERROR
+url, name, marker = sys.argv[1:4]
+got = lock(name, url=url, stale=30, retry=200, wait=0.05)
+if not got:
+    sys.exit(f"lock {name}: {OS_ERROR}")
+try:
+    mark = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+except FileExistsError:
+    sys.exit("TWO HOLDERS AT ONCE")
+print("held", flush=True)
+sys.stdin.read()
+os.close(mark)
+os.unlink(marker)
+print(unlock(name, url=url), int(OS_ERROR), flush=True)
+"""
+
+
+@pytest.mark.parametrize("suffix", ["wake", "fence", "waiting"])
+def test_a_lock_named_like_an_internal_key_is_its_own_lock(
+    own_server: RedisServer, name: str, tmp_path: Path, suffix: str
+) -> None:
+    """Lock "q:wake" is not lock "q"'s wake-up list (nor "q:fence" its counter ...)."""
+    other = f"{name}:{suffix}"
+
+    def holder(lock_name: str, marker: str) -> subprocess.Popen[str]:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", NAMED_HOLDER, own_server.url, lock_name, marker],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=ENV,
+        )
+        assert proc.stdout is not None
+        return proc
+
+    def output(proc: subprocess.Popen[str]) -> str:
+        """Let *proc* release its lock (close its stdin) and return what it printed."""
+        assert proc.stdin is not None
+        proc.stdin.close()
+        proc.stdin = None
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+        return out
+
+    first = holder(other, str(tmp_path / "other"))  # holds "q:wake" throughout
+    assert first.stdout is not None and first.stdout.readline() == "held\n", first.stderr
+    second = holder(name, str(tmp_path / "q"))  # holds "q"
+    assert second.stdout is not None and second.stdout.readline() == "held\n", second.stderr
+    waiter = holder(name, str(tmp_path / "q"))  # waits for "q": marks it waited for
+    with own_server.client() as client:
+        deadline = time.monotonic() + 30
+        while not any(c["cmd"] == "blpop" for c in client.client_list()):
+            assert time.monotonic() < deadline, "the waiter never blocked"
+            time.sleep(0.002)
+    # "q" is released while the waiter waits: a wake-up is pushed
+    assert output(second).split() == ["1", "0"]
+    assert waiter.stdout is not None and waiter.stdout.readline() == "held\n", waiter.stderr
+    assert output(waiter).split() == ["1", "0"]
+    # "q:wake" is still held by the first process: nobody else gets it
+    probe = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys\nfrom perlcompat import lock, OS_ERROR\n"
+            "print(lock(sys.argv[2], url=sys.argv[1], stale=30, retry=2, wait=0.1), int(OS_ERROR))",
+            own_server.url,
+            other,
+        ],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=60,
+    )
+    assert probe.stdout.split() == ["0", str(errno.EWOULDBLOCK)], probe.stderr
+    assert output(first).split() == ["1", "0"]  # its lock was intact to the end
+
+
+def test_a_perl_script_records_the_epoch_itself(
+    own_server: RedisServer, name: str, tmp_path: Path
+) -> None:
+    """The epoch names no server (SET perlcompat:epoch 0): the Perl script runs START_EPOCH."""
+    procs = start_workers(own_server, name, tmp_path, ["perl5"], 3, 30.0, -1)
+    finish(procs)
+    assert (tmp_path / "counter").read_text().split()[0] == "3"
+    with own_server.client() as client:
+        run_id = client.info("server")["run_id"]
+        assert client.get("perlcompat:epoch").decode().split() == ["0", "180000", run_id]
 
 
 def test_a_foreign_key_without_ttl_is_busy_and_does_not_spin(

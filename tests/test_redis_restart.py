@@ -61,7 +61,7 @@ held = Lock(name, url=url, stale=float(stale))
 before = time.monotonic()  # the server granted no earlier: the lease ends after before + stale
 held.acquire(timeout=10)
 mark = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-print("inside", repr(before), flush=True)
+print("inside", repr(before), held.fencing_token, flush=True)
 time.sleep(max(before + float(hold) - time.monotonic(), 0))  # the critical section's work
 left = time.monotonic()
 os.close(mark)
@@ -88,8 +88,9 @@ except FileExistsError:
     sys.exit("TWO HOLDERS AT ONCE")
 os.close(mark)
 os.unlink(marker)
+token = held.fencing_token
 held.release()
-print(repr(granted), flush=True)
+print(repr(granted), token, flush=True)
 """
 
 
@@ -129,7 +130,7 @@ def test_restart_hold_off_covers_the_longest_lease_whoever_comes_back_first(
         env=env,
         timeout=60,
     )
-    grants = [float(first.stdout)] if first.returncode == 0 else []  # only if very slow
+    grants = [float(first.stdout.split()[0])] if first.returncode == 0 else []  # if very slow
     assert grants or "LockTimeout" in first.stderr, first.stderr
     contenders = [
         subprocess.Popen(
@@ -144,12 +145,159 @@ def test_restart_hold_off_covers_the_longest_lease_whoever_comes_back_first(
     for proc in contenders:
         out, err = proc.communicate(timeout=60)
         assert proc.returncode == 0, err
-        grants.append(float(out))
+        grants.append(float(out.split()[0]))
     out, err = holder.communicate(timeout=60)
     assert holder.returncode == 0, err
     left = float(out.split()[-1])
     assert min(grants) > left  # nobody inside while the old holder still was
     assert min(grants) >= killed + max_lease - 0.002  # held off for the max lease
+
+
+def start_holder(
+    url: str, name: str, marker: str, env: dict[str, str]
+) -> tuple[subprocess.Popen[str], int]:
+    """A process inside *name* with a max lease, for 0.4 s less; returns it and its token."""
+    lease = float(env[MAX_LEASE_ENV])
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, url, name, marker, str(lease), str(lease - 0.4)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert holder.stdout is not None
+    line = holder.stdout.readline().split()
+    assert line[:1] == ["inside"], holder.communicate()
+    return holder, int(line[2])
+
+
+def contend(
+    url: str, name: str, marker: str, env: dict[str, str], stales: tuple[float, ...]
+) -> list[tuple[float, int]]:
+    """Contenders in separate processes, all at once: [(granted, token)]."""
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", CONTENDER, url, name, marker, str(stale)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for stale in stales
+    ]
+    grants = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+        granted, token = out.split()
+        grants.append((float(granted), int(token)))
+    return grants
+
+
+def left_at(holder: subprocess.Popen[str]) -> float:
+    out, err = holder.communicate(timeout=60)
+    assert holder.returncode == 0, err
+    return float(out.split()[-1])
+
+
+def test_a_flush_holds_off_but_first_use_of_a_long_running_server_does_not(
+    own_server: RedisServer, name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """FLUSHDB, FLUSHALL, SWAPDB on a server up longer than the max lease: held off from then."""
+    max_lease = 2.0
+    env = dict(ENV, **{MAX_LEASE_ENV: str(max_lease)})
+    monkeypatch.setenv(MAX_LEASE_ENV, str(max_lease))
+    url = own_server.url
+    marker = str(tmp_path / "marker")
+    with own_server.client() as client:
+        while int(client.info("server")["uptime_in_seconds"]) < max_lease + 2:
+            time.sleep(0.1)  # the server's own clock: until it has run past the hold-off
+        client.delete("perlcompat:epoch")  # first use, no flush seen: granted at once
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert lock(name, url=url, stale=1, retry=0) == 1
+        assert unlock(name, url=url) == 1
+        for flush in (("FLUSHDB",), ("FLUSHALL",), ("SWAPDB", "0", "1")):
+            holder, token = start_holder(url, name, marker, env)
+            flushed = time.monotonic()
+            client.execute_command(*flush)  # the lock key and the epoch are gone from db 0
+            grants = contend(url, name, marker, env, (1.0, max_lease, 1.0))
+            left = left_at(holder)
+            first = min(granted for granted, _ in grants)
+            assert first > left, f"{flush}: granted while the holder was inside"
+            assert first >= flushed + max_lease - 0.002, flush
+            assert all(later > token for _, later in grants), flush
+
+
+def test_a_restart_that_restores_a_snapshot_holds_off(
+    own_server: RedisServer, name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An RDB snapshot brings back an older epoch (and fence counter): a restart all the same."""
+    max_lease = 3.0
+    env = dict(ENV, **{MAX_LEASE_ENV: str(max_lease)})
+    monkeypatch.setenv(MAX_LEASE_ENV, str(max_lease))
+    url = own_server.url
+    marker = str(tmp_path / "marker")
+    with Lock(name, url=url, stale=1):  # records the epoch and a fence counter
+        pass
+    with own_server.client() as client:
+        client.save()  # the periodic snapshot (dump.rdb in the server's directory)
+        old_epoch = client.get("perlcompat:epoch")
+    holder, token = start_holder(url, name, marker, env)
+    killed = time.monotonic()
+    own_server.restart()  # SIGKILL, then a new server on the same port loads the snapshot
+    with own_server.client() as client:
+        assert client.get("perlcompat:epoch") == old_epoch  # restored
+        assert client.exists(redis_lock.KEY_PREFIX + name) == 0  # taken after the snapshot
+        assert int(client.get(redis_lock.FENCE_PREFIX + name)) < token
+    grants = contend(url, name, marker, env, (1.0, max_lease, 1.0, max_lease))
+    left = left_at(holder)
+    first = min(granted for granted, _ in grants)
+    assert first > left  # nobody inside while the old holder still was
+    assert first >= killed + max_lease - 0.002  # held off for the max lease
+    assert all(later > token for _, later in grants)  # tokens never go backwards
+
+
+@pytest.mark.parametrize(
+    ("policy", "maxmemory", "refused"),
+    [
+        ("volatile-ttl", "4mb", True),
+        ("allkeys-lru", "4mb", True),
+        ("volatile-lru", "0", False),  # no memory limit: nothing is evicted
+        ("noeviction", "4mb", False),
+    ],
+)
+def test_a_server_that_may_evict_held_locks_is_refused(
+    tmp_path: Path, name: str, policy: str, maxmemory: str, refused: bool
+) -> None:
+    srv = RedisServer(
+        str(tmp_path / "redis"), "--maxmemory", maxmemory, "--maxmemory-policy", policy
+    ).start()
+    try:
+        srv.declare_empty()
+        if not refused:
+            assert lock(name, url=srv.url, stale=5) == 1
+            assert unlock(name, url=srv.url) == 1
+            return
+        with pytest.warns(RuntimeWarning, match="maxmemory-policy"):
+            assert lock(name, url=srv.url, stale=5) == 0
+        assert OS_ERROR == errno.EOPNOTSUPP
+        with pytest.raises(OSError, match=f"maxmemory-policy {policy}.*noeviction") as info:
+            Lock(name, url=srv.url, stale=5).acquire()
+        assert info.value.errno == errno.EOPNOTSUPP and srv.url in str(info.value)
+        with srv.client() as client:
+            assert client.exists(redis_lock.KEY_PREFIX + name) == 0
+            # a user who may not read the configuration: the policy is assumed fine
+            client.execute_command("ACL", "SETUSER", "app", "on", ">pw", "~*", "+@all", "-config")
+            assert lock(name, url=srv.url.replace("//", "//app:pw@"), stale=5) == 1
+            assert unlock(name, url=srv.url.replace("//", "//app:pw@")) == 1
+            client.delete("perlcompat:epoch")
+            client.config_set("maxmemory-policy", "noeviction")
+        srv.declare_empty()
+        assert lock(name, url=srv.url, stale=5) == 1
+        assert unlock(name, url=srv.url) == 1
+    finally:
+        srv.stop()
 
 
 def test_a_stale_longer_than_the_max_lease_is_refused(
@@ -173,18 +321,34 @@ def test_a_stale_longer_than_the_max_lease_is_refused(
 
 
 def test_clients_must_agree_on_the_max_lease(own_server: RedisServer, name: str) -> None:
-    with own_server.client() as client:
-        assert lock(name, url=own_server.url + "?max_lease=5", stale=1) == 1
-        assert unlock(name, url=own_server.url + "?max_lease=5") == 1
-        assert client.get("perlcompat:epoch") == b"0 5000"  # recorded by the first client
-        # a shorter one would hold off too briefly after the next restart: refused
-        with pytest.raises(ValueError, match=r"max lease 2 s is shorter than the 5 s recorded"):
-            lock(name, url=own_server.url + "?max_lease=2", stale=1)
-        assert client.get("perlcompat:epoch") == b"0 5000"
-        # a longer one raises the record
-        assert lock(name, url=own_server.url + "?max_lease=8", stale=1) == 1
-        assert unlock(name, url=own_server.url + "?max_lease=8") == 1
-        assert client.get("perlcompat:epoch") == b"0 8000"
+    def recorded() -> list[bytes]:
+        with own_server.client() as client:
+            return list(client.get("perlcompat:epoch").split()[:2])
+
+    assert lock(name, url=own_server.url + "?max_lease=5", stale=1) == 1
+    assert unlock(name, url=own_server.url + "?max_lease=5") == 1
+    assert recorded() == [b"0", b"5000"]  # recorded by the first client
+    # a shorter one would hold off too briefly after the next restart: refused,
+    # lock() returns 0 with $! (a warning says why and how to lower the record)
+    short = own_server.url + "?max_lease=2"
+    with pytest.warns(RuntimeWarning, match=r"max lease 2 s is shorter than the 5 s recorded"):
+        assert lock(name, url=short, stale=1) == 0
+    assert OS_ERROR == errno.EINVAL
+    with pytest.raises(ValueError, match=r"SET perlcompat:epoch 0") as info:
+        Lock(name, url=short, stale=1).acquire()
+    assert isinstance(info.value, OSError) and info.value.errno == errno.EINVAL
+    assert recorded() == [b"0", b"5000"]
+    # a longer one raises the record
+    assert lock(name, url=own_server.url + "?max_lease=8", stale=1) == 1
+    assert unlock(name, url=own_server.url + "?max_lease=8") == 1
+    assert recorded() == [b"0", b"8000"]
+    with pytest.warns(RuntimeWarning, match=r"shorter than the 8 s recorded"):
+        assert lock(name, url=own_server.url + "?max_lease=5", stale=1) == 0
+    assert OS_ERROR == errno.EINVAL
+    own_server.declare_empty()  # what the message says: the record is lowered
+    assert lock(name, url=own_server.url + "?max_lease=5", stale=1) == 1
+    assert unlock(name, url=own_server.url + "?max_lease=5") == 1
+    assert recorded() == [b"0", b"5000"]
 
 
 def test_the_max_lease_query_is_not_passed_to_redis_py(own_server: RedisServer, name: str) -> None:
