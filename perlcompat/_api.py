@@ -239,7 +239,7 @@ def _looks_like_toplock(data: bytes, size: int) -> bool:
 
     if not data or size > len(data):
         return False
-    group = rb"(?:\d{20,}|\d+\.\d{6,}|\d{30}-\d+-\d+@[^\s<>]+)<>\d{9,10}<>"
+    group = rb"(?:\d{20,}|\d+\.\d{6,}|\d{30}-\d+-\d+(?:-[0-9a-f]+-\d+)?@[^\s<>]+)<>\d{9,10}<>"
     line = re.compile(rb"(?:%s)+\r?" % group)
     lines = data.split(b"\n")
     if lines[-1] == b"":

@@ -25,6 +25,7 @@ from ._stale import (
     O_CLOEXEC,
     O_NOFOLLOW,
     StaleBackend,
+    busy,
     kind_error,
     read_small,
     same,
@@ -53,8 +54,10 @@ class Backend(StaleBackend):
         """Create the file exclusively; True if we created it."""
         try:
             fd = os.open(self.path, _CREATE, 0o644)
-        except FileExistsError:
-            return False
+        except OSError as exc:
+            if busy(exc, self.path):
+                return False
+            raise
         token = _owner.nonce()
         try:
             os.write(fd, _owner.record("excl", token=token).encode())

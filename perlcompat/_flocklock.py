@@ -13,6 +13,10 @@ planted symlink fails with ELOOP.  An exclusive holder writes a fixed-width
 record at offset 0 (``perlcompat flock pid=.. host=.. start=.. since=..``) for
 ``perlcompat locks``.  ``stale`` does not apply: a live holder is never
 broken; releasing after ``stale`` still raises ``ExpiredLockError``.
+
+On shared storage where flock(2) is local to each host (sshfs, SMB/CIFS, NFS
+without lock forwarding: ``_fsinfo``) the first lock on each file system warns
+with ``SharedStorageWarning``: there it does not exclude other hosts.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import time
 from . import _owner
 from ._api import Backend as _Base
 from ._flock import LOCK_EX, LOCK_NB, LOCK_SH, LOCK_UN, lock_fd
+from ._fsinfo import check_flock
 from ._stale import O_BINARY, O_CLOEXEC, O_NOFOLLOW, kind_error, lstat, read_small
 
 TYPE_CHECKING = False
@@ -76,6 +81,7 @@ class Backend(_Base):
                 lock_fd(fd, LOCK_UN)
                 os.close(fd)
                 return False
+            check_flock(fd, stacklevel=4)  # shared storage: other hosts are not excluded
             if writable and not self.shared:
                 self._write_record(fd, st.st_size)
         except BaseException:

@@ -4,7 +4,8 @@ Each entry of DIR is classified by ``_api.find_locks`` (mkdir directory,
 symlink, rename marker, O_EXCL file, flock lock file, TOP?LOCK file) and
 described by its method's ``Backend.describe()``: holder pid and host where the
 lock records them, whether that holder is alive (``None`` when it cannot be
-told: no pid, another host, Windows), and the lock's age.  A flock lock file
+told: no pid, another host or pid namespace, Windows; ``judged`` says which,
+e.g. ``"age only: another pid namespace"``), and the lock's age.  A flock lock file
 nobody holds is not a lock and is not listed.
 
 ``--break-stale`` removes stale locks with exactly what a waiting ``lock()``
@@ -44,7 +45,9 @@ def _age_text(seconds: float | None) -> str:
     return f"{s // 86400}d{s % 86400 // 3600:02d}h"
 
 
-def _state(alive: bool | None) -> str:
+def _state(alive: bool | None, judged: str | None = None) -> str:
+    if alive is None and judged and judged.startswith("age only"):
+        return f"unknown ({judged})"  # another host or pid namespace, no pid: by age
     return {True: "alive", False: "dead", None: "unknown"}[alive]
 
 
@@ -80,6 +83,7 @@ def survey(directory: str, stale: float, break_stale: bool) -> list[dict[str, An
             pid=info.get("pid"),
             host=info.get("host"),
             alive=info.get("alive"),
+            judged=info.get("judged"),
             age=info.get("age"),
         )
         row["stale"] = _is_stale(row, stale)
@@ -117,7 +121,7 @@ def _table(rows: list[dict[str, Any]], break_stale: bool) -> str:
             row["method"],
             "-" if row["pid"] is None else str(row["pid"]),
             row["host"] or "-",
-            _state(row["alive"]),
+            _state(row["alive"], row.get("judged")),
             _age_text(row["age"]),
             "yes" if row["stale"] else "no",
         ]

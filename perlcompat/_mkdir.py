@@ -33,6 +33,7 @@ from ._stale import (
     O_NOFOLLOW,
     O_NONBLOCK,
     StaleBackend,
+    busy,
     kind_error,
     lstat,
     read_small,
@@ -81,8 +82,10 @@ class Backend(StaleBackend):
         """Make the directory; True if we made it (it is then ours)."""
         try:
             os.mkdir(self.path, self.mode)
-        except FileExistsError:
-            return False
+        except OSError as exc:
+            if busy(exc, self.path):
+                return False
+            raise
         st = lstat(self.path)
         if st is None:
             return False  # removed at once by someone else (seed 003's racy stale check)
@@ -191,6 +194,15 @@ class Backend(StaleBackend):
         except OSError:
             return False
         return True
+
+    def _record_extra(self) -> bytes:
+        return read_small(self.owner_path) or b""
+
+    def _discard(self, moved: str, st: os.stat_result) -> None:
+        fields = _owner.parse(read_small(self.owner_path) or b"", "mkdir")
+        if fields is not None and fields.get("dir") == _tag(st):
+            self._blank_owner_file()
+        os.rmdir(moved)
 
     def _blank_owner_file(self) -> None:
         try:

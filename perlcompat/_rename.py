@@ -33,6 +33,7 @@ from ._stale import (
     O_NOFOLLOW,
     O_NONBLOCK,
     StaleBackend,
+    busy,
     guard,
     kind_error,
     lstat,
@@ -108,8 +109,10 @@ class Backend(StaleBackend):
                 return False
             try:
                 marker = os.open(self.held, _WRITE | os.O_CREAT | os.O_EXCL, 0o644)
-            except FileExistsError:
-                return False
+            except OSError as exc:
+                if busy(exc, self.held):
+                    return False
+                raise
             self._sign(marker)
             return True
         finally:
@@ -198,6 +201,17 @@ class Backend(StaleBackend):
 
     def _age(self, st: os.stat_result) -> float:
         return time.time() - st.st_ctime
+
+    def _stamp_ns(self, st: os.stat_result) -> int:
+        return st.st_ctime_ns
+
+    def _move_target(self) -> str:
+        # the free name: moving the marker there is the removal, in one step, so there is
+        # never a moment with no marker under either name (a first use would make another)
+        return self.path
+
+    def _discard(self, moved: str, st: os.stat_result) -> None:
+        """Nothing: the move freed it.  Its old record counts for nobody (see ``_owner``)."""
 
     def _owner(self, st: os.stat_result) -> Owner:
         if st.st_ctime_ns > st.st_mtime_ns:

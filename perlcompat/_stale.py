@@ -41,6 +41,7 @@ from _thread import _local
 
 from . import _owner
 from ._api import Backend
+from ._fsinfo import is_shared
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -53,6 +54,8 @@ if TYPE_CHECKING:
 FIRST_LOOK = 0.02
 #: and again at most this often (s).
 RELOOK = 0.25
+#: on shared storage a lock is removed only if judged stale twice, unchanged, this far apart (s).
+SETTLE = 1.0
 
 _LOCK_SH = 1
 _LOCK_EX = 2
@@ -114,6 +117,29 @@ def unlink_quietly(path: str) -> bool:
         os.unlink(path)
     except OSError:
         return False
+    return True
+
+
+def busy(exc: OSError, path: str) -> bool:
+    """True if *exc* from an exclusive create of *path* means "taken", not "refused".
+
+    EEXIST; or EPERM/EACCES, which network file systems report for collisions
+    (sshfs), when the name is there, or when it is gone again (released in
+    between) but the directory lets us create a probe file beside it.
+    """
+    if isinstance(exc, FileExistsError):
+        return True
+    if exc.errno not in (errno.EPERM, errno.EACCES):
+        return False
+    if lstat(path) is not None:
+        return True
+    probe = f"{path}.breaking.{os.urandom(6).hex()}"
+    try:
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+    except OSError:
+        return False  # refused for real
+    os.close(fd)
+    unlink_quietly(probe)
     return True
 
 
@@ -272,7 +298,27 @@ class StaleBackend(Backend):
         """Tidy up after a release, whether or not the lock was still ours."""
 
     def release(self) -> bool:
-        """Remove our lock if the path still holds exactly it; False if it was broken."""
+        """Remove our lock if the path still holds exactly it; False if it was broken.
+
+        On shared storage a lock held past half its stale age is released under
+        the remover lock (``_shared``); a lock found gone at the last step was broken.
+        """
+        mine = self._mine
+        if mine is None:
+            return False
+        remover = self._shared_release_guard(mine)
+        try:
+            return self._release_local()
+        except FileNotFoundError:  # removed under us (a cached look said it was there)
+            self._mine = None
+            self._after_release()
+            return False
+        finally:
+            if remover is not None:
+                remover.release()
+
+    def _release_local(self) -> bool:
+        """The release itself, under the remover flock of this host."""
         mine, self._mine = self._mine, None
         if mine is None:
             return False
@@ -299,8 +345,12 @@ class StaleBackend(Backend):
         return fields is not None and fields.get("token") == self._token
 
     # -- shared logic ----------------------------------------------------
-    def _is_stale(self, st: os.stat_result) -> bool:
+    def _is_stale(self, st: os.stat_result, clock_ns: int | None = None) -> bool:
         age = self._age(st)
+        if clock_ns is not None:  # shared storage: the storage's clock judges (``_shared``)
+            from ._shared import storage_age
+
+            age = storage_age(clock_ns, self._stamp_ns(st), age)
         if age > self.stale:
             return True
         pid, host, start = self._owner(st)
@@ -316,6 +366,8 @@ class StaleBackend(Backend):
             return False
         if not self._is_stale(st):
             return False
+        if is_shared(st.st_dev):
+            return self._break_shared()
         fd = guard(self.path, exclusive=True)
         if fd is None:
             return False
@@ -329,6 +381,92 @@ class StaleBackend(Backend):
         finally:
             _tls.breaking -= 1
             unguard(fd)
+
+    # -- shared storage (``_shared``): remover lock, storage clock, rename handshake --
+    #: (fingerprint, monotonic time) of a lock judged stale once on shared storage
+    _suspect: tuple[tuple[object, ...], float] | None = None
+
+    def _stamp_ns(self, st: os.stat_result) -> int:
+        """The storage's time stamp (ns) that :meth:`_age` measures from."""
+        return st.st_mtime_ns
+
+    def _record_extra(self) -> bytes:
+        """Owner data kept outside the lock object, compared by the handshake (mkdir)."""
+        return b""
+
+    def _fingerprint(self, path: str, st: os.stat_result) -> tuple[object, ...]:
+        """What must be unchanged between the judgement and the move (``_shared``)."""
+        from ._shared import fingerprint
+
+        return fingerprint(path, st, self._record_extra())
+
+    def _move_target(self) -> str:
+        """Where the handshake moves a stale lock; "" for a fresh ``<lock>.breaking.<token>``."""
+        return ""
+
+    def _discard(self, moved: str, st: os.stat_result) -> None:
+        """Remove the stale lock *st*, moved to *moved* by :meth:`_break_shared`."""
+        os.unlink(moved)
+
+    def _break_shared(self) -> bool:
+        """``break_stale`` on shared storage: rules 1-4 of ``_shared``; True if removed."""
+        from ._shared import RemoverLock, moved_name, put_back
+
+        suspect = self._suspect
+        if suspect is not None and time.monotonic() - suspect[1] < SETTLE:
+            return False
+        remover = RemoverLock(self.path)
+        if not remover.acquire():
+            return False
+        _tls.breaking = getattr(_tls, "breaking", 0) + 1
+        try:
+            st = self._lstat()
+            if st is None:
+                return False
+            self._check(st)
+            if not self._is_stale(st, remover.clock_ns):
+                return False
+            held = self._held_path()
+            judged = self._fingerprint(held, st)
+            if suspect is None or suspect[0] != judged:
+                self._suspect = (judged, time.monotonic())  # stale twice, SETTLE apart
+                return False
+            self._suspect = None
+            if not remover.still_mine():
+                return False
+            moved = self._move_target() or moved_name(self.path)
+            try:
+                os.rename(held, moved)
+            except OSError:
+                return False  # gone (released) meanwhile
+            now = lstat(moved)
+            if now is None:
+                return False
+            if self._fingerprint(moved, now) != judged:
+                put_back(moved, held, now)  # a fresh lock: the look came from a cache
+                return False
+            self._discard(moved, now)
+            return True
+        finally:
+            _tls.breaking -= 1
+            remover.release()
+
+    def _shared_release_guard(self, mine: os.stat_result) -> Any:
+        """On shared storage, for a lock held past half its stale age: the remover lock.
+
+        Rule 5 of ``_shared``; None where not needed.  Raises OSError (the lock is
+        kept) if a remover holds it longer than ``RELEASE_WAIT`` and the lock is stale.
+        """
+        if self._age(mine) <= self.stale / 2 or not is_shared(mine.st_dev):
+            return None
+        from ._shared import RELEASE_WAIT, RemoverLock
+
+        remover = RemoverLock(self.path)
+        if remover.wait(RELEASE_WAIT):
+            return remover
+        if self._age(mine) > self.stale:
+            raise OSError(errno.EWOULDBLOCK, f"a remover is breaking the stale lock {self.path!r}")
+        return None  # not stale: no remover judges it so
 
     def describe(self) -> dict[str, Any] | None:
         """Describe the lock at the path (None if there is none), for ``perlcompat locks``."""
@@ -344,6 +482,7 @@ class StaleBackend(Backend):
             "pid": pid,
             "host": host,
             "alive": _owner.alive(pid, host, start, time.time() - age),
+            "judged": _owner.judged(pid, host),
             "age": age,
         }
 

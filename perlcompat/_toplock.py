@@ -3,7 +3,8 @@
 Every contender appends one line ``id<>time<>`` to the lock file (O_APPEND, so
 lines never interleave) and reads the file back: if the first line is its own,
 it holds the lock.  Release removes the file, and the next appender creates a
-new one and comes first.  Our ids are ``<30 random digits>-<pid>-<start>@<host>``,
+new one and comes first.  Our ids are
+``<30 random digits>-<pid>-<start>-<boot id prefix>-<pid namespace>@<host>``,
 Perl's are random numbers; both sides compare the first field as a string, so a
 Perl script doing seed 001 and Python processes exclude each other.  A line
 with or without its newline (the seed's last version omits it) is read alike.
@@ -67,20 +68,26 @@ def first_line(data: bytes | None) -> tuple[str, int | None] | None:
 
 
 def make_id() -> str:
-    """Return a new id: 30 random digits, then our pid, start time and host."""
+    """Return a new id: 30 random digits, pid, start time, boot id prefix, pid namespace, host."""
     pid, host, start = _owner.me()
+    boot, pidns = _owner.place()
     digits = int.from_bytes(os.urandom(13), "big") % 10**30
-    return f"{digits:030d}-{pid}-{start or 0}@{host}"
+    return f"{digits:030d}-{pid}-{start or 0}-{boot[:12] or 0}-{pidns or 0}@{host}"
 
 
 def owner_of_id(ident: str) -> Owner:
-    """Return (pid, host, start) encoded in one of our ids; Nones for a Perl id."""
+    """Return (pid, host, start) encoded in one of our ids; Nones for a Perl id.
+
+    Ids without the boot and pid namespace fields (older versions) are read too.
+    """
     head, at, host = ident.partition("@")
     parts = head.split("-")
-    if not at or len(parts) != 3 or not (parts[1].isdigit() and parts[2].isdigit()):
+    if not at or len(parts) not in (3, 5) or not (parts[1].isdigit() and parts[2].isdigit()):
         return None, None, None
     start = int(parts[2]) or None
-    return int(parts[1]), host or None, start
+    boot, pidns = (parts[3], parts[4]) if len(parts) == 5 else ("", "")
+    where = _owner.elsewhere(host or None, boot.strip("0") and boot, pidns.strip("0") and pidns)
+    return int(parts[1]), where, start
 
 
 def _read_head(fd: int) -> bytes:
@@ -110,13 +117,20 @@ class Backend(StaleBackend):
                 return False  # our line waits in this file behind the holder's
         ident = make_id()
         line = f"{ident}<>{int(time.time())}<>\n".encode()
-        fd = os.open(self.path, _APPEND, 0o666)
+        try:
+            fd = os.open(self.path, _APPEND, 0o666)
+        except FileNotFoundError:
+            if os.path.isdir(os.path.dirname(self.path) or "."):
+                return False  # removed between lookup and open (network file systems): retry
+            raise
         try:
             st = os.fstat(fd)
             if not stat_module.S_ISREG(st.st_mode):
                 raise kind_error(self.path, st, "regular file")
             os.write(fd, line)
             head = _read_head(fd)
+        except FileNotFoundError:
+            return False  # unlinked after our open (sshfs asks by path): a new file comes
         finally:
             os.close(fd)
         key = (st.st_dev, st.st_ino)
@@ -177,6 +191,17 @@ class Backend(StaleBackend):
     def _owner(self, st: os.stat_result) -> Owner:
         first = first_line(read_small(self.path))
         return (None, None, None) if first is None else owner_of_id(first[0])
+
+    def _stamp_ns(self, st: os.stat_result) -> int:
+        # appends refresh the mtime: the first line's time, judged by the storage clock
+        first = first_line(read_small(self.path))
+        if first is None or first[1] is None:
+            return st.st_mtime_ns
+        return first[1] * 1_000_000_000
+
+    def _fingerprint(self, path: str, st: os.stat_result) -> tuple[object, ...]:
+        # contenders append their lines meanwhile: only the first line names the holder
+        return (stat_module.S_IFMT(st.st_mode), first_line(read_small(path)))
 
     def _remove(self, st: os.stat_result) -> bool:
         judged = first_line(read_small(self.path))

@@ -302,6 +302,10 @@ def take(lk, counts, limit):
             return False
         except OSError as exc:  # a lock() that would return 0 with this $!
             key = "error_" + errno.errorcode.get(exc.errno or 0, str(exc.errno))
+            if spec.get("debug"):
+                import traceback
+                frames = traceback.extract_tb(exc.__traceback__)
+                key += " in " + " < ".join(f"{f.name}:{f.lineno}" for f in frames[::-1][:3])
             counts[key] = counts.get(key, 0) + 1
             if time.monotonic() > deadline:
                 return False
