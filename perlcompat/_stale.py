@@ -336,8 +336,11 @@ class StaleBackend(Backend):
     def _record_is_ours(
         self, st: os.stat_result, mine: os.stat_result, record_path: str, method: str
     ) -> bool:
-        """Same inode as *mine*, and unchanged or still carrying our token in *record_path*."""
-        if (st.st_dev, st.st_ino) != (mine.st_dev, mine.st_ino):
+        """Same inode as *mine*, and unchanged or still carrying our token in *record_path*.
+
+        On shared storage the token alone decides: client inode numbers are not stable.
+        """
+        if (st.st_dev, st.st_ino) != (mine.st_dev, mine.st_ino) and not is_shared(st.st_dev):
             return False
         if identity(st) == identity(mine):
             return True

@@ -260,9 +260,11 @@ import errno, json, os, re, socket, sys, time
 spec = json.loads(sys.argv[1])
 if spec.get("hostname"):
     socket.sethostname(spec["hostname"])
-import fcntl
+import fcntl, warnings
 import perlcompat
 from perlcompat import Lock, LockError, ExpiredLockError
+# measured here, not news (older versions have no such warning)
+warnings.simplefilter("ignore", getattr(perlcompat, "SharedStorageWarning", UserWarning))
 
 def inside(marker, counts):
     try:
