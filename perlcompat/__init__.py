@@ -42,10 +42,22 @@ _EXPORTS = {
     "symlink": "_fs",
     "readlink": "_fs",
     "utime": "_fs",
+    "chmod": "_fs",
+    "chown": "_fs",
     "stat": "_fs",
     "filetest": "_fs",
     "sleep": "_fs",
     "BASETIME": "_fs",
+    # strings, numbers, time and crypt
+    "split": "_text",
+    "num": "_text",
+    "truth": "_text",
+    "time": "_time",
+    "localtime": "_time",
+    "gmtime": "_time",
+    "scalar_localtime": "_time",
+    "scalar_gmtime": "_time",
+    "crypt": "_crypt",
     # alarm and %SIG
     "alarm": "_alarm",
     "SIG": "_alarm",
@@ -68,6 +80,10 @@ _EXPORTS = {
     # TOP?LOCK's "check again before renaming the work file into place"
     "still_holding": "_toplock",
     "rename_if_holding": "_toplock",
+    "readline": "_handle",
+    "PerlWarning": "_handle",
+    "PerlList": "_handle",
+    "lstat": "_fs",
 }
 
 __all__ = sorted(
@@ -97,6 +113,9 @@ if TYPE_CHECKING:
         lock as lock,
         unlock as unlock,
     )
+    from ._crypt import (
+        crypt as crypt,
+    )
     from ._die import (
         Die as Die,
         die as die,
@@ -111,7 +130,10 @@ if TYPE_CHECKING:
     )
     from ._fs import (
         BASETIME as BASETIME,
+        chmod as chmod,
+        chown as chown,
         filetest as filetest,
+        lstat as lstat,
         mkdir as mkdir,
         readlink as readlink,
         rename as rename,
@@ -127,12 +149,15 @@ if TYPE_CHECKING:
     )
     from ._handle import (
         PerlFile as PerlFile,
+        PerlList as PerlList,
+        PerlWarning as PerlWarning,
         binmode as binmode,
         close as close,
         eof as eof,
         open_ as open_,
         print_ as print_,
         printf as printf,
+        readline as readline,
         seek as seek,
         tell as tell,
         truncate as truncate,
@@ -144,6 +169,18 @@ if TYPE_CHECKING:
         Semaphore as Semaphore,
         sem_acquire as sem_acquire,
         sem_release as sem_release,
+    )
+    from ._text import (
+        num as num,
+        split as split,
+        truth as truth,
+    )
+    from ._time import (
+        gmtime as gmtime,
+        localtime as localtime,
+        scalar_gmtime as scalar_gmtime,
+        scalar_localtime as scalar_localtime,
+        time as time,
     )
     from ._toplock import (
         rename_if_holding as rename_if_holding,

@@ -87,12 +87,19 @@ def _whole(seconds: float) -> int:
 # -- alarm -------------------------------------------------------------
 
 
-def alarm(seconds: float) -> int:
-    """Deliver ALRM in *seconds* (0 cancels); return whole seconds left on the previous alarm."""
+def alarm(seconds: float) -> int | None:
+    """Deliver ALRM in *seconds* (0 cancels); return whole seconds left on the previous alarm.
+
+    As in Perl, negative, infinite or huge (>= 2**31) *seconds* return None
+    (undef) with ``OS_ERROR`` = EINVAL and a RuntimeWarning, and leave the pending
+    alarm as it was; NaN raises ValueError (Perl would take it as 0 and cancel).
+    """
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
         raise TypeError(f"alarm needs a number of seconds, not {seconds!r}")
-    if not 0 <= seconds < float("inf"):
-        raise ValueError(f"alarm needs a number of seconds >= 0, not {seconds!r}")
+    from ._fs import out_of_range
+
+    if out_of_range("alarm", seconds):
+        return None
     if _real():
         return _whole(_setitimer(float(seconds)))
     now = time.monotonic()

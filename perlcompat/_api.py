@@ -109,6 +109,9 @@ class Backend:
 
     method: ClassVar[str] = ""
     can_share: ClassVar[bool] = False
+    #: when the running ``Lock.acquire`` gives up (``time.monotonic()``), None for
+    #: never; set before the first attempt, for methods that wait on a network (redis).
+    deadline: float | None = None
 
     def __init__(self, path: str, *, stale: float, shared: bool = False, **options: Any) -> None:
         if shared and not self.can_share:
@@ -130,6 +133,10 @@ class Backend:
     def break_stale(self) -> bool:
         """Remove the current lock if stale (age or dead owner), race-free; True if removed."""
         raise NotImplementedError
+
+    def abandon(self) -> bool:
+        """Release for cleanup at exit or on a signal, without blocking long; as ``release``."""
+        return self.release()
 
     def fileno(self) -> int | None:
         """Descriptor to keep open while held (flock method), else None."""
@@ -190,10 +197,12 @@ def detect_method(path: str | os.PathLike[str]) -> str | None:
     * an *empty* directory is an mkdir lock (a lock directory stays empty);
     * a symlink whose target is a pid or ``"."`` (seed 000's two forms) is a
       symlink lock;
-    * a missing *path* whose ``<path>.locked`` twin exists is a held rename lock;
+    * a missing *path* whose ``<path>.locked`` twin is a rename marker (a regular
+      file holding nothing or a rename record) is a held rename lock;
     * a regular file is named by the record inside it (excl, flock); a file
       whose every line is ``id<>time<>`` groups, with seed 001's long numeric
-      ids (or ours) and epoch times, is a toplock; any other regular file is
+      ids (or ours) and epoch times, is a toplock (``_toplock.is_toplock_data``);
+      any other regular file is
       taken for a flock lock file (Perl's ``open(LOCK, "> f")`` makes an empty
       one), which is never broken: it is only a lock while someone holds it.
 
@@ -203,13 +212,17 @@ def detect_method(path: str | os.PathLike[str]) -> str | None:
     import stat as stat_module
 
     from . import _owner
-    from ._stale import lstat, read_small
+    from ._stale import is_record, lstat, read_small
+    from ._toplock import is_toplock_data
 
     text = os.fspath(path)
     st = lstat(text)
     if st is None:
         twin = lstat(text + ".locked")
-        return "rename" if twin is not None and stat_module.S_ISREG(twin.st_mode) else None
+        if twin is None or not stat_module.S_ISREG(twin.st_mode):
+            return None
+        marker = read_small(text + ".locked") if twin.st_size else b""
+        return "rename" if marker == b"" or is_record(marker, "rename") else None
     if stat_module.S_ISLNK(st.st_mode):
         try:
             target = os.readlink(text)
@@ -228,23 +241,9 @@ def detect_method(path: str | os.PathLike[str]) -> str | None:
     if record is not None:
         kind = record["kind"]
         return kind if kind in ("excl", "flock") else None
-    if _looks_like_toplock(data, st.st_size):
+    if data and is_toplock_data(data, complete=st.st_size <= len(data)):
         return "toplock"
     return "flock"
-
-
-def _looks_like_toplock(data: bytes, size: int) -> bool:
-    """True if *data* is nothing but seed 001 request lines: ``id<>time<>`` groups."""
-    import re
-
-    if not data or size > len(data):
-        return False
-    group = rb"(?:\d{20,}|\d+\.\d{6,}|\d{30}-\d+-\d+(?:-[0-9a-f]+-\d+)?@[^\s<>]+)<>\d{9,10}<>"
-    line = re.compile(rb"(?:%s)+\r?" % group)
-    lines = data.split(b"\n")
-    if lines[-1] == b"":
-        lines.pop()
-    return bool(lines) and all(line.fullmatch(item) for item in lines)
 
 
 def find_locks(directory: str | os.PathLike[str]) -> list[tuple[str, str]]:
@@ -361,6 +360,7 @@ class Lock:
         pause = BACKOFF_FIRST
         cap = min(BACKOFF_MAX, self.wait) if self.wait > 0 else BACKOFF_MAX
         backend = self._backend
+        backend.deadline = deadline
         next_break = 0.0
         while True:
             # a stopping signal waits until a lock just taken is tracked (then removed)
@@ -480,7 +480,7 @@ class Lock:
         if _held.get(key) is self:
             del _held[key]
         try:
-            return self._backend.release()
+            return self._backend.abandon()
         except OSError:
             return False
 

@@ -106,7 +106,7 @@ def _open(mode: str, path: str) -> PerlFile:
     from . import open_
 
     fh = open_(mode, path)
-    if fh is None:
+    if not fh:
         from ._die import die
         from ._errno import OS_ERROR
 

@@ -4,7 +4,9 @@
 (a planted symlink included, whose target is never touched), so exactly one
 process creates the file.  The holder writes one line into it:
 ``perlcompat excl pid=.. host=.. start=.. token=..``.  An empty file, as a shell
-script's ``set -C`` makes, is a lock with an unknown owner.
+script's ``set -C`` makes, is a lock with an unknown owner.  Nothing else is a
+lock: a file holding anything but one such record (a data file, however old),
+or with more than one hard link, is refused at once and never removed.
 
 A lock is stale when the file is older than ``stale`` seconds (mtime), or at
 once when its record names a dead process on this host (ESRCH, a zombie, or a
@@ -26,7 +28,11 @@ from ._stale import (
     O_NOFOLLOW,
     StaleBackend,
     busy,
+    is_record,
     kind_error,
+    links_error,
+    not_a_lock,
+    read_same,
     read_small,
     same,
 )
@@ -80,6 +86,15 @@ class Backend(StaleBackend):
     def _check(self, st: os.stat_result) -> None:
         if not stat_module.S_ISREG(st.st_mode):
             raise kind_error(self.path, st, "regular file")
+        problem = links_error(self.path, st, "excl")
+        if problem is not None:
+            raise problem
+        if st.st_size:
+            data = read_same(self.path, st)
+            if data is not None and not is_record(data, "excl"):
+                raise not_a_lock(
+                    self.path, "excl", f"holds {st.st_size} bytes that are not a lock record"
+                )
 
     def _owner(self, st: os.stat_result) -> Owner:
         return _owner.owner_of(_owner.parse(read_small(self.path) or b"", "excl"))

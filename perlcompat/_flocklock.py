@@ -7,12 +7,19 @@ included, so a flock lock is never stale and never needs breaking.  It is the
 same lock as Perl's ``open(LOCK, "> $lockfile"); flock(LOCK, 2)``, so Perl
 scripts doing that on the same file are excluded too.
 
-The file is opened with ``O_CREAT | O_NOFOLLOW`` and never truncated or removed
-(removing a flock file lets two processes lock two different inodes); a
-planted symlink fails with ELOOP.  An exclusive holder writes a fixed-width
-record at offset 0 (``perlcompat flock pid=.. host=.. start=.. since=..``) for
-``perlcompat locks``.  ``stale`` does not apply: a live holder is never
-broken; releasing after ``stale`` still raises ``ExpiredLockError``.
+Any existing regular file can be the lock, a data file included (Perl's
+``open(DATA, "+< f"); flock(DATA, 2)``): it is opened with ``O_NOFOLLOW``
+(never ``O_TRUNC``), never truncated, written or removed (removing a flock file
+lets two processes lock two different inodes); a planted symlink fails with
+ELOOP, a directory with EISDIR, a FIFO or device with EEXIST, all at once.
+
+Only a file perlcompat made itself carries an owner record: when the path is
+absent, it is created with ``O_EXCL``, and an exclusive holder writes a
+fixed-width record at offset 0 (``perlcompat flock pid=.. host=.. start=..
+since=..``) for ``perlcompat locks``; later holders rewrite it only while the
+file is exactly such a record (one link, ours).  Any other file keeps no record:
+who holds its flock is in ``/proc/locks``.  ``stale`` does not apply: a live
+holder is never broken; releasing after ``stale`` still raises ``ExpiredLockError``.
 
 On shared storage where flock(2) is local to each host (sshfs, SMB/CIFS, NFS
 without lock forwarding: ``_fsinfo``) the first lock on each file system warns
@@ -21,6 +28,7 @@ with ``SharedStorageWarning``: there it does not exclude other hosts.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat as stat_module
 import sys
@@ -30,7 +38,18 @@ from . import _owner
 from ._api import Backend as _Base
 from ._flock import LOCK_EX, LOCK_NB, LOCK_SH, LOCK_UN, lock_fd
 from ._fsinfo import check_flock
-from ._stale import O_BINARY, O_CLOEXEC, O_NOFOLLOW, kind_error, lstat, read_small
+from ._stale import (
+    O_BINARY,
+    O_CLOEXEC,
+    O_NOFOLLOW,
+    O_NONBLOCK,
+    is_record,
+    kind_error,
+    lstat,
+    open_error,
+    read_fd,
+    read_small,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -39,7 +58,9 @@ if TYPE_CHECKING:
 #: size of the owner record written at offset 0 by an exclusive holder.
 RECORD_SIZE = 128
 
-_OPEN = os.O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_BINARY
+#: O_NONBLOCK: opening a FIFO planted at the path must not block.
+_OPEN = O_NOFOLLOW | O_CLOEXEC | O_BINARY | O_NONBLOCK
+_CREATE = os.O_RDWR | os.O_CREAT | os.O_EXCL | _OPEN
 
 
 class Backend(_Base):
@@ -53,19 +74,29 @@ class Backend(_Base):
         self._fd: int | None = None
 
     def _open(self) -> tuple[int, bool]:
-        """Open the lock file; (descriptor, writable)."""
-        try:
-            return os.open(self.path, os.O_RDWR | _OPEN, 0o666), True
-        except PermissionError:
-            if not os.path.lexists(self.path):
-                raise
-        # an existing file we may not write: flock(2) locks a read-only descriptor too
-        return os.open(self.path, os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_BINARY), False
+        """Open the lock file, creating it if absent; (descriptor, whether we created it)."""
+        for _ in range(100):
+            try:
+                try:
+                    return os.open(self.path, os.O_RDWR | _OPEN), False
+                except FileNotFoundError:
+                    try:
+                        return os.open(self.path, _CREATE, 0o666), True
+                    except FileExistsError:
+                        continue  # made meanwhile by someone else: open theirs
+                except PermissionError:  # a file we may not write: flock(2) locks it read-only
+                    return os.open(self.path, os.O_RDONLY | _OPEN), False
+            except OSError as exc:
+                raise open_error(self.path, exc, "regular file") from None
+        raise OSError(errno.EAGAIN, f"lock file {self.path!r} keeps appearing and vanishing")
 
     def try_acquire(self) -> bool:
         """One LOCK_NB attempt; True if the flock is now ours."""
-        fd, writable = self._open()
+        fd, created = self._open()
         try:
+            st = os.fstat(fd)
+            if not stat_module.S_ISREG(st.st_mode):
+                raise kind_error(self.path, st, "regular file")
             lock_fd(fd, (LOCK_SH if self.shared else LOCK_EX) | LOCK_NB)
         except BlockingIOError:
             os.close(fd)
@@ -75,31 +106,42 @@ class Backend(_Base):
             raise
         try:
             st = os.fstat(fd)
-            if not stat_module.S_ISREG(st.st_mode):
-                raise kind_error(self.path, st, "regular file")
             if st.st_nlink == 0:  # removed while we locked it: that inode locks nobody out
                 lock_fd(fd, LOCK_UN)
                 os.close(fd)
                 return False
             check_flock(fd, stacklevel=4)  # shared storage: other hosts are not excluded
-            if writable and not self.shared:
-                self._write_record(fd, st.st_size)
+            if not self.shared and (created or self._is_ours(fd, st)):
+                self._write_record(fd)
         except BaseException:
             os.close(fd)
             raise
         self._fd = fd
         return True
 
-    def _write_record(self, fd: int, size: int) -> None:
-        text = _owner.record("flock", since=f"{time.time():.3f}")
+    @staticmethod
+    def _is_ours(fd: int, st: os.stat_result) -> bool:
+        """True if the file *st* is exactly a record we wrote, with one link and our uid."""
+        uid = getattr(os, "geteuid", None)
+        if (
+            st.st_size != RECORD_SIZE
+            or st.st_nlink != 1
+            or (uid is not None and st.st_uid != uid())
+        ):
+            return False
+        return is_record(read_fd(fd, RECORD_SIZE), "flock")
+
+    def _write_record(self, fd: int) -> None:
+        # no boot/pid namespace: a flock is never judged by its pid (the kernel frees it)
+        text = _owner.record("flock", where=False, since=f"{time.time():.3f}")
         data = text[:-1].ljust(RECORD_SIZE - 1).encode() + b"\n"
+        if len(data) != RECORD_SIZE:
+            return  # a record that does not fit is not written: later holders could not tell it
         try:
             if sys.platform == "win32":
                 _write_at_zero(fd, data)
             else:
                 os.pwrite(fd, data, 0)
-            if size > RECORD_SIZE:
-                os.ftruncate(fd, RECORD_SIZE)
         except OSError:
             pass  # the record is advisory
 
@@ -135,10 +177,13 @@ class Backend(_Base):
             return None
         if not stat_module.S_ISREG(st.st_mode):
             raise kind_error(self.path, st, "regular file")
-        if not held(self.path):
+        pids = flock_holders(st)
+        if not (held(self.path) if pids is None else pids):
             return None
         fields = _owner.parse(read_small(self.path, RECORD_SIZE) or b"", "flock")
         pid, host, _start = _owner.owner_of(fields)
+        if pids and pid not in pids:  # the record is a former holder's: a Perl script holds
+            fields, pid, host = None, pids[0], _owner.hostname()
         since = None
         if fields is not None:
             try:
@@ -156,7 +201,18 @@ class Backend(_Base):
 
 
 def held(path: str) -> bool:
-    """True if some process holds a flock (shared or exclusive) on the file at *path*."""
+    """True if some process holds a flock (shared or exclusive) on the file at *path*.
+
+    Looks without locking (:func:`flock_holders`) where the system says who
+    holds what; elsewhere it tries LOCK_EX|LOCK_NB and unlocks at once, which
+    another process's own LOCK_NB attempt can see as "busy" for that instant.
+    """
+    st = lstat(path)
+    if st is None or not stat_module.S_ISREG(st.st_mode):
+        return False
+    pids = flock_holders(st)
+    if pids is not None:
+        return bool(pids)
     try:
         fd = os.open(path, os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_BINARY)
     except OSError:
@@ -170,6 +226,60 @@ def held(path: str) -> bool:
         return False
     finally:
         os.close(fd)
+
+
+#: where Linux lists every file lock: ``1: FLOCK  ADVISORY  WRITE 1234 fe:00:5678 0 EOF``.
+PROC_LOCKS = "/proc/locks"
+
+
+def flock_holders(st: os.stat_result) -> list[int] | None:
+    """Pids holding flock(2) on the file *st* (from /proc/locks), None where it cannot tell.
+
+    Entries are matched by device (``major:minor`` in hex) and inode; waiters
+    (``->`` lines) hold nothing.  Where a filesystem reports another device
+    in /proc/locks than in ``stat`` (btrfs subvolumes, overlayfs), an entry
+    with the same inode counts if that process has the file open
+    (``/proc/PID/fd``), or if its descriptors cannot be read.
+    """
+    if sys.platform == "win32":
+        return None
+    try:
+        with open(PROC_LOCKS, "rb") as stream:
+            text = stream.read()
+    except OSError:
+        return None
+    device = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}".encode()
+    inode = b":%d" % st.st_ino
+    exact: list[int] = []
+    maybe: list[int] = []
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) < 6 or fields[1] != b"FLOCK" or not fields[4].isdigit():
+            continue  # not a flock(2) lock, or a waiter ("N: -> FLOCK ...")
+        if fields[5] == device:
+            exact.append(int(fields[4]))
+        elif fields[5].endswith(inode) and fields[5].count(b":") == 2:
+            maybe.append(int(fields[4]))
+    return exact or [pid for pid in maybe if _has_open(pid, st)]
+
+
+def _has_open(pid: int, st: os.stat_result) -> bool:
+    """True if *pid* has the file *st* open, or if we may not look at its descriptors."""
+    directory = f"/proc/{pid}/fd"
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        return False  # gone
+    except OSError:
+        return True
+    for name in names:
+        try:
+            other = os.stat(f"{directory}/{name}")
+        except OSError:
+            continue
+        if (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino):
+            return True
+    return False
 
 
 def _write_at_zero(fd: int, data: bytes) -> None:

@@ -23,6 +23,14 @@ Perl's (PerlIO's), checked against perl by tests/test_differential.py:
 * As in PerlIO: end of file is sticky until a seek; ``flush`` (so ``flock``)
   also drops read-ahead; a read from a write-only handle or a failed write sets
   the handle's error flag, after which ``print_`` and ``close`` return 0.
+* A failed ``open_`` still returns a handle, a closed and false one, as Perl's
+  ``open(IN, ...)`` leaves ``IN`` a closed handle: ``open_(...) or die(...)`` and
+  ``if not IN:`` work, and reads give what Perl's give on a closed handle (None
+  for a line, [] for the lines, nothing to iterate), without touching ``$!``;
+  ``print_``, ``seek``, ``tell``, ``flock``, ``truncate``, ``binmode``, ``close``
+  give 0 (or -1) with ``$!`` = EBADF.  Perl's ``-w`` warnings for these
+  ("readline() on closed filehandle") are :class:`PerlWarning`\\ s, ignored
+  unless enabled (``python -W default::perlcompat.PerlWarning``).
 """
 
 from __future__ import annotations
@@ -31,8 +39,9 @@ import errno
 import io
 import os
 import sys
+import warnings
 
-from ._errno import _tls, fail, fail_from
+from ._errno import _tls, fail, fail_from, reraise_foreign
 
 # the hot path's system calls, bound once (a module attribute lookup per call adds up)
 _open, _read, _write, _lseek = os.open, os.read, os.write, os.lseek
@@ -51,6 +60,8 @@ SEEK_CUR = 1
 SEEK_END = 2
 
 _BUFSIZE = 8192
+#: the positions an off_t holds: beyond them seek and truncate fail with EINVAL, as in Perl
+_MIN_OFF, _MAX_OFF = -(2**63), 2**63 - 1
 _CREATE = 0o666
 _EXTRA_FLAGS = (
     getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0) | getattr(os, "O_NOINHERIT", 0)
@@ -67,6 +78,45 @@ _MODES = {
     "+>>": (os.O_RDWR | os.O_CREAT | os.O_APPEND, True, True, True),
 }
 _MODE_PREFIXES = ("+>>", "+<", "+>", ">>", "<", ">")
+
+
+class PerlWarning(UserWarning):
+    """What ``perl -w`` warns about (``readline() on closed filehandle``); ignored by default.
+
+    Enable like ``-w``: ``python -W default::perlcompat.PerlWarning``, or
+    ``warnings.simplefilter("default", perlcompat.PerlWarning)``.
+    """
+
+
+#: the default: ignored.  Appended, so -W options and filterwarnings() calls come first
+#: and win; put back if a ``warnings.catch_warnings()`` block dropped it.
+_IGNORE = ("ignore", None, PerlWarning, None, 0)
+warnings.filterwarnings("ignore", category=PerlWarning, append=True)
+
+
+def _warn_closed(fh: PerlFile, op: str, level: int) -> None:
+    """Warn as ``perl -w`` does about *op* on the closed handle *fh* (*level*: the caller's)."""
+    if _IGNORE not in warnings.filters:
+        warnings.filterwarnings("ignore", category=PerlWarning, append=True)
+    why = " (its open failed)" if fh._fd < 0 else ""
+    warnings.warn(f"{op}() on closed filehandle {fh.name!r}{why}", PerlWarning, level + 1)
+
+
+class PerlList(list):  # type: ignore[type-arg]
+    """A list that reads like a Perl list: an index past its end gives None (undef).
+
+    ``stat(missing)`` is an empty ``PerlList``: false, equal to ``[]``, and
+    ``stat(missing)[9]`` is None, as ``(stat $f)[9]`` is undef in Perl.
+    """
+
+    __slots__ = ()
+
+    def __getitem__(self, index):  # type: ignore[no-untyped-def]
+        try:
+            found = list.__getitem__(self, index)
+        except IndexError:
+            return None
+        return PerlList(found) if type(index) is slice else found
 
 
 class PerlFile:
@@ -148,11 +198,15 @@ class PerlFile:
         pos = self._pos
         self._pos = -1  # unknown if the write fails half-way
         size = len(data)
-        written = _write(self._fd, data)
-        if written < size:  # a short write: go on with the rest
-            view = memoryview(data)[written:]
-            while view:
-                view = view[_write(self._fd, view) :]
+        try:
+            written = _write(self._fd, data)
+            if written < size:  # a short write: go on with the rest
+                view = memoryview(data)[written:]
+                while view:
+                    view = view[_write(self._fd, view) :]
+        except OSError as exc:  # as PerlIO: the data is dropped, the handle's error flag set
+            self._error = exc.errno or errno.EIO
+            raise
         if pos >= 0:  # after an O_APPEND write this is PerlIO's belief, not the OS offset
             self._pos = pos + size
 
@@ -248,10 +302,11 @@ class PerlFile:
             raise
         return line
 
-    def readline(self, size: int = -1) -> Data:
-        """Read one line, newline included ('' or b'' at end of file)."""
+    def readline(self, size: int = -1) -> Data | None:
+        """Read one line, newline included ('' or b'' at end of file; None when closed)."""
         if self._closed:
-            raise ValueError("I/O operation on closed file")
+            _warn_closed(self, "readline", 2)
+            return None
         if not self._readable:
             self._unreadable()
         rbuf = self._rbuf
@@ -288,9 +343,15 @@ class PerlFile:
             parts.append(chunk)
         return b"".join(parts)
 
-    def read(self, size: int = -1) -> Data:
-        """Read *size* characters (bytes for ``:raw``), or everything when *size* < 0."""
-        self._check()
+    def read(self, size: int = -1) -> Data | None:
+        """Read *size* characters (bytes for ``:raw``), or everything when *size* < 0.
+
+        None with ``OS_ERROR`` = EBADF on a closed handle, as Perl's ``read``.
+        """
+        if self._closed:
+            _warn_closed(self, "read", 2)
+            _tls.errno = errno.EBADF
+            return None
         if not self._readable:
             self._unreadable()
         if size is None or size < 0:
@@ -330,8 +391,11 @@ class PerlFile:
         return consumed
 
     def readlines(self, hint: int = -1) -> list[Data]:
-        """Read the remaining lines into a list."""
-        lines: list[Data] = []
+        """Read the remaining lines into a :class:`PerlList` (empty when closed)."""
+        lines: list[Data] = PerlList()
+        if self._closed:
+            _warn_closed(self, "readline", 2)
+            return lines
         total = 0
         while True:
             line = self.readline()
@@ -346,14 +410,22 @@ class PerlFile:
         return self
 
     def __next__(self) -> Data:
+        if self._closed:
+            _warn_closed(self, "readline", 2)
+            raise StopIteration
         line = self.readline()
         if not line:
             raise StopIteration
         return line
 
+    def __bool__(self) -> bool:
+        """False for the handle of a failed ``open_`` (``if not IN:``), else True."""
+        return self._fd >= 0
+
     def at_eof(self) -> bool:
-        """True when the next read would return end of file (Perl's ``eof``)."""
-        self._check()
+        """True when the next read would return end of file (Perl's ``eof``), or when closed."""
+        if self._closed:
+            return True
         if self._rpos < len(self._rbuf):
             return False
         if not self._readable:
@@ -498,7 +570,7 @@ class PerlFile:
             pass
 
     def __repr__(self) -> str:
-        state = "closed" if self._closed else f"fd={self._fd}"
+        state = "failed" if self._fd < 0 else "closed" if self._closed else f"fd={self._fd}"
         return f"<PerlFile {self.mode}{self.name!r} {state}>"
 
 
@@ -558,7 +630,11 @@ def _codec_name(name: str) -> str:
     try:
         return codecs.lookup(name).name
     except LookupError:
-        raise ValueError(f"cannot find encoding {name!r}") from None
+        from ._jexact import register  # sjis-exact, euc-jp-exact: registered on first use
+
+        if not register(name):
+            raise ValueError(f"cannot find encoding {name!r}") from None
+        return codecs.lookup(name).name
 
 
 # -- open_ -------------------------------------------------------------------
@@ -637,12 +713,14 @@ def _parse_open(
 _new_handle = object.__new__
 
 
-def open_(mode: str, path: str | os.PathLike[str] | None = None) -> PerlFile | None:
-    """Open a file the Perl way; return a :class:`PerlFile`, or None with ``OS_ERROR`` set.
+def open_(mode: str, path: str | os.PathLike[str] | None = None) -> PerlFile:
+    """Open a file the Perl way; return a :class:`PerlFile`, false and closed on failure.
 
     ``open_("+< " + path)`` is Perl's two-argument form, ``open_("+<", path)`` and
-    ``open_("<:encoding(cp932)", path)`` the three-argument form.  An unknown
-    mode or layer raises ``ValueError`` (Perl dies there too).
+    ``open_("<:encoding(cp932)", path)`` the three-argument form.  On failure
+    ``OS_ERROR`` is set and the handle is false (``open_(...) or die(...)``) and
+    closed: it reads as Perl's closed handle does.  An unknown mode or layer
+    raises ``ValueError`` (Perl dies there too).
     """
     try:
         mode_, name, flags, text, encoding, crlf, readable, writable, append = _OPEN_CACHE[
@@ -652,14 +730,14 @@ def open_(mode: str, path: str | os.PathLike[str] | None = None) -> PerlFile | N
         mode_, name, flags, text, encoding, crlf, readable, writable, append = _parse_open(
             mode, path
         )
+    fd = -1
     if not name:
         fail(errno.ENOENT)
-        return None
-    try:
-        fd = _open(name, flags, _CREATE)
-    except OSError as exc:
-        fail_from(exc)
-        return None
+    else:
+        try:
+            fd = _open(name, flags, _CREATE)
+        except OSError as exc:
+            fail_from(exc)
     # PerlFile.__init__ inlined: this is on every CGI request's path
     fh: PerlFile = _new_handle(PerlFile)
     fh._fd = fd
@@ -675,6 +753,10 @@ def open_(mode: str, path: str | os.PathLike[str] | None = None) -> PerlFile | N
     fh._rpos = 0
     fh._wbuf = []
     fh._pos = 0  # a new descriptor starts at 0
+    if fd < 0:  # the open failed: a closed handle, false ($! is set)
+        fh._closed = fh._eof = True
+        fh._pos = -1
+        return fh
     if append:
         fh._pos = -1
         try:  # noqa: SIM105
@@ -716,6 +798,8 @@ def print_(fh: PerlFile, *items: object) -> int:
     if type(fh) is not PerlFile:
         return _print_other(fh, items)
     if fh._closed or not fh._writable:
+        if fh._closed:
+            _warn_closed(fh, "print", 2)
         return fail(errno.EBADF)
     encoding = fh._encoding
     try:
@@ -773,9 +857,14 @@ def seek(fh: PerlFile, position: int, whence: int = SEEK_SET) -> int:
     """Perl's ``seek``: 1 on success (even at position 0), else 0 with ``OS_ERROR`` set."""
     if type(fh) is PerlFile:
         if fh._closed:
+            _warn_closed(fh, "seek", 2)
             return fail(errno.EBADF)
-        if type(position) is not int or whence not in (0, 1, 2):
-            return fail(errno.EINVAL)
+        if (
+            type(position) is not int
+            or whence not in (0, 1, 2)
+            or not _MIN_OFF <= position <= _MAX_OFF
+        ):
+            return fail(errno.EINVAL)  # (beyond off_t: Perl's lseek gets EINVAL too)
         try:
             if fh._wbuf:
                 fh._flush_write()
@@ -786,7 +875,7 @@ def seek(fh: PerlFile, position: int, whence: int = SEEK_SET) -> int:
             return fail_from(exc)
         fh._eof = False
         return 1
-    if type(position) is not int or whence not in (0, 1, 2):
+    if type(position) is not int or whence not in (0, 1, 2) or not _MIN_OFF <= position <= _MAX_OFF:
         return fail(errno.EINVAL)
     try:
         fh.seek(position, whence)
@@ -798,17 +887,31 @@ def seek(fh: PerlFile, position: int, whence: int = SEEK_SET) -> int:
 
 
 def tell(fh: PerlFile) -> int:
-    """Perl's ``tell``: the byte position, or -1 with ``OS_ERROR`` set."""
+    """Perl's ``tell``: the byte position, or -1 with ``OS_ERROR`` set.
+
+    As PerlIO, pending output is counted, not written (a write that will fail on a
+    full disk fails later, in ``seek``/``truncate``/``close``), except on an
+    appending handle, which is flushed to learn where the data went; if that
+    write fails, ``$!`` says why and the OS position is returned.
+    """
     try:
         if type(fh) is PerlFile and not fh._closed:
-            if fh._wbuf:  # (no read-ahead then: the two never coexist)
-                fh._flush_write()
-                if fh._append:  # PerlIO asks the OS where an appending write went
-                    fh._pos = -1
+            wbuf = fh._wbuf  # (no read-ahead then: the two never coexist)
+            if wbuf and fh._append:  # PerlIO asks the OS where an appending write went
+                try:
+                    fh._flush_write()
+                except OSError as exc:  # the handle's error flag is set; close reports it
+                    fail_from(exc)
+                fh._pos = -1
+                wbuf = fh._wbuf  # (empty now: a failed write's data is dropped)
             pos = fh._pos
             if pos < 0:
                 pos = fh._pos = _lseek(fh._fd, 0, SEEK_CUR)
+            if wbuf:
+                return pos + sum(map(len, wbuf))
             return pos - (len(fh._rbuf) - fh._rpos)
+        if type(fh) is PerlFile:
+            _warn_closed(fh, "tell", 2)
         return fh.tell()
     except (ValueError, AttributeError):
         fail(errno.EBADF)
@@ -825,13 +928,15 @@ def truncate(fh: PerlFile | int | str | os.PathLike[str], length: int) -> int:
     """
     if type(fh) is PerlFile and not fh._closed:
         fd = fh._fd
+        _tls.errno = 0  # as Perl's: $! is cleared, then says why a flush failed
         if fh._wbuf or fh._rbuf:
             try:
                 fh.flush()
-            except OSError as exc:  # as Perl, cut anyway; close reports the failure
+            except OSError as exc:  # as Perl, cut anyway; $! says why, close reports it too
                 fh._error = exc.errno or errno.EIO
+                fail_from(exc)
     elif isinstance(fh, (str, bytes, os.PathLike)):
-        if type(length) is not int or length < 0:
+        if type(length) is not int or not 0 <= length <= _MAX_OFF:
             return fail(errno.EINVAL)
         try:
             os.truncate(fh, length)
@@ -849,12 +954,14 @@ def truncate(fh: PerlFile | int | str | os.PathLike[str], length: int) -> int:
             return fail(errno.EBADF)
         except OSError as exc:
             return fail_from(exc)
-    if type(length) is not int or length < 0:
-        return fail(errno.EINVAL)
+    if type(length) is not int or not 0 <= length <= _MAX_OFF:
+        return fail(errno.EINVAL)  # (beyond off_t: EINVAL, as Perl gives)
     try:
         _ftruncate(fd, length)
     except OSError as exc:
         return fail_from(exc)
+    except OverflowError:  # (the length is checked: a descriptor no int can hold)
+        return fail(errno.EBADF)
     return 1
 
 
@@ -900,11 +1007,37 @@ def binmode(fh: PerlFile, layer: str = ":raw") -> int:
 
 
 def eof(fh: PerlFile) -> int:
-    """Perl's ``eof``: 1 if the next read would hit end of file (or *fh* is closed), else 0."""
+    """Perl's ``eof``: 1 if the next read would hit end of file (or *fh* is closed), else 0.
+
+    As in Perl, ``$!`` is left as it was; a failed read or write sets the handle's
+    error flag, which ``close`` reports.
+    """
     try:
         return 1 if fh.at_eof() else 0
     except (ValueError, AttributeError):
         return 1
     except OSError as exc:
-        fail_from(exc)
+        reraise_foreign(exc)  # an ALRM handler's error propagates
         return 1
+
+
+def readline(fh: PerlFile) -> Data | None:
+    """Perl's ``<FH>`` in scalar context: the next line, or None (undef) at end of file.
+
+    None also on a closed handle, or one whose ``open_`` failed (``$!`` untouched,
+    as in Perl), and on a write-only handle (``$!`` = EBADF).
+    """
+    if type(fh) is PerlFile:
+        if fh._closed:
+            _warn_closed(fh, "readline", 2)
+            return None
+        if not fh._readable:
+            fh._error = errno.EBADF
+            _tls.errno = errno.EBADF
+            return None
+    try:
+        line: Data | None = fh.readline()
+    except (ValueError, AttributeError):  # closed or not a handle (UnsupportedOperation too)
+        _tls.errno = errno.EBADF
+        return None
+    return line or None

@@ -13,8 +13,9 @@ does: ``Lock(path, method=m, stale=S).backend.break_stale()`` (serialized
 removers, identity re-checked right before removal; a live lock is never
 removed).  Like a waiter, it looks again a few times over ~0.1 s, because a
 backend checks the owner of a lock it has only just seen after a short delay.
-It reports per lock whether it was removed.  The exit status is 0, or 2 when
-DIR cannot be read.
+It reports per lock whether it was removed.  It also removes ``replace_file``'s
+temp files whose writer is dead (``_replace.clean_temp_files``).  The exit status
+is 0, or 2 when DIR cannot be read.
 """
 
 from __future__ import annotations
@@ -167,8 +168,13 @@ def main(argv: list[str]) -> int:
     if args.stale <= 0:
         sys.stderr.write("perlcompat locks: --stale must be > 0\n")
         return 2
+    temps: list[str] = []
     try:
         rows = survey(args.directory, args.stale, args.break_stale)
+        if args.break_stale:  # and replace_file's temp files whose writer is dead
+            from ._replace import clean_temp_files
+
+            temps = [os.path.basename(path) for path in clean_temp_files(args.directory)]
     except OSError as exc:
         sys.stderr.write(f"perlcompat locks: cannot read {args.directory}: {exc.strerror}\n")
         return 2
@@ -176,9 +182,14 @@ def main(argv: list[str]) -> int:
         import json
 
         doc = {"directory": os.path.abspath(args.directory), "stale": args.stale, "locks": rows}
+        if args.break_stale:
+            doc["removed_temp_files"] = temps
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     elif rows:
         sys.stdout.write(_table(rows, args.break_stale))
     else:
         sys.stdout.write(f"no locks in {args.directory}\n")
+    if not args.json:
+        for name in temps:
+            sys.stdout.write(f"removed {name} (temp file of a dead replace_file writer)\n")
     return 0

@@ -6,13 +6,20 @@ The directory stays **empty**, so a Perl script running seed 003's
 ``sub lock``/``sub unlock`` on the same path excludes us and is excluded by
 us, and its bare ``rmdir`` unlock still works.
 
+Only an *empty* directory is a lock: a non-empty one at the path (``.``,
+``/tmp``, a data directory) is refused at once with ENOTEMPTY, never waited on
+nor removed.
+
 Who holds it is written *beside* the directory, never inside: the file
 ``<lock>.owner`` holds ``perlcompat mkdir pid=.. host=.. start=.. dir=DEV:INO:MTIME
 token=..``.  It is rewritten in place by each holder (no create/unlink per
 hold: on a disk those cost as much as the mkdir itself), blanked at release,
-and left there.  A record counts only while it names the directory that is
-there (device, inode and mtime), so a record left by an earlier holder is
-ignored; a directory made by Perl has none.
+and left there.  Only an owner file is written: something else at that path
+(a data file, a FIFO, a symlink, a hard link to another file) is left alone and
+the hold keeps no record (it then recovers by age, like a Perl-made lock).
+A record counts only while it names the directory that is there (device,
+inode and mtime), so a record left by an earlier holder is ignored; a
+directory made by Perl has none.
 
 A lock is stale when its mtime is older than ``stale`` (seed 003's
 ``(stat($dir))[9] < time - 180``), or at once when its record names a dead
@@ -23,6 +30,7 @@ directory only if it is still the one this holder made.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat as stat_module
 
@@ -34,8 +42,11 @@ from ._stale import (
     O_NONBLOCK,
     StaleBackend,
     busy,
+    is_record,
     kind_error,
     lstat,
+    not_a_lock,
+    read_fd,
     read_small,
     same,
     unlink_quietly,
@@ -51,15 +62,30 @@ if TYPE_CHECKING:
 #: suffix of the owner file kept beside the lock directory.
 OWNER_SUFFIX = ".owner"
 #: the owner record is padded to this size, so rewriting it never truncates.
-RECORD_SIZE = 160
+RECORD_SIZE = 256
 
 #: O_NONBLOCK: a FIFO planted at the owner path must not hang us (a stopping signal waits).
-_OPEN_OWNER = os.O_WRONLY | os.O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_BINARY | O_NONBLOCK
+_OPEN_OWNER = os.O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_BINARY | O_NONBLOCK
+_CREATE_OWNER = _OPEN_OWNER | os.O_CREAT | os.O_EXCL
 _BLANK = b" " * (RECORD_SIZE - 1) + b"\n"
 
 
 def _tag(st: os.stat_result) -> str:
     return f"{st.st_dev}:{st.st_ino}:{st.st_mtime_ns}"
+
+
+def is_owner_file(data: bytes | None) -> bool:
+    """True if *data* (a whole file) is what an mkdir owner file holds: empty, blank or a record."""
+    return data == b"" or is_record(data, "mkdir", blank=True)
+
+
+def _empty_dir(path: str) -> bool:
+    """False if the directory *path* has an entry (True if it is empty or cannot be read)."""
+    try:
+        with os.scandir(path) as entries:
+            return next(entries, None) is None
+    except OSError:
+        return True  # unreadable (mode 0733): only rmdir can tell, and it refuses a full one
 
 
 class Backend(StaleBackend):
@@ -114,23 +140,29 @@ class Backend(StaleBackend):
         """Write our record into the owner file beside the directory (advisory: best effort).
 
         The file is rewritten in place (padded, never truncated on open) and kept
-        open while held; one that is not a plain file of ours with one link is
-        replaced instead of written through.
+        open while held.  An owner file that is not a plain file of ours with one
+        link is replaced instead of written through; anything that is not an
+        owner file (empty, blank or an mkdir record) is left alone, unrecorded.
         """
         data = text[:-1].ljust(RECORD_SIZE - 1).encode() + b"\n"
         try:
-            fd = os.open(self.owner_path, _OPEN_OWNER, 0o644)
-        except OSError:
-            self._replace_owner(data)
+            fd = os.open(self.owner_path, _OPEN_OWNER)
+        except FileNotFoundError:
+            try:
+                fd = os.open(self.owner_path, _CREATE_OWNER, 0o644)
+            except OSError:
+                return
+        except OSError:  # not ours to write (another user's, a symlink): replace an owner file
+            if is_owner_file(read_small(self.owner_path)):
+                self._replace_owner(data)
             return
         try:
             st = os.fstat(fd)
+            if not stat_module.S_ISREG(st.st_mode) or not is_owner_file(read_fd(fd)):
+                os.close(fd)
+                return
             uid = getattr(os, "geteuid", None)
-            if (
-                not stat_module.S_ISREG(st.st_mode)
-                or st.st_nlink != 1
-                or (uid is not None and st.st_uid != uid())
-            ):
+            if st.st_nlink != 1 or (uid is not None and st.st_uid != uid()):
                 os.close(fd)
                 self._replace_owner(data)
                 return
@@ -174,6 +206,10 @@ class Backend(StaleBackend):
     def _check(self, st: os.stat_result) -> None:
         if not stat_module.S_ISDIR(st.st_mode):
             raise kind_error(self.path, st, "directory")
+        if not _empty_dir(self.path):
+            raise not_a_lock(
+                self.path, "mkdir", "is a directory that is not empty", errno.ENOTEMPTY
+            )
 
     def _owner(self, st: os.stat_result) -> Owner:
         fields = _owner.parse(read_small(self.owner_path) or b"", "mkdir")
@@ -206,13 +242,12 @@ class Backend(StaleBackend):
 
     def _blank_owner_file(self) -> None:
         try:
-            fd = os.open(
-                self.owner_path, os.O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_BINARY | O_NONBLOCK
-            )
+            fd = os.open(self.owner_path, _OPEN_OWNER)
         except OSError:
             return
         try:
-            if stat_module.S_ISREG(os.fstat(fd).st_mode):
+            st = os.fstat(fd)
+            if stat_module.S_ISREG(st.st_mode) and st.st_nlink == 1 and is_owner_file(read_fd(fd)):
                 write_at_zero(fd, _BLANK)
         except OSError:
             pass

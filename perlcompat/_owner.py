@@ -153,16 +153,16 @@ def alive(
     return True
 
 
-def record(kind: str, **extra: object) -> str:
+def record(kind: str, *, where: bool = True, **extra: object) -> str:
     """Return a one-line owner record for this process: ``perlcompat KIND pid=.. host=.. ...``.
 
-    ``boot=`` and ``pidns=`` (see :func:`place`) follow where /proc has them.
+    With *where*, ``boot=`` and ``pidns=`` (see :func:`place`) follow where /proc has them.
     """
     pid, host, start = me()
     head = f"perlcompat {kind} pid={pid} host={host}"
     if start is not None:
         head += f" start={start}"
-    boot, pidns = place()
+    boot, pidns = place() if where else ("", "")
     if boot:
         head += f" boot={boot}"
     if pidns:

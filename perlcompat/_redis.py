@@ -25,26 +25,56 @@ The algorithm, one Lua script per step so that each step is atomic on the server
 * **Fencing**: tokens grow by one per grant.  A counter found missing restarts at
   the server clock in microseconds, above every token handed out before, so tokens
   never go backwards, not even across a restart that lost the counter.
-* **Restarts**: ``perlcompat:epoch`` (no TTL) records that the server's memory
-  covers every live lease.  If it is missing, the server restarted empty, was
-  flushed, or is new: a holder from before may still be working.  The first
-  client to notice reads the server's uptime and stores the time from which
-  grants may resume, ``stale`` seconds after the server started (the uptime is
-  counted one second short, as ``INFO`` may round it up; at once on a server up
-  longer than that); until then every attempt is busy and a warning says why.
-  An operator who knows no lock is held may ``SET perlcompat:epoch 0``.
+* **Restarts**: ``perlcompat:epoch`` (no TTL) holds ``"resume_ms max_lease_ms"``:
+  grants resume at ``resume_ms`` (server clock), and no grant is longer than
+  ``max_lease_ms``.  The max lease is one setting for every client of a server
+  (``?max_lease=`` in the URL, else ``PERLCOMPAT_REDIS_MAX_LEASE``, else
+  ``MAX_LEASE``); a client whose ``stale`` exceeds it is refused (ValueError).
+  If the epoch is missing, the server restarted empty, was flushed, or is new: a
+  holder from before may still be working, for up to one max lease.  The first
+  client to notice reads the server's uptime and stores a resume time one *max
+  lease* (not its own ``stale``) after the server started (the uptime is counted
+  one second short, as ``INFO`` may round it up; at once on a server up longer
+  than that); until then every attempt is busy and a warning says why.  So the
+  hold-off covers every lease any client could hold, whichever client comes back
+  first.  A client configured with a smaller max lease than the one recorded is
+  refused (ValueError): after the next restart it could hold off too briefly.  A
+  larger one raises the record.  An operator who knows no lock is held may ``SET
+  perlcompat:epoch 0``; the next client records its max lease there.
+* **Timeouts**: every request (connect, TLS handshake, command) must answer within
+  the caller's remaining patience (``Lock.acquire`` sets ``Backend.deadline``), but
+  gets at least ``MIN_TIMEOUT`` and at most the URL's ``socket_timeout`` /
+  ``socket_connect_timeout`` (5 s by default).  ``getaddrinfo()`` has no
+  timeout, so a new connection to a host name (not an IP address) is opened in
+  a helper thread: resolving, connecting and handshake get the connect plus the
+  read timeout in all, then the thread is left to close what it opens.  Without
+  a deadline (release, extend, inspection, ``retry=None``) those maxima apply;
+  a release for cleanup at exit or on a signal gets ``CLEANUP_TIMEOUT``.  No answer in time is
+  ETIMEDOUT, never "busy": a stopped server is not a held lock.  A pooled
+  connection that fails at once (closed by a restart) is replaced by a fresh one,
+  once; a timeout is not retried.  An acquire whose answer was lost may still
+  be granted later (a stopped server that resumes runs what it had received):
+  this process's next attempt at that lock reuses its owner value and so adopts
+  that grant, renewed to a full lease; otherwise it lapses with its lease.
 * **Errors**: anything but "busy" raises ``OSError`` with an errno
   (ECONNREFUSED, ENOENT, ECONNRESET, ETIMEDOUT, EACCES for bad credentials or
-  ACLs, EAGAIN while the server loads, EROFS on a replica, ENOMEM, else EIO) and a
-  message naming the lock and the URL, password hidden.  ``lock()`` turns it
-  into 0 and ``$!``.  redis-py retries a command once, on a new connection,
-  after a connection error: a retried acquire recognises its own grant; a
-  retried release whose first try did delete reports the lock lost (a false
-  alarm, never a silent unlock).
+  ACLs, EAGAIN while the server loads, EROFS on a replica, ENOMEM, EINVAL for a
+  host name that does not resolve, as Perl's IO::Socket, else EIO) and a
+  message naming the lock, the URL (password hidden) and the cause.  Error
+  replies are classified by their code and text, not only by redis-py's class
+  (4.2 leaves WRONGPASS and OOM plain), and a missing password is EACCES
+  whatever the server answers first: NOAUTH, a refused ``HELLO`` (redis-py 8
+  speaks RESP3) or Redis 7's "Protocol error: unauthenticated multibulk length"
+  for a command of more than 10 arguments.  ``lock()`` turns it into 0 and
+  ``$!``.  A request retried on a fresh connection after a connection error
+  repeats its arguments: a retried acquire recognises its own grant; a retried
+  release whose first try did delete reports the lock lost (a false alarm,
+  never a silent unlock).  redis-py is used for URLs, connections and the
+  protocol; requests are sent and read here, each with its own timeout.
 
 Guarantees: no two holders at once, provided the server keeps its memory or
-restarts empty, holders finish (or ``extend``) within ``stale``, every user of
-one lock name uses the same ``stale``, and the server evicts no keys
+restarts empty, holders finish (or ``extend``) within ``stale``, every client of
+one server uses the same max lease, and the server evicts no keys
 (``maxmemory-policy noeviction``).  Not covered: failover to an asynchronous
 replica, a restore from an older snapshot, ``FLUSHALL`` on a long-running server.
 This is a single-server lock, not Redlock.
@@ -54,6 +84,7 @@ from __future__ import annotations
 
 import errno
 import os
+import time
 
 from . import _api
 
@@ -67,22 +98,48 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from typing import Any, ClassVar
 
 KEY_PREFIX = "perlcompat:lock:"
 EPOCH_KEY = "perlcompat:epoch"
 
-#: replies of the acquire script (first element)
-GRANTED, BUSY, NO_EPOCH, HELD_OFF = 1, 0, -1, -2
+#: seconds: the longest lease (``stale``) of any client of one server, and the
+#: hold-off after the server lost its memory; ``?max_lease=`` or the environment
+#: variable ``MAX_LEASE_ENV`` set another (the same for every client).
+MAX_LEASE = 180.0
+MAX_LEASE_ENV = "PERLCOMPAT_REDIS_MAX_LEASE"
+#: seconds: connect and read timeouts when the URL sets none.
+DEFAULT_TIMEOUT = 5.0
+#: seconds: the least a request gets, even when the caller's patience is shorter.
+MIN_TIMEOUT = 0.5
+#: seconds: a release for cleanup at exit or on a signal gets this much.
+CLEANUP_TIMEOUT = 1.0
 
-# KEYS: lock, fence, epoch, waiting.  ARGV: owner, ttl ms, waiting-mark ms.
+#: replies of the acquire script (first element)
+GRANTED, BUSY, NO_EPOCH, HELD_OFF, MAX_LEASE_CONFLICT = 1, 0, -1, -2, -3
+
+# KEYS: lock, fence, epoch, waiting.  ARGV: owner, ttl ms, waiting-mark ms, max lease ms.
 ACQUIRE = """
 local epoch = redis.call('GET', KEYS[3])
 if not epoch then return {-1, 0} end
+local mine = tonumber(ARGV[4])
+local resume, max = string.match(epoch, '^(%d+) (%d+)$')
+if resume then
+  resume, max = tonumber(resume), tonumber(max)
+else
+  resume, max = tonumber(epoch), 0
+  if not resume then
+    return redis.error_reply('ERR ' .. KEYS[3] .. ' is not "resume_ms max_lease_ms"')
+  end
+end
+if tonumber(ARGV[2]) > mine then return {-3, mine} end
+if mine < max then return {-3, max} end
+if mine > max then
+  redis.call('SET', KEYS[3], string.format('%.0f %.0f', resume, mine))
+end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local wait = tonumber(epoch) - now
+local wait = resume - now
 local state = -2
 if wait <= 0 then
   if redis.call('SET', KEYS[1], ARGV[1] .. ' ' .. now, 'NX', 'PX', ARGV[2]) then
@@ -95,6 +152,7 @@ if wait <= 0 then
   end
   local value = redis.call('GET', KEYS[1])
   if value and string.sub(value, 1, #ARGV[1] + 1) == ARGV[1] .. ' ' then
+    redis.call('PEXPIRE', KEYS[1], ARGV[2])
     return {1, string.sub(value, #ARGV[1] + 2), redis.call('GET', KEYS[2])}
   end
   wait = redis.call('PTTL', KEYS[1])
@@ -122,12 +180,13 @@ if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 return redis.call('PEXPIRE', KEYS[1], ARGV[2])
 """
 
-# KEYS: epoch.  ARGV: hold-off ms.
+# KEYS: epoch.  ARGV: hold-off ms, max lease ms.
 START_EPOCH = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('SET', KEYS[1], string.format('%.0f', now + tonumber(ARGV[1])))
+local epoch = string.format('%.0f %.0f', now + tonumber(ARGV[1]), tonumber(ARGV[2]))
+redis.call('SET', KEYS[1], epoch)
 return 1
 """
 
@@ -152,14 +211,6 @@ class _Script:
         self.text = text
         self.sha = hashlib.sha1(text.encode()).hexdigest()
 
-    def run(self, client: redis.Redis, keys: tuple[str, ...], args: tuple[object, ...]) -> Any:
-        """Run on *client* with *keys* and *args*; return the raw reply."""
-        execute: Callable[..., Any] = client.execute_command
-        try:
-            return execute("EVALSHA", self.sha, len(keys), *keys, *args)
-        except _rx.NoScriptError:
-            return execute("EVAL", self.text, len(keys), *keys, *args)
-
 
 _ACQUIRE = _Script(ACQUIRE)
 _RELEASE = _Script(RELEASE)
@@ -169,10 +220,222 @@ _DESCRIBE = _Script(DESCRIBE)
 
 _SCHEMES = ("redis", "rediss", "unix")
 _URL_HELP = "use redis://host:6379/0, rediss://host:6380/0 or unix:///path/to/redis.sock?db=0"
+_MAX_LEASE_HELP = f"set one for every client with ?max_lease=SECONDS or {MAX_LEASE_ENV}"
 
-# url -> (client, url with the password hidden); redis-py clients are thread-safe
-# and reset their connection pool after fork.
-_clients: dict[str, tuple[redis.Redis, str]] = {}
+
+class _Server:
+    """One Redis URL: how to connect, this process's idle connections, timeouts, max lease.
+
+    redis-py's own pool and client are not used for requests: a request here
+    sets its connection's timeouts to what the caller can still wait.
+    Connections are used by one thread at a time and dropped after a fork.
+    """
+
+    def __init__(self, url: str) -> None:
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
+
+        self.shown_url = redact(url)
+        redis_url, self.max_lease = _split_max_lease(url, self.shown_url)
+        try:
+            pool = redis.ConnectionPool.from_url(
+                redis_url,
+                retry=Retry(NoBackoff(), 0),  # a retry here is ours, within the patience
+                socket_connect_timeout=DEFAULT_TIMEOUT,
+                socket_timeout=DEFAULT_TIMEOUT,
+            )
+            self.make: Any = pool.connection_class
+            self.kwargs: dict[str, Any] = dict(pool.connection_kwargs)
+            try:
+                self.make(**self.kwargs)  # validates the query options
+            except TypeError:  # redis-py < 4.3: Unix sockets take no connect timeout
+                if "socket_connect_timeout" in redis_url:
+                    raise
+                del self.kwargs["socket_connect_timeout"]
+                self.make(**self.kwargs)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(
+                f"lock url {self.shown_url!r} is not usable ({exc}): {_URL_HELP},"
+                " with redis-py connection options in the query, as in ?socket_timeout=5"
+            ) from None
+        self.read_cap = _positive(self.kwargs.get("socket_timeout"), DEFAULT_TIMEOUT)
+        self.connect_cap = _positive(self.kwargs.get("socket_connect_timeout"), self.read_cap)
+        self.idle: list[Any] = []
+        self.pid = os.getpid()
+
+    def request(self, command: tuple[object, ...], timeout: float, hold: float = 0.0) -> Any:
+        """Send *command* and return its reply (a ResponseError is raised).
+
+        Connecting (TLS included) and each read get *timeout* seconds, capped by
+        the URL's timeouts; the read *hold* seconds more (a blocking command).
+        """
+        if self.pid != os.getpid():  # forked: the parent's sockets are not ours
+            self.idle = []
+            self.pid = os.getpid()
+        connect_timeout = min(timeout, self.connect_cap)
+        read_timeout = min(timeout, self.read_cap) + hold
+        started = time.monotonic()
+        for fresh in (False, True):
+            try:  # pop() is atomic: another thread may take the last one
+                conn = None if fresh else self.idle.pop()
+            except IndexError:
+                conn = None
+            reused = conn is not None
+            try:
+                if conn is None:
+                    conn = self.make(**self.kwargs)
+                if getattr(conn, "_sock", None) is None:
+                    reused = False
+                    conn.socket_connect_timeout = connect_timeout
+                    conn.socket_timeout = read_timeout
+                    self._open(conn, connect_timeout + min(timeout, self.read_cap))
+                sock = conn._sock
+                if sock.gettimeout() != read_timeout:
+                    sock.settimeout(read_timeout)
+                conn.send_command(*command)
+                reply = conn.read_response()
+            except _rx.ResponseError as exc:
+                if conn is not None and str(exc).startswith("Protocol error"):
+                    conn.disconnect()  # the server closes the connection after it
+                elif conn is not None:
+                    self.idle.append(conn)  # an error reply: the connection is in step
+                if _refusal(exc) == "auth" and not isinstance(exc, _rx.AuthenticationError):
+                    raise _rx.AuthenticationError(str(exc)) from None  # not "INFO refused"
+                raise
+            except BaseException as exc:
+                if conn is not None and not isinstance(exc, _Abandoned):
+                    conn.disconnect()
+                if isinstance(exc, OSError):  # from the socket itself, not redis-py
+                    exc = _rx.ConnectionError(f"{type(exc).__name__}: {exc}")  # errno: context
+                if (
+                    reused
+                    and isinstance(exc, _rx.ConnectionError)
+                    and time.monotonic() - started < timeout
+                ):
+                    continue  # a connection closed meanwhile (a restart): once more, fresh
+                if isinstance(exc, _rx.TimeoutError):
+                    raise _rx.TimeoutError(
+                        f"no answer within {time.monotonic() - started:.2g} s ({exc})"
+                    ) from None
+                raise exc
+            self.idle.append(conn)
+            return reply
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _open(self, conn: Any, limit: float) -> None:
+        """``conn.connect()``, given up after *limit* seconds even while a host name resolves.
+
+        ``getaddrinfo()`` has no timeout: for a host name (not an IP address) the
+        connection is opened in a helper thread, and closed by it if we gave up.
+        """
+        host = self.kwargs.get("host")
+        if not isinstance(host, str) or _is_ip(host):
+            conn.connect()
+            return
+        import threading
+
+        outcome: list[BaseException | None] = []
+        guard = threading.Lock()
+
+        def opening() -> None:
+            error: BaseException | None = None
+            try:
+                conn.connect()
+            except BaseException as exc:
+                error = exc
+            with guard:
+                if outcome:  # abandoned
+                    conn.disconnect()
+                else:
+                    outcome.append(error)
+
+        thread = threading.Thread(target=opening, name="perlcompat-redis-connect", daemon=True)
+        thread.start()
+        try:
+            thread.join(limit)  # a signal handler's exception (alarm) ends it too
+        finally:
+            with guard:
+                finished = bool(outcome)
+                if not finished:
+                    outcome.append(None)  # abandoned: the thread closes what it opens
+        if not finished:
+            raise _Abandoned(
+                f"Timeout connecting to {host}: resolving its name and connecting"
+                f" took longer than {limit:.2g} s"
+            )
+        error = outcome[0]
+        if error is not None:
+            raise error
+
+    def run(
+        self, script: _Script, keys: tuple[str, ...], args: tuple[object, ...], timeout: float
+    ) -> Any:
+        """Run *script* by ``EVALSHA`` (``EVAL`` if the server lacks it); return the reply."""
+        try:
+            return self.request(("EVALSHA", script.sha, len(keys), *keys, *args), timeout)
+        except _rx.NoScriptError:
+            return self.request(("EVAL", script.text, len(keys), *keys, *args), timeout)
+
+
+class _Abandoned(_rx.TimeoutError):
+    """A connection still being opened (a host name resolving) when its time ran out."""
+
+
+def _is_ip(host: str) -> bool:
+    """True if *host* is an IPv4 or IPv6 address (nothing to resolve)."""
+    import socket
+
+    for family in (socket.AF_INET, socket.AF_INET6):
+        try:
+            socket.inet_pton(family, host)
+        except (OSError, ValueError):
+            continue
+        return True
+    return False
+
+
+def _positive(value: object, default: float) -> float:
+    return float(value) if isinstance(value, (int, float)) and value > 0 else default
+
+
+def _seconds(text: str, what: str) -> float:
+    """Parse a max lease given as text; ValueError naming *what* unless it is > 0 and finite."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise ValueError(f"{what} must be a number of seconds > 0, not {text!r}")
+    return value
+
+
+def _split_max_lease(url: str, shown: str) -> tuple[str, float | None]:
+    """Return (*url* without ``max_lease=``, its value or None)."""
+    base, mark, query = url.partition("?")
+    if not mark:
+        return url, None
+    fragment = ""
+    if "#" in query:
+        query, _, fragment = query.partition("#")
+        fragment = "#" + fragment
+    kept = []
+    found: float | None = None
+    for item in query.split("&"):
+        name, _, value = item.partition("=")
+        if name == "max_lease":
+            found = _seconds(value, f"max_lease in lock url {shown!r}")
+        else:
+            kept.append(item)
+    rest = "&".join(kept)
+    return base + ("?" + rest if rest else "") + fragment, found
+
+
+# url -> its server; one per URL and process, shared by threads.
+_servers: dict[str, _Server] = {}
+# (url, key) -> owner of an acquire of this process whose answer was lost (a timeout, a
+# dropped connection): the server may still grant it, e.g. when a stopped server resumes.
+# The next attempt at that lock here takes the owner over, and so adopts such a grant.
+_unanswered: dict[tuple[str, str], str] = {}
 # urls whose restart hold-off was already reported by this process
 _warned: set[str] = set()
 _host: list[str] = []
@@ -229,28 +492,21 @@ def check_url(url: object) -> str:
     return url
 
 
-def client_for(url: object) -> tuple[redis.Redis, str]:
-    """Return (validated, unconnected client for *url*, *url* with its password hidden)."""
-    known = _clients.get(url) if isinstance(url, str) else None
-    if known is not None:
-        return known
-    url = check_url(url)
-    from redis.backoff import NoBackoff
-    from redis.retry import Retry
-
-    try:
-        client = redis.Redis.from_url(
-            url, retry=Retry(NoBackoff(), 1), socket_connect_timeout=5, socket_timeout=5
-        )
-        pool = client.connection_pool
-        pool.connection_class(**pool.connection_kwargs)  # validates the query options
-    except (TypeError, ValueError) as exc:
-        raise ValueError(
-            f"lock url {redact(url)!r} is not usable ({exc}): {_URL_HELP},"
-            " with redis-py connection options in the query, as in ?socket_timeout=5"
-        ) from None
-    known = _clients[url] = (client, redact(url))
+def server_for(url: object) -> _Server:
+    """Return the (validated, unconnected) server for *url*."""
+    known = _servers.get(url) if isinstance(url, str) else None
+    if known is None:
+        url = check_url(url)
+        known = _servers[url] = _Server(url)
     return known
+
+
+def max_lease_of(server: _Server) -> float:
+    """The max lease for *server*: its URL's ``max_lease``, else the environment, else MAX_LEASE."""
+    if server.max_lease is not None:
+        return server.max_lease
+    text = os.environ.get(MAX_LEASE_ENV)
+    return MAX_LEASE if not text else _seconds(text, MAX_LEASE_ENV)
 
 
 def _hostname() -> str:
@@ -278,23 +534,51 @@ def _pid_alive(pid: int) -> bool | None:
 
 
 def _cause_errno(exc: BaseException) -> int | None:
+    """The errno of the first OSError behind *exc*; EINVAL for a host name that did not resolve."""
+    import socket
+
     seen: BaseException | None = exc
     while seen is not None:
+        if isinstance(seen, socket.gaierror):  # its errno is an EAI_* code, not an errno
+            return errno.EINVAL  # as Perl's IO::Socket: "Invalid argument"
         if isinstance(seen, OSError) and seen.errno:
             return seen.errno
         seen = seen.__cause__ or seen.__context__
     return None
 
 
+# Error replies are classified by their code (first word) and text, not only by
+# redis-py's class: older releases leave WRONGPASS, OOM ... as plain ResponseError.
+_AUTH_CODES = ("WRONGPASS", "NOAUTH")
+_AUTH_TEXTS = (
+    "Protocol error: unauthenticated",  # Redis 7: a large command before AUTH
+    "AUTH <password> called without any password configured",
+    "Client sent AUTH, but no password is set",
+    "invalid password",
+    "invalid username-password pair",
+    "Authentication required",
+)
+_ACL_TEXTS = ("NOPERM", "no permissions to", "can't run this command")
+_CODE_ERRNOS = {"OOM": errno.ENOMEM, "LOADING": errno.EAGAIN, "READONLY": errno.EROFS}
+
+
+def _refusal(exc: BaseException) -> str:
+    """``"auth"`` for refused credentials, ``"acl"`` for an ACL refusal, else ``""``."""
+    text = str(exc)
+    if isinstance(exc, _rx.NoPermissionError) or any(t in text for t in _ACL_TEXTS):
+        return "acl"
+    if (
+        isinstance(exc, (_rx.AuthenticationError, _rx.AuthenticationWrongNumberOfArgsError))
+        or text.split(" ", 1)[0] in _AUTH_CODES
+        or text.startswith(_AUTH_TEXTS)
+    ):
+        return "auth"
+    return ""
+
+
 def _errno_of(exc: Exception) -> int:
     """Return the errno that best describes the redis-py error *exc*."""
-    # some classes are missing from older redis-py releases: isinstance(x, ()) is False
-    refused = (
-        _rx.AuthenticationError,
-        getattr(_rx, "AuthenticationWrongNumberOfArgsError", ()),
-        getattr(_rx, "NoPermissionError", ()),
-    )
-    if isinstance(exc, refused):
+    if _refusal(exc):
         return errno.EACCES
     if isinstance(exc, _rx.BusyLoadingError):
         return errno.EAGAIN
@@ -304,8 +588,13 @@ def _errno_of(exc: Exception) -> int:
         return _cause_errno(exc) or errno.ECONNRESET
     if isinstance(exc, _rx.ReadOnlyError):
         return errno.EROFS
+    # redis-py 4.2 lacks OutOfMemoryError (its OOM is a ResponseError): isinstance(x, ()) is False
     if isinstance(exc, getattr(_rx, "OutOfMemoryError", ())):
         return errno.ENOMEM
+    if isinstance(exc, _rx.ResponseError):
+        code = _CODE_ERRNOS.get(str(exc).split(" ", 1)[0])
+        if code is not None:
+            return code
     return _cause_errno(exc) or errno.EIO
 
 
@@ -328,14 +617,22 @@ class Backend(_api.Backend):
         super().__init__(path, stale=stale, shared=shared, **options)
         if url is None:
             raise TypeError("the redis lock method needs url='redis://host:6379/0'")
-        self._client, self.shown_url = client_for(url)
+        self._server = server_for(url)
+        self.shown_url = self._server.shown_url
         self.url: str = url
+        self.max_lease = max_lease_of(self._server)
+        if stale > self.max_lease:
+            raise ValueError(
+                f"redis lock {path!r}: stale {stale:g} s is longer than the max lease"
+                f" {self.max_lease:g} s of locks at {self.shown_url}; {_MAX_LEASE_HELP}"
+            )
         key = KEY_PREFIX + path
         self.key = key
         self._fence_key = key + ":fence"
         self._waiting_key = key + ":waiting"
         self._wake_key = key + ":wake"
         self._ttl_ms = max(1, round(stale * 1000))
+        self._max_ms = max(self._ttl_ms, round(self.max_lease * 1000))
         self._value: str | None = None
         self._fence: int | None = None
         self._busy_ms: int | None = None
@@ -344,13 +641,21 @@ class Backend(_api.Backend):
     # -- the contract ----------------------------------------------------
     def try_acquire(self) -> bool:
         """Make one attempt (one round trip); True if the lock is now held by us."""
-        owner = f"{os.urandom(8).hex()} {os.getpid()} {_hostname()}"
+        pid = os.getpid()
+        lost = _unanswered.pop((self.url, self.key), "")  # one taker: never two holders
+        owner = lost if lost.split(" ")[1:2] == [str(pid)] else ""  # not a parent's
+        owner = owner or f"{os.urandom(8).hex()} {pid} {_hostname()}"
         keys = (self.key, self._fence_key, EPOCH_KEY, self._waiting_key)
-        args = (owner, self._ttl_ms, self._mark_ms())
-        reply = self._run(_ACQUIRE, keys, args, "acquire")
-        if reply[0] == NO_EPOCH:
-            self._start_epoch()
-            reply = self._run(_ACQUIRE, keys, args, "acquire")
+        args = (owner, self._ttl_ms, self._mark_ms(), self._max_ms)
+        try:
+            reply = self._server.run(_ACQUIRE, keys, args, self._budget())
+            if reply[0] == NO_EPOCH:
+                self._start_epoch()
+                reply = self._server.run(_ACQUIRE, keys, args, self._budget())
+        except _rx.RedisError as exc:
+            if not isinstance(exc, _rx.ResponseError):
+                _unanswered[self.url, self.key] = owner  # it may be granted yet
+            raise self._oserror(exc, "acquire") from exc
         if reply[0] == GRANTED:
             _warned.discard(self.url)
             self._value = f"{owner} {int(reply[1])}"
@@ -358,6 +663,13 @@ class Backend(_api.Backend):
             self._busy_ms = None
             self.held_off = False
             return True
+        if reply[0] == MAX_LEASE_CONFLICT:
+            raise ValueError(
+                f"redis lock {self.path!r}: this client's max lease {self.max_lease:g} s is"
+                f" shorter than the {int(reply[1]) / 1000:g} s recorded at {self.shown_url} by"
+                " another client; after a restart it could let a lock be taken while an older"
+                f" lease still runs; {_MAX_LEASE_HELP}"
+            )
         self._busy_ms = int(reply[1])  # -1: a key without TTL, not one of ours
         self.held_off = reply[0] == HELD_OFF
         if self.held_off:
@@ -366,14 +678,11 @@ class Backend(_api.Backend):
 
     def release(self) -> bool:
         """Delete the key if it still holds our value; True if it did."""
-        value = self._value
-        if value is None:
-            return False
-        self._value = None
-        self._fence = None
-        keys = (self.key, self._waiting_key, self._wake_key)
-        reply = self._run(_RELEASE, keys, (value, self._mark_ms()), "release")
-        return bool(reply == 1)
+        return self._release(float("inf"))
+
+    def abandon(self) -> bool:
+        """Release for cleanup at exit or on a signal: within ``CLEANUP_TIMEOUT`` seconds."""
+        return self._release(CLEANUP_TIMEOUT)
 
     def break_stale(self) -> bool:
         """Nothing to do: the server's TTL expires a dead holder's lock; always False."""
@@ -402,7 +711,7 @@ class Backend(_api.Backend):
         value = self._value
         if value is None:
             return False
-        reply = self._run(_EXTEND, (self.key,), (value, ttl_ms), "extend")
+        reply = self._run(_EXTEND, (self.key,), (value, ttl_ms), "extend", float("inf"))
         return bool(reply == 1)
 
     def wait_for_release(self, timeout: float | None = None) -> None:
@@ -414,8 +723,9 @@ class Backend(_api.Backend):
             limit = min(limit, self._busy_ms / 1000 + 0.002)
         if limit < 0.001:
             return
+        command = ("BLPOP", self._wake_key, f"{limit:.3f}")
         try:
-            self._client.blpop([self._wake_key], timeout=round(limit, 3))
+            self._server.request(command, self._budget(limit), hold=limit)
         except _rx.RedisError as exc:
             raise self._oserror(exc, "wait") from exc
 
@@ -435,7 +745,7 @@ class Backend(_api.Backend):
 
     def describe(self) -> dict[str, Any] | None:
         """Return the current holder (method, path, pid, host, alive, age ...), None if free."""
-        reply = self._run(_DESCRIBE, (self.key, self._fence_key), (), "inspect")
+        reply = self._run(_DESCRIBE, (self.key, self._fence_key), (), "inspect", float("inf"))
         if not reply:
             return None
         raw, pttl, now, fence = reply
@@ -462,37 +772,75 @@ class Backend(_api.Backend):
         }
 
     # -- helpers -----------------------------------------------------------
+    def _budget(self, after: float = 0.0) -> float:
+        """Seconds a request may take: what is left of the patience (*after* a wait), >= MIN."""
+        deadline = self.deadline
+        if deadline is None:
+            return float("inf")
+        return max(deadline - time.monotonic() - after, MIN_TIMEOUT)
+
     def _mark_ms(self) -> int:
         return round(self.WAIT_CAP * 2000) + 1000
 
+    def _release(self, timeout: float) -> bool:
+        value = self._value
+        if value is None:
+            return False
+        self._value = None
+        self._fence = None
+        keys = (self.key, self._waiting_key, self._wake_key)
+        reply = self._run(_RELEASE, keys, (value, self._mark_ms()), "release", timeout)
+        return bool(reply == 1)
+
     def _run(
-        self, script: _Script, keys: tuple[str, ...], args: tuple[object, ...], doing: str
+        self,
+        script: _Script,
+        keys: tuple[str, ...],
+        args: tuple[object, ...],
+        doing: str,
+        timeout: float,
     ) -> Any:
         try:
-            return script.run(self._client, keys, args)
+            return self._server.run(script, keys, args, timeout)
         except _rx.RedisError as exc:
             raise self._oserror(exc, doing) from exc
 
     def _oserror(self, exc: Exception, doing: str) -> OSError:
         number = _errno_of(exc)
         detail = str(exc) or type(exc).__name__
-        if number == errno.EACCES:
-            detail = f"the server refused our credentials or permissions: {detail}"
+        refusal = _refusal(exc)
+        if refusal == "acl":
+            detail = f"the server's ACL refuses the lock url's user a command or key: {detail}"
+        elif refusal and self._server.kwargs.get("password") is None:
+            detail = f"the server requires credentials and the lock url gives none: {detail}"
+        elif refusal:
+            detail = f"the server refused the credentials in the lock url: {detail}"
         message = f"cannot {doing} redis lock {self.path!r} at {self.shown_url}: {detail}"
         return OSError(number, message)
 
-    def _start_epoch(self) -> None:
-        """Record the server's epoch: grants resume ``stale`` s after the server started."""
+    def _uptime(self) -> int | None:
+        """The server's uptime in whole seconds (``INFO``), None if INFO is refused."""
         try:
-            info = self._client.info("server")
-            # whole seconds between two truncated clock readings: may overstate by up to 1 s
-            uptime_ms = max(int(info["uptime_in_seconds"]) - 1, 0) * 1000
-        except (_rx.ResponseError, KeyError, ValueError):
-            uptime_ms = 0  # INFO refused by an ACL or renamed: assume it just started
+            info = self._server.request(("INFO", "server"), self._budget())
+        except _rx.ResponseError:
+            return None  # INFO refused by an ACL or renamed
         except _rx.RedisError as exc:
             raise self._oserror(exc, "acquire") from exc
-        holdoff_ms = max(self._ttl_ms - uptime_ms, 0)
-        self._run(_START_EPOCH, (EPOCH_KEY,), (holdoff_ms,), "acquire")
+        text = info.decode("latin-1") if isinstance(info, bytes) else str(info)
+        for line in text.splitlines():
+            name, _, value = line.partition(":")
+            if name == "uptime_in_seconds" and value.strip().isdigit():
+                return int(value)
+        return None
+
+    def _start_epoch(self) -> None:
+        """Record the epoch: grants resume one max lease after the server started."""
+        uptime = self._uptime()
+        # whole seconds between two truncated clock readings: may overstate by up to 1 s
+        uptime_ms = 0 if uptime is None else max(uptime - 1, 0) * 1000  # None: just started
+        holdoff_ms = max(self._max_ms - uptime_ms, 0)
+        args = (holdoff_ms, self._max_ms)
+        self._run(_START_EPOCH, (EPOCH_KEY,), args, "acquire", self._budget())
 
     def _warn_held_off(self, wait_ms: int) -> None:
         if self.url in _warned:

@@ -35,8 +35,13 @@ from ._stale import (
     StaleBackend,
     busy,
     guard,
+    is_record,
     kind_error,
+    links_error,
     lstat,
+    not_a_lock,
+    read_fd,
+    read_same,
     read_small,
     same,
     unguard,
@@ -52,12 +57,24 @@ if TYPE_CHECKING:
 HELD_SUFFIX = ".locked"
 
 #: O_NONBLOCK: a FIFO planted as the marker must not hang us (a stopping signal waits).
-_WRITE = os.O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_BINARY | O_NONBLOCK
+_WRITE = os.O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_BINARY | O_NONBLOCK
 
 
 def _euid() -> int:
     geteuid = getattr(os, "geteuid", None)
     return -1 if geteuid is None else int(geteuid())
+
+
+def _marker_problem(path: str, st: os.stat_result, *, free: bool) -> OSError | None:
+    """Why the object *st* at *path* cannot be a rename marker (kind, links, owner), or None."""
+    if not stat_module.S_ISREG(st.st_mode):
+        return kind_error(path, st, "regular file")
+    problem = links_error(path, st, "rename")
+    if problem is None and free and _euid() == 0 and st.st_uid != 0:
+        problem = not_a_lock(
+            path, "rename", f"belongs to uid {st.st_uid}, and we are root", errno.EPERM
+        )
+    return problem
 
 
 class Backend(StaleBackend):
@@ -86,12 +103,45 @@ class Backend(StaleBackend):
 
     # -- acquire / release -------------------------------------------------
     def try_acquire(self) -> bool:
-        """Rename the marker to the held name; True if we moved it (or made it held)."""
+        """Rename the marker to the held name; True if we moved it (or made it held).
+
+        The marker is judged before it is moved (and again, by descriptor, after):
+        anything but a lock marker is refused there and never renamed away.
+        Nothing is renamed onto an existing held name (rename would replace it):
+        a marker at both names is busy until the held one is stale.
+        """
+        st = lstat(self.path)
+        if st is None:
+            return self._first_use()
+        if not self._judge(self.path, st, free=True):
+            return False  # it changed while we looked: look again
+        if lstat(self.held) is not None:
+            return False  # only a rename of this very marker can make it appear now
         try:
             os.rename(self.path, self.held)
         except FileNotFoundError:
             return self._first_use()
-        return self._claim()
+        return self._claim(st)
+
+    def _judge(self, path: str, st: os.stat_result, *, free: bool) -> bool:
+        """Raise OSError if the marker *st* at *path* is not a lock marker; False if it changed.
+
+        A marker is a regular file with one link holding nothing or one rename
+        record.  A free one (which we are about to write into) must also be
+        owned by root when we are root: root never writes into another user's file.
+        """
+        problem = _marker_problem(path, st, free=free)
+        if problem is not None:
+            raise problem
+        if st.st_size:
+            data = read_same(path, st)
+            if data is None:
+                return False
+            if not is_record(data, "rename"):
+                raise not_a_lock(
+                    path, "rename", f"holds {st.st_size} bytes that are not a lock record"
+                )
+        return True
 
     def _first_use(self) -> bool:
         if lstat(self.held) is not None:
@@ -118,13 +168,8 @@ class Backend(StaleBackend):
         finally:
             unguard(fd)
 
-    def _claim(self) -> bool:
-        """Sign the marker we just moved; give it back and raise if it is not a plain file.
-
-        A plain file means: a regular file with one link (not a hard link to
-        some other file, which signing would truncate) and, when we are root,
-        owned by root (root never writes into another user's file).
-        """
+    def _claim(self, judged: os.stat_result) -> bool:
+        """Sign the marker we just moved, if it is still the one we judged; else give it back."""
         try:
             marker = os.open(self.held, _WRITE)
         except OSError as exc:
@@ -132,22 +177,28 @@ class Backend(StaleBackend):
             raise OSError(
                 exc.errno, f"lock marker {self.path!r} is not a regular file ({exc.strerror})"
             ) from None
-        st = os.fstat(marker)
-        problem = ""
-        if not stat_module.S_ISREG(st.st_mode):
-            problem = "kind"
-        elif st.st_nlink != 1:
-            problem = f"has {st.st_nlink} hard links"
-        elif _euid() == 0 and st.st_uid != 0:
-            problem = f"belongs to uid {st.st_uid}, and we are root"
-        if problem:
-            os.close(marker)
-            os.rename(self.held, self.path)
-            if problem == "kind":
-                raise kind_error(self.path, st, "regular file")
-            raise OSError(
-                errno.EPERM, f"lock marker {self.path!r} {problem}; refusing to write into it"
+        try:
+            st = os.fstat(marker)
+            data = read_fd(marker) if st.st_size else b""
+            problem = _marker_problem(self.path, st, free=True)
+            same_one = (st.st_dev, st.st_ino, st.st_size) == (
+                judged.st_dev,
+                judged.st_ino,
+                judged.st_size,
             )
+            if problem is None and not (data == b"" or is_record(data, "rename")):
+                problem = not_a_lock(
+                    self.path, "rename", f"holds {st.st_size} bytes that are not a lock record"
+                )
+        except BaseException:
+            os.close(marker)
+            raise
+        if problem is not None or not same_one:
+            os.close(marker)
+            os.rename(self.held, self.path)  # give back what we took, untouched
+            if problem is not None:
+                raise problem
+            return False
         self._sign(marker)
         return True
 
@@ -176,13 +227,22 @@ class Backend(StaleBackend):
         os.rename(self.held, self.path)
 
     def _clear(self) -> bool:
-        """Empty the held marker, so a free marker names nobody; False if that failed."""
+        """Empty the held marker, so a free marker names nobody; False if that failed.
+
+        Only a marker that holds one rename record, has one link and (when we
+        are root) is root's is written to.
+        """
         try:
             marker = os.open(self.held, _WRITE)
         except OSError:
             return False
         try:
-            if not stat_module.S_ISREG(os.fstat(marker).st_mode):
+            st = os.fstat(marker)
+            if (
+                not st.st_size
+                or _marker_problem(self.held, st, free=True) is not None
+                or not is_record(read_fd(marker), "rename")
+            ):
                 return False
             os.ftruncate(marker, 0)
         except OSError:
@@ -196,8 +256,7 @@ class Backend(StaleBackend):
         return lstat(self.held)
 
     def _check(self, st: os.stat_result) -> None:
-        if not stat_module.S_ISREG(st.st_mode):
-            raise kind_error(self.held, st, "regular file")
+        self._judge(self.held, st, free=False)
 
     def _age(self, st: os.stat_result) -> float:
         return time.time() - st.st_ctime
@@ -221,6 +280,12 @@ class Backend(StaleBackend):
     def _remove(self, st: os.stat_result) -> bool:
         if not same(self.held, st):
             return False
+        if lstat(self.path) is not None:  # a marker at the free name too: never rename onto it
+            try:
+                os.unlink(self.held)
+            except OSError:
+                return False
+            return True
         self._clear()
         try:
             os.rename(self.held, self.path)

@@ -18,10 +18,27 @@ same file must take the same lock.  ``lock=False`` is for a caller that already
 holds the lock all writers use.
 
 *data* may be a callable: it receives the old content (``""``/``b""`` when the file
-does not exist yet) and returns the new, read-modify-write under the lock.
+does not exist yet) and returns the new, read-modify-write under the lock.  With
+``lines=True`` it receives Perl's lines instead (``@lines = <IN>``: a list of the
+lines with their ``"\\n"``, split at ``"\\n"`` only, the last one without it if the
+file does not end with one) and may return a list of lines.  ``must_exist=True``
+is Perl's ``open(IN, "<$f") or die``: a file that cannot be opened for reading
+raises its ``OSError`` (``FileNotFoundError``) before anything is written.
 *check*, if given, is called after the new file is on disk and right before the
 rename (TOP?LOCK's "check again before renaming"); a false result removes the
 temporary file and raises ``ExpiredLockError``, leaving *path* untouched.
+
+**Temp files of killed writers.** A writer holds ``flock(LOCK_EX)`` on its temp
+file (POSIX) from just after creating it until after the rename.  Each writer,
+once it holds the lock, and ``perlcompat locks --break-stale`` call
+:func:`clean_temp_files`, which removes a temp file only if all of these hold,
+checked in this order: its name is exactly ``.<name>.<pid>.<8 hex>.tmp``; it is a
+regular file with one link; the pid in its name is dead on this host (``_owner``:
+ESRCH, a zombie, or a process that started after the file was written); its
+flock can be taken with LOCK_NB (no writer anywhere holds it, NFS included); and,
+holding that flock, the path still names the same inode with the same mtime and
+ctime.  Anything else is left alone.  (Windows: nothing is removed; a live
+writer's pid cannot be judged there.)
 """
 
 from __future__ import annotations
@@ -43,6 +60,7 @@ if TYPE_CHECKING:
 
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_BINARY = getattr(os, "O_BINARY", 0)
+_WINDOWS = sys.platform == "win32"
 
 
 def replace_file(
@@ -54,6 +72,8 @@ def replace_file(
     check: Callable[[], object] | None = None,
     timeout: float | None = None,
     fsync: bool = True,
+    must_exist: bool = False,
+    lines: bool = False,
 ) -> int:
     """Atomically replace *path* with *data* under ``flock`` on ``<path>.lck``; return 1.
 
@@ -61,8 +81,11 @@ def replace_file(
     (the caller holds the writers' lock).  *encoding* encodes str (with
     ``surrogateescape``, so undecodable legacy bytes round-trip) and decodes the old
     content for a callable; None passes bytes.  *timeout* bounds the wait for the
-    lock (None waits, honouring ``alarm()``).  Raises ``OSError`` (``$!`` set) on
-    failure, ``LockError`` when the lock is not had within *timeout*.
+    lock (None waits, honouring ``alarm()``).  *must_exist*: refuse (``OSError``,
+    ``FileNotFoundError`` for a missing file) unless *path* can be read, as Perl's
+    ``open(IN, "<$f") or die``.  *lines*: the callable gets a list of Perl lines
+    (str, or bytes with ``encoding=None``) and may return a list.  Raises ``OSError``
+    (``$!`` set) on failure, ``LockError`` when the lock is not had within *timeout*.
     """
     target = os.fspath(path)
     if not isinstance(target, str) or not target:
@@ -72,6 +95,8 @@ def replace_file(
         raise TypeError("replace_file got str data with encoding=None; pass bytes")
     if not callable(data) and not isinstance(data, (str, bytes, bytearray, memoryview)):
         raise TypeError(f"replace_file data must be str, bytes or a callable, not {data!r}")
+    if lines and not callable(data):
+        raise TypeError("replace_file(lines=True) needs a callable that takes the lines")
     if timeout is not None and (
         isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0
     ):
@@ -80,10 +105,14 @@ def replace_file(
     try:
         if lock_path is not None:
             lock_fd = _take_lock(lock_path, timeout)
+        _clean_quietly(target)
         if callable(data):
-            old = _read(target)
-            new = data(old if encoding is None else old.decode(encoding, "surrogateescape"))
+            raw = _read(target, must_exist)
+            old = raw if encoding is None else raw.decode(encoding, "surrogateescape")
+            new = data(perl_lines(old) if lines else old)  # type: ignore[arg-type]
         else:
+            if must_exist:
+                os.close(os.open(target, os.O_RDONLY | _O_BINARY))  # Perl's open(IN, "<$f")
             new = data
         _write_and_rename(target, _encode(new, encoding), check, fsync)
     except OSError as exc:
@@ -143,11 +172,13 @@ def _take_lock(lock_path: str, timeout: float | None) -> int:
     return fd
 
 
-def _read(target: str) -> bytes:
-    """The current content of *target*, b"" if it does not exist."""
+def _read(target: str, must_exist: bool = False) -> bytes:
+    """The current content of *target*, b"" if it does not exist (unless *must_exist*)."""
     try:
         fd = os.open(target, os.O_RDONLY | _O_BINARY)
     except FileNotFoundError:
+        if must_exist:
+            raise
         return b""
     try:
         chunks: list[bytes] = []
@@ -160,8 +191,35 @@ def _read(target: str) -> bytes:
         os.close(fd)
 
 
+def perl_lines(text: str | bytes) -> list[str] | list[bytes]:
+    """Split *text* as Perl's ``<IN>`` in list context: lines with their ``"\\n"``.
+
+    Only ``"\\n"`` ends a line (``splitlines()`` also splits at \\x0b, \\x0c,
+    \\x1c-\\x1e and \\x85, bytes found inside Shift_JIS and Latin-1 text); a last
+    line without ``"\\n"`` is kept as it is.  The result is a ``PerlList``.
+    """
+    from ._handle import PerlList
+
+    newline = "\n" if isinstance(text, str) else b"\n"
+    parts = text.split(newline)  # type: ignore[arg-type]
+    last = parts.pop()
+    found = PerlList([part + newline for part in parts])  # type: ignore[operator]
+    if last:
+        found.append(last)
+    return found
+
+
 def _encode(new: object, encoding: str | None) -> bytes | bytearray | memoryview:
-    """*new* as bytes: str encoded with *encoding* and surrogateescape."""
+    """*new* as bytes: str encoded with *encoding* and surrogateescape; a list is joined."""
+    if isinstance(new, (list, tuple)):
+        if all(isinstance(item, str) for item in new):
+            new = "".join(new)
+        elif all(isinstance(item, (bytes, bytearray)) for item in new):
+            new = b"".join(new)
+        else:
+            raise TypeError(
+                "replace_file's data callable returned a list that is not all str or all bytes"
+            )
     if isinstance(new, str):
         if encoding is None:
             raise TypeError("replace_file got str data with encoding=None; return bytes")
@@ -193,15 +251,19 @@ def _write_and_rename(
                 view = view[os.write(fd, view) :]
             if fsync:
                 os.fsync(fd)
-        finally:
-            os.close(fd)
-        if check is not None and not check():
-            from ._api import ExpiredLockError
+            if _WINDOWS:  # (an open file cannot be renamed there)
+                os.close(fd)
+                fd = -1
+            if check is not None and not check():
+                from ._api import ExpiredLockError
 
-            raise ExpiredLockError(
-                f"check before replacing {target!r} failed (lock lost?); the file is unchanged"
-            )
-        os.replace(tmp, target)
+                raise ExpiredLockError(
+                    f"check before replacing {target!r} failed (lock lost?); the file is unchanged"
+                )
+            os.replace(tmp, target)
+        finally:
+            if fd >= 0:
+                os.close(fd)  # releases the temp file's flock, after the rename
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
@@ -232,12 +294,122 @@ def _copy_mode(fd: int, old: os.stat_result) -> None:
 
 
 def _create_temp(directory: str, base: str) -> tuple[str, int]:
-    """Create a new ``.<base>.<pid>.<hex>.tmp`` in *directory* with O_EXCL; return path and fd."""
+    """Create a new ``.<base>.<pid>.<hex>.tmp`` in *directory* with O_EXCL; return path and fd.
+
+    On POSIX the fd carries ``flock(LOCK_EX)``: the mark of a live writer that
+    :func:`clean_temp_files` respects, wherever that writer runs.
+    """
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_BINARY
     for _ in range(100):
         tmp = os.path.join(directory, f".{base}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
         try:
-            return tmp, os.open(tmp, flags, 0o666)
+            fd = os.open(tmp, flags, 0o666)
         except FileExistsError:
             continue
+        if sys.platform != "win32":
+            import fcntl
+
+            # a new file: nobody else holds it (a cleaner skips live pids); if this
+            # failed anyway, the pid in the name still protects the file
+            with contextlib.suppress(OSError):
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return tmp, fd
     raise FileExistsError(errno.EEXIST, "could not create a unique temporary file", directory)
+
+
+# -- temp files of dead writers ---------------------------------------------------
+_HEX = frozenset("0123456789abcdef")
+
+
+def temp_file_owner(name: str, base: str | None = None) -> int | None:
+    """The writer pid if *name* is exactly one of our temp names ``.<base>.<pid>.<hex8>.tmp``.
+
+    *base*: the replaced file's name, or None for any.  None if *name* is not one.
+    """
+    if not (name.startswith(".") and name.endswith(".tmp")):
+        return None
+    parts = name[1:-4].rsplit(".", 2)
+    if len(parts) != 3:
+        return None
+    stem, pid, tag = parts
+    if not stem or (base is not None and stem != base):
+        return None
+    if len(tag) != 8 or not _HEX.issuperset(tag):
+        return None
+    if not (pid.isascii() and pid.isdigit()) or pid[0] == "0" or len(pid) > 10:
+        return None
+    return int(pid)
+
+
+def clean_temp_files(directory: str | os.PathLike[str], base: str | None = None) -> list[str]:
+    """Remove the temp files that dead ``replace_file`` writers left in *directory*.
+
+    *base* limits it to the temp files of one replaced file's name.  Returns the
+    paths removed.  Only files that pass every test in the module docstring are
+    removed; nothing is removed on Windows.  An unreadable *directory* raises OSError.
+    """
+    if sys.platform == "win32":
+        return []
+    folder = os.fspath(directory)
+    removed = []
+    with os.scandir(folder) as entries:
+        names = [entry.name for entry in entries]
+    for name in names:
+        pid = temp_file_owner(name, base)
+        if pid is not None:
+            path = os.path.join(folder, name)
+            if _remove_if_orphaned(path, pid):
+                removed.append(path)
+    return removed
+
+
+def _remove_if_orphaned(path: str, pid: int) -> bool:
+    """Remove the temp file *path* named for writer *pid* if that writer is gone; True if done."""
+    if sys.platform == "win32":
+        return False
+    import fcntl
+    import stat
+
+    from ._owner import alive
+    from ._stale import identity
+
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+        return False
+    if alive(pid, None, None, st.st_mtime) is not False:
+        return False
+    flags = _O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, os.O_RDWR | flags)  # (NFS grants LOCK_EX to writable fds only)
+    except PermissionError:
+        try:
+            fd = os.open(path, os.O_RDONLY | flags)
+        except OSError:
+            return False
+    except OSError:
+        return False
+    try:
+        mine = os.fstat(fd)
+        if (mine.st_dev, mine.st_ino) != (st.st_dev, st.st_ino):
+            return False
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # busy: a writer still has it
+        now = os.lstat(path)
+        if identity(now) != identity(os.fstat(fd)) or now.st_nlink != 1:
+            return False
+        os.unlink(path)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return True
+
+
+def _clean_quietly(target: str) -> None:
+    """Remove dead writers' temp files of *target*; never fails the write itself."""
+    directory = os.path.dirname(os.path.abspath(target))
+    # an unreadable directory (mode 0733): nothing to clean that we can see
+    with contextlib.suppress(OSError):
+        clean_temp_files(directory, os.path.basename(target))

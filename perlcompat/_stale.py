@@ -102,6 +102,60 @@ def read_small(path: str, limit: int = 4096) -> bytes | None:
         os.close(fd)
 
 
+def read_fd(fd: int, limit: int = 4096) -> bytes | None:
+    """The whole of the open file *fd* from offset 0; None if longer than *limit* or unreadable."""
+    try:
+        if sys.platform == "win32":
+            os.lseek(fd, 0, os.SEEK_SET)
+            data = os.read(fd, limit + 1)
+        else:
+            data = os.pread(fd, limit + 1, 0)
+    except OSError:
+        return None
+    return None if len(data) > limit else data
+
+
+def read_same(path: str, st: os.stat_result, limit: int = 4096) -> bytes | None:
+    """Up to *limit* bytes of the file at *path* if it is still exactly *st*; None if not.
+
+    None when the path changed (another object, written to, gone) since *st*
+    was taken: the caller judges the new one on its next look.  Raises OSError
+    (naming *path*) when the file cannot be read, so it cannot be told a lock.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_BINARY | O_NONBLOCK)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return None  # now a symlink: the next look refuses it
+        raise OSError(
+            exc.errno, f"cannot read {path!r} to tell whether it is a lock: {exc.strerror}"
+        ) from None
+    try:
+        if _shape(os.fstat(fd)) != _shape(st):
+            return None
+        if sys.platform == "win32":
+            data = os.read(fd, limit)
+        else:
+            data = os.pread(fd, limit, 0)
+        if _shape(os.fstat(fd)) != _shape(st) or len(data) != min(st.st_size, limit):
+            return None  # rewritten while we read (timestamps can be a few ms coarse)
+        return data
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ESTALE):
+            return None  # removed after our open (network file systems ask by name): gone
+        raise OSError(
+            exc.errno, f"cannot read {path!r} to tell whether it is a lock: {exc.strerror}"
+        ) from None
+    finally:
+        os.close(fd)
+
+
+def _shape(st: os.stat_result) -> tuple[int, int, int, int, int]:
+    return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
+
+
 def write_at_zero(fd: int, data: bytes) -> None:
     """Write *data* at offset 0 of *fd* (pwrite where there is one)."""
     if sys.platform == "win32":
@@ -152,6 +206,41 @@ def kind_error(path: str, st: os.stat_result, wanted: str) -> OSError:
         )
     number = errno.ENOTDIR if wanted == "directory" else errno.EEXIST
     return OSError(number, f"lock path {path!r} exists and is not a {wanted}")
+
+
+def not_a_lock(path: str, method: str, why: str, number: int = errno.EEXIST) -> OSError:
+    """Return the error for a lock path holding something its method did not make."""
+    return OSError(
+        number, f"lock path {path!r} {why}: not a lock of method {method!r}; refusing to touch it"
+    )
+
+
+def open_error(path: str, exc: OSError, wanted: str) -> OSError:
+    """Return a clear error for a failed open of the lock file *path* (symlink, directory)."""
+    if exc.errno == errno.ELOOP:
+        return OSError(
+            errno.ELOOP,
+            f"lock path {path!r} is a symlink, not a {wanted}; refusing to use or follow it",
+        )
+    if exc.errno == errno.EISDIR:
+        return OSError(errno.EISDIR, f"lock path {path!r} is a directory, not a {wanted}")
+    return exc
+
+
+def links_error(path: str, st: os.stat_result, method: str) -> OSError | None:
+    """The error for a file with more than one hard link (EPERM), else None."""
+    if st.st_nlink > 1:
+        return not_a_lock(path, method, f"has {st.st_nlink} hard links", errno.EPERM)
+    return None
+
+
+def is_record(data: bytes | None, kind: str, blank: bool = False) -> bool:
+    """True if the whole file *data* is one owner record of *kind* (or blank, if allowed)."""
+    if not data or not data.endswith(b"\n") or data.count(b"\n") != 1:
+        return False
+    if blank and not data.strip():
+        return True
+    return _owner.parse(data, kind) is not None
 
 
 def _lock_fd(fd: int, operation: int) -> None:
@@ -348,6 +437,16 @@ class StaleBackend(Backend):
         return fields is not None and fields.get("token") == self._token
 
     # -- shared logic ----------------------------------------------------
+    #: identity of the last lock object that passed ``_check`` (it is not checked again)
+    _passed: Identity | None = None
+
+    def _check_once(self, st: os.stat_result) -> None:
+        """``_check`` the lock *st* unless this very object already passed it."""
+        key = identity(st)
+        if key != self._passed:
+            self._check(st)
+            self._passed = key
+
     def _is_stale(self, st: os.stat_result, clock_ns: int | None = None) -> bool:
         age = self._age(st)
         if clock_ns is not None:  # shared storage: the storage's clock judges (``_shared``)
@@ -364,7 +463,7 @@ class StaleBackend(Backend):
         st = self._lstat()
         if st is None:
             return False
-        self._check(st)
+        self._check_once(st)
         if self._quick_age(st) <= self.stale and not self._watch.due(self._key(st)):
             return False
         if not self._is_stale(st):

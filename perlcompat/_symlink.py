@@ -77,6 +77,11 @@ class Backend(StaleBackend):
     def _check(self, st: os.stat_result) -> None:
         if not stat_module.S_ISLNK(st.st_mode):
             raise kind_error(self.path, st, "symlink")
+        from ._stale import links_error  # (imported here: keeps the import block as it was)
+
+        problem = links_error(self.path, st, "symlink")  # a hard link to a symlink: not ours
+        if problem is not None:
+            raise problem
 
     def _owner(self, st: os.stat_result) -> Owner:
         target = _target(self.path)

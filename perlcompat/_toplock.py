@@ -12,12 +12,19 @@ with or without its newline (the seed's last version omits it) is read alike.
 A contender appends once per lock file (per inode): its line can never become
 first in a file that already has a first line, so later tries only ``lstat``
 until the file is replaced.  The lock file is opened with O_NOFOLLOW and
-O_APPEND, never truncated.
+O_APPEND, never truncated.  Only a TOP?LOCK file is appended to: an empty
+file, or one holding nothing but ``id<>time<>`` groups whose ids are seed 001's
+(20 or more digits, or a decimal ``rand`` with 6 or more decimals) or ours and
+whose times are 9 or 10 digit epoch seconds (:func:`is_toplock_data`).  Any
+other file (a data file, even one of ``<>`` lines) or one with more than one
+hard link is refused at once, untouched.
 
 A lock is stale when the time in its first line is older than ``stale``
 seconds (the seed uses 600), or at once when that line's id names a dead
-process on this host.  The remover (one at a time, ``_stale``) re-reads the
-first line and compares the file's device and inode right before the unlink.
+process on this host.  That time is whole seconds, so the line was written up
+to 1 s after it: the age counts from the end of that second, never early.
+The remover (one at a time, ``_stale``) re-reads the first line and compares
+the file's device and inode right before the unlink.
 
 Seed 001 checks the lock again right before renaming its work file into place:
 :func:`still_holding` is that check and :func:`rename_if_holding` does both.
@@ -37,9 +44,14 @@ from ._stale import (
     O_BINARY,
     O_CLOEXEC,
     O_NOFOLLOW,
+    O_NONBLOCK,
     StaleBackend,
     kind_error,
+    links_error,
     lstat,
+    not_a_lock,
+    open_error,
+    read_same,
     read_small,
     release_guard,
     unguard,
@@ -52,7 +64,66 @@ if TYPE_CHECKING:
     from ._api import Lock
     from ._stale import Identity, Owner
 
-_APPEND = os.O_RDWR | os.O_APPEND | os.O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_BINARY
+_APPEND = os.O_RDWR | os.O_APPEND | os.O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_BINARY | O_NONBLOCK
+
+#: how much of a lock file is checked to be TOP?LOCK lines before appending to it.
+CHECK_LIMIT = 65536
+
+
+def _is_id(item: bytes) -> bool:
+    """Seed 001's ids: 20 or more digits, ``rand()`` with 6 or more decimals; or one of ours."""
+    if item.isdigit():
+        return len(item) >= 20
+    whole, dot, fraction = item.partition(b".")
+    if dot:
+        return whole.isdigit() and fraction.isdigit() and len(fraction) >= 6
+    head, at, host = item.partition(b"@")
+    parts = head.split(b"-")
+    return (
+        bool(at and host)
+        and len(parts) in (3, 5)  # pid, start (older versions); boot id prefix, pid namespace
+        and len(parts[0]) == 30
+        and all(part.isdigit() for part in parts[:3])
+        and all(part and part.isalnum() and part.isascii() for part in parts[3:])
+        and not any(c in host for c in b" \t<>")
+    )
+
+
+def _groups(line: bytes, partial: bool) -> int:
+    """How many ``id<>time<>`` groups *line* is (-1 if it is anything else).
+
+    *partial*: the line may be cut short at its end (the head of a longer file).
+    """
+    if line.endswith(b"\r") and not partial:
+        line = line[:-1]
+    items = line.split(b"<>")
+    tail = items.pop()
+    if partial:
+        if len(items) % 2:
+            items.pop()  # an id whose time was cut off
+    elif tail or not items:
+        return -1
+    if len(items) % 2:
+        return -1
+    for i in range(0, len(items), 2):
+        stamp = items[i + 1]
+        if not (_is_id(items[i]) and stamp.isdigit() and 9 <= len(stamp) <= 10):
+            return -1
+    return len(items) // 2
+
+
+def is_toplock_data(data: bytes, complete: bool = True) -> bool:
+    """True if *data* is nothing but TOP?LOCK request lines (``id<>time<>`` groups).
+
+    With *complete* False, *data* is the head of a longer file and its last
+    line may be cut short.  Empty data is not a TOP?LOCK file (the caller decides).
+    """
+    lines = data.split(b"\n")
+    last = lines.pop()
+    counts = [_groups(line, False) for line in lines]
+    if last:
+        counts.append(_groups(last, not complete))
+    return bool(counts) and min(counts) >= 0 and sum(counts) > 0
 
 
 def first_line(data: bytes | None) -> tuple[str, int | None] | None:
@@ -90,11 +161,11 @@ def owner_of_id(ident: str) -> Owner:
     return int(parts[1]), where, start
 
 
-def _read_head(fd: int) -> bytes:
+def _read_head(fd: int, limit: int = 4096) -> bytes:
     if sys.platform != "win32":
-        return os.pread(fd, 4096, 0)
+        return os.pread(fd, limit, 0)
     os.lseek(fd, 0, os.SEEK_SET)
-    return os.read(fd, 4096)
+    return os.read(fd, limit)
 
 
 class Backend(StaleBackend):
@@ -119,14 +190,16 @@ class Backend(StaleBackend):
         line = f"{ident}<>{int(time.time())}<>\n".encode()
         try:
             fd = os.open(self.path, _APPEND, 0o666)
-        except FileNotFoundError:
+        except FileNotFoundError as exc:
             if os.path.isdir(os.path.dirname(self.path) or "."):
                 return False  # removed between lookup and open (network file systems): retry
-            raise
+            raise open_error(self.path, exc, "regular file") from None
+        except OSError as exc:
+            raise open_error(self.path, exc, "regular file") from None
         try:
             st = os.fstat(fd)
-            if not stat_module.S_ISREG(st.st_mode):
-                raise kind_error(self.path, st, "regular file")
+            # others may be appending: the last line read may be cut short
+            self._judge(st, _read_head(fd, CHECK_LIMIT) if st.st_size else b"", complete=False)
             os.write(fd, line)
             head = _read_head(fd)
         except FileNotFoundError:
@@ -175,9 +248,21 @@ class Backend(StaleBackend):
     def _key(self, st: os.stat_result) -> Identity:
         return (st.st_dev, st.st_ino, 0, 0)
 
-    def _check(self, st: os.stat_result) -> None:
+    def _judge(self, st: os.stat_result, data: bytes | None, complete: bool) -> None:
+        """Raise OSError unless the file *st* (head *data*; None: unknown) is a TOP?LOCK file."""
         if not stat_module.S_ISREG(st.st_mode):
             raise kind_error(self.path, st, "regular file")
+        problem = links_error(self.path, st, "toplock")
+        if problem is not None:
+            raise problem
+        if data and not is_toplock_data(data, complete):
+            raise not_a_lock(
+                self.path, "toplock", f"holds {st.st_size} bytes that are not TOP?LOCK lines"
+            )
+
+    def _check(self, st: os.stat_result) -> None:
+        data = read_same(self.path, st, CHECK_LIMIT) if st.st_size else b""
+        self._judge(st, data, complete=data is not None and len(data) >= st.st_size)
 
     def _quick_age(self, st: os.stat_result) -> float:
         return time.time() - st.st_mtime  # never more than the first line's age
@@ -186,7 +271,8 @@ class Backend(StaleBackend):
         first = first_line(read_small(self.path))
         if first is None or first[1] is None:
             return time.time() - st.st_mtime
-        return time.time() - first[1]
+        # whole seconds: the line was written before the next second began
+        return max(0.0, time.time() - (first[1] + 1))
 
     def _owner(self, st: os.stat_result) -> Owner:
         first = first_line(read_small(self.path))

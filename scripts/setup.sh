@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Set up a fresh machine for the tests: perl, redis-server and lighttpd (apt) when
-# missing, then the package with its test extras in .venv.  The README's test
+# Set up a fresh machine for the tests: perl, redis-server, lighttpd and python3-venv (apt)
+# when missing, then the package with its test and dev extras in .venv.  The README's test
 # command is this script followed by `.venv/bin/python -m pytest -q`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,11 +9,16 @@ missing=()
 for tool in perl redis-server lighttpd; do
     PATH="$PATH:/usr/sbin:/usr/local/sbin" command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
 done
-if ((${#missing[@]})); then
-    pkgs=()
-    for tool in "${missing[@]}"; do
-        pkgs+=("$tool")  # each tool's Debian package has its name
-    done
+pkgs=()
+for tool in "${missing[@]}"; do
+    pkgs+=("$tool")  # each tool's Debian package has its name
+done
+# python3 -m venv needs Debian's python3-venv
+python3 -c "import ensurepip, venv" >/dev/null 2>&1 || pkgs+=(python3-venv)
+# jcode.pl 2.13 and Jcode.pm 2.06, the references for perlcompat.jcode (tests/test_jcode.py)
+[ -f /usr/share/perl5/jcode.pl ] || pkgs+=(libjcode-perl)
+[ -f /usr/share/perl5/Jcode.pm ] || pkgs+=(libjcode-pm-perl)
+if ((${#pkgs[@]})); then
     SUDO=""
     [ "$(id -u)" = 0 ] || SUDO="sudo"
     echo "installing ${pkgs[*]} with apt-get"
@@ -39,5 +44,5 @@ if [ ! -x .venv/bin/python ]; then
     "$PY" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
-.venv/bin/python -m pip install -q -e '.[test]'
+.venv/bin/python -m pip install -q -e '.[test,dev]'
 

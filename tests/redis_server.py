@@ -107,6 +107,16 @@ class RedisServer:
             self.proc.wait(10)
         self.proc = None
 
+    def pause(self) -> None:
+        """Stop the server with SIGSTOP: connections are still accepted, nothing is answered."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """Let a paused server run again (SIGCONT)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)
+
     def restart(self) -> None:
         """Kill and start again on the same port, with empty memory."""
         self.stop()

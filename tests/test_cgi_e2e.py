@@ -24,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from jcodeperl import patched_jcode
 from webserver import EXAMPLES, PACKAGE_ROOT, CgiServer, copy_examples, find_tool
 
 THREADS = 8
@@ -38,6 +39,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CgiServer]:
     www.mkdir()
     data.mkdir()
     copy_examples(www)
+    patched_jcode(www / "bbs_sjis")  # bbs.cgi does require './jcode.pl'
     env = {
         "PERLCOMPAT_DATA_DIR": str(data),
         "PERLCOMPAT_ALARM_WAIT": str(ALARM_WAIT),
@@ -144,6 +146,66 @@ def test_bbs_sjis_keeps_every_post_once(server: CgiServer) -> None:
     assert perl_page[0] == python_page[0] == 200
     assert perl_page[1].replace(b"bbs.cgi", b"bbs.py") == python_page[1]  # byte-identical pages
     assert_unlocked(data_dir(server) / "bbs.dat")
+
+
+# -- delete keys: unchecked open, (stat)[9], crypt, split(/<>/) -----------------------
+def test_delete_key_board_first_visit_has_no_log(tmp_path: Path) -> None:
+    """Both scripts show an empty board when the log does not exist yet (unchecked open)."""
+    env = dict(os.environ, PERLCOMPAT_DATA_DIR=str(tmp_path), REQUEST_METHOD="GET")
+    env["PYTHONPATH"] = PACKAGE_ROOT
+    pages = []
+    for argv in (["perl", "board.cgi"], [sys.executable, "board.py"]):
+        run = subprocess.run(
+            argv, cwd=EXAMPLES / "delete_key", env=env, capture_output=True, check=False
+        )
+        assert run.returncode == 0, run.stderr
+        pages.append(run.stdout)
+    assert pages[0] == pages[1] == b"Content-Type: text/plain\n\nposts: 0\nupdated: -\ndeleted: 0\n"
+    assert list(tmp_path.iterdir()) == []  # and nothing was created by looking
+
+
+def test_delete_key_board_posts_and_deletes_across_perl_and_python(server: CgiServer) -> None:
+    n = 40
+    paths = interleave(["delete_key/board.cgi", "delete_key/board.py"], n)
+    # keys in Shift_JIS and EUC-JP bytes too: crypt() must see the same bytes on both sides
+    keys = [
+        f"k{i}".encode() if i % 3 else "削除".encode("cp932") + bytes([0x40 + i]) for i in range(n)
+    ]
+    calls = [
+        (
+            path,
+            b"name=user%d&msg=hello+%d&key=" % (i, i) + urllib.parse.quote_from_bytes(key).encode(),
+        )
+        for i, (path, key) in enumerate(zip(paths, keys))
+    ]
+    results = hammer(server, calls)
+    assert [status for status, _ in results] == [200] * n, [r for r in results if r[0] != 200]
+    log = data_dir(server) / "board.log"
+    lines = log.read_bytes().split(b"\n")[:-1]
+    numbers = [int(line.split(b"<>")[0]) for line in lines]
+    assert numbers == list(range(n, 0, -1))  # newest first, none lost or repeated
+    number_of = {line.split(b"<>")[1].decode(): int(line.split(b"<>")[0]) for line in lines}
+    assert sorted(number_of) == sorted(f"user{i}" for i in range(n))
+
+    # each post deleted by the *other* language's script; every third try with a wrong key
+    deletes = []
+    for i, key in enumerate(keys):
+        other = paths[(i + 1) % 2]
+        wrong = i % 4 == 0
+        sent = key + b"x" if wrong else key
+        body = b"del=%d&key=" % number_of[f"user{i}"] + urllib.parse.quote_from_bytes(sent).encode()
+        deletes.append((other, body, wrong, i))
+    results = hammer(server, [(path, body) for path, body, _, _ in deletes])
+    assert [status for status, _ in results] == [200] * n
+    for (_, _, wrong, i), (_, page) in zip(deletes, results):
+        assert (b"deleted: 0\n" if wrong else b"deleted: 1\n") in page, (i, page[:200])
+    left = sorted(line.split(b"<>")[1].decode() for line in log.read_bytes().split(b"\n")[:-1])
+    assert left == sorted(f"user{i}" for i in range(n) if i % 4 == 0)
+
+    pages = [server.request(path)[1] for path in ("delete_key/board.cgi", "delete_key/board.py")]
+    assert pages[0] == pages[1]  # the same page from both, (stat)[9] included
+    assert f"updated: {int(log.stat().st_mtime)}\n".encode() in pages[0]
+    assert_unlocked(log)
 
 
 # -- seed 003's sub lock / sub unlock (mkdir) -------------------------------------

@@ -1,8 +1,10 @@
 """Differential tests: the same file-handle program run by real perl and by perlcompat.
 
 Hypothesis generates a starting file of arbitrary bytes and a sequence of opens
-(every mode, text or ``:raw``), readlines, reads, prints, seeks, tells,
-truncates, eofs and closes.  The sequence becomes one Perl script and one
+(every mode, text or ``:raw``, and opens that fail), readlines (scalar and list
+context), reads, prints, seeks, tells, truncates, eofs, flocks, binmodes and
+closes.  A failed open leaves a closed handle, on which every later call must
+give Perl's value without raising.  The sequence becomes one Perl script and one
 perlcompat run on identical copies of the file; every return value, ``$!``
 after each failed Perl-shaped call, and the final bytes must be identical.
 """
@@ -10,6 +12,7 @@ after each failed Perl-shaped call, and the final bytes must be identical.
 from __future__ import annotations
 
 import errno
+import io
 import os
 import subprocess
 from pathlib import Path
@@ -17,7 +20,19 @@ from pathlib import Path
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 from perlutil import PERL, perl_bytes
 
-from perlcompat import OS_ERROR, close, eof, open_, print_, seek, tell, truncate
+from perlcompat import (
+    OS_ERROR,
+    binmode,
+    close,
+    eof,
+    flock,
+    open_,
+    print_,
+    readline,
+    seek,
+    tell,
+    truncate,
+)
 
 MODES = ["<", ">", ">>", "+<", "+>", "+>>"]
 
@@ -38,6 +53,9 @@ ops = st.one_of(
     st.tuples(st.just("truncate"), st.integers(-1, 48)),
     st.just(("eof",)),
     st.just(("close",)),
+    st.just(("readlines",)),
+    st.just(("flock",)),
+    st.just(("binmode",)),
 )
 #: up to ~20 KB: a short pattern (with newlines likely) repeated
 big = st.tuples(chunks, st.integers(0, 2500)).map(lambda t: (t[0] + b"\n") * t[1])
@@ -70,7 +88,7 @@ def _normalize(program: list[tuple[object, ...]]) -> list[tuple[object, ...]]:
             continue
         if kind == "read" and not raw:
             op = ("readline",)
-        if kind in ("read", "readline", "eof") and write_only:
+        if kind in ("read", "readline", "readlines", "eof") and write_only:
             poisoned = True
         out.append(op)
     return out
@@ -81,7 +99,7 @@ PERL_PROLOGUE = r"""
 use strict; no warnings;
 binmode STDOUT;
 my ($f, $missing) = @ARGV;
-my ($r, $l, $buf);
+my ($r, $l, $buf, @l);
 sub res { print join(" ", @_), "\n" }
 sub ok { my $v = shift; res($v ? "1" : "0 E" . ($! + 0)) }
 """
@@ -99,6 +117,12 @@ def perl_script(program: list[tuple[object, ...]]) -> str:
             lines.append("$! = 0; ok(open(FH, '<', $missing));")
         elif kind == "readline":
             lines.append('$l = <FH>; res(defined $l ? "L" . unpack("H*", $l) : "undef");')
+        elif kind == "readlines":
+            lines.append('@l = <FH>; res(scalar(@l) . ":" . unpack("H*", join("", @l)));')
+        elif kind == "flock":
+            lines.append("$! = 0; ok(flock(FH, 6));")
+        elif kind == "binmode":
+            lines.append("$! = 0; ok(binmode(FH));")
         elif kind == "read":
             lines.append(
                 f'$buf = ""; $r = read(FH, $buf, {op[1]}); '
@@ -146,20 +170,29 @@ def run_perlcompat(program: list[tuple[object, ...]], path: str, missing: str) -
                 raw = op[2] == ":raw"
                 fh = open_(f"{op[1]}{op[2]}", path)
             else:
-                fh = open_("<", missing)
-            results.append("1" if fh is not None else f"0 E{int(OS_ERROR)}")
+                fh = open_("<", missing)  # a false, closed handle
+            results.append("1" if fh else f"0 E{int(OS_ERROR)}")
         elif kind == "readline":
-            try:
-                line = fh.readline()  # type: ignore[union-attr]
-            except (ValueError, OSError, AttributeError):
+            try:  # (a closed handle, or one whose open failed, gives None: no exception)
+                line = readline(fh)  # type: ignore[arg-type]
+            except io.UnsupportedOperation:  # write-only: Perl's undef
                 results.append("undef")
                 continue
-            data = _as_bytes(line)
-            results.append("L" + data.hex() if data else "undef")
+            results.append("undef" if line is None else "L" + _as_bytes(line).hex())
+        elif kind == "readlines":
+            try:
+                got_lines = fh.readlines()  # type: ignore[union-attr]
+            except io.UnsupportedOperation:
+                got_lines = []
+            joined = b"".join(_as_bytes(x) for x in got_lines)
+            results.append(f"{len(got_lines)}:{joined.hex()}")
         elif kind == "read":
             try:
                 got = fh.read(op[1])  # type: ignore[union-attr,arg-type]
-            except (ValueError, OSError, AttributeError):
+            except io.UnsupportedOperation:
+                results.append("undef")
+                continue
+            if got is None:
                 results.append("undef")
                 continue
             data = _as_bytes(got)
@@ -180,6 +213,10 @@ def run_perlcompat(program: list[tuple[object, ...]], path: str, missing: str) -
             results.append(str(eof(fh)))  # type: ignore[arg-type]
         elif kind == "close":
             results.append(_ok(close(fh)))  # type: ignore[arg-type]
+        elif kind == "flock":
+            results.append(_ok(flock(fh, 6)))
+        elif kind == "binmode":
+            results.append(_ok(binmode(fh)))  # type: ignore[arg-type]
     if fh is not None:
         close(fh)
     return results

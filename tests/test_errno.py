@@ -19,7 +19,7 @@ def _clear_errno() -> None:
 
 
 def test_number_message_and_comparison_after_a_failed_open(tmp_path: object) -> None:
-    assert open_("<", os.path.join(str(tmp_path), "missing")) is None
+    assert not open_("<", os.path.join(str(tmp_path), "missing"))
     assert int(OS_ERROR) == errno.ENOENT
     assert OS_ERROR == errno.ENOENT
     assert errno.ENOENT == OS_ERROR

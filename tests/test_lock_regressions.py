@@ -129,7 +129,7 @@ FIFOS = """
 import os, signal, stat, sys
 from perlcompat import lock, unlock
 base = sys.argv[1]
-# mkdir: a FIFO at <lock>.owner, free lock: taken, the FIFO replaced, never written through
+# mkdir: a FIFO at <lock>.owner, free lock: taken without a record, the FIFO left alone
 os.mkfifo(base + "/a.owner")
 print("mkdir", lock(base + "/a"), unlock(base + "/a"), flush=True)
 # mkdir: a held lock (made by "Perl") whose owner path is a FIFO: the waiter looks, gives up
@@ -153,7 +153,7 @@ def test_a_fifo_at_a_lock_side_path_never_hangs(tmp_path: Path) -> None:
         child.kill()
     assert status == -signal.SIGTERM, err
     assert out.splitlines() == ["mkdir 1 1", "look 0", "rename 0 True False", "holding 1"]
-    assert stat.S_ISREG(os.lstat(tmp_path / "a.owner").st_mode)
+    assert stat.S_ISFIFO(os.lstat(tmp_path / "a.owner").st_mode)  # not ours: never replaced
     assert stat.S_ISFIFO(os.lstat(tmp_path / "b.owner").st_mode)  # only looked at
     assert not (tmp_path / "d").exists()
 

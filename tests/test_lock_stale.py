@@ -236,7 +236,9 @@ def test_kill_9_holder_that_names_itself_is_recovered_at_once(tmp_path: Path, me
 PERL_HOLD = {
     "mkdir": 'mkdir($ARGV[0], 0755) or die "$!";',
     "excl": 'use Fcntl; sysopen(my $l, $ARGV[0], O_WRONLY|O_CREAT|O_EXCL) or die "$!";',
-    "toplock": 'open(L, ">>$ARGV[0]") or die; print L int(rand(1e9)), "<>", time, "<>"; close(L);',
+    # seed 001's real ids are "30 digits or more" (a short number is not taken for a lock id)
+    "toplock": 'open(L, ">>$ARGV[0]") or die; print L join("", map { int(rand(10)) } 1 .. 32),'
+    ' "<>", time, "<>"; close(L);',
     "symlink": 'symlink($$, $ARGV[0]) or die "$!";',
 }
 

@@ -21,6 +21,7 @@ import uuid
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -327,24 +328,75 @@ def test_unix_socket_url_works(tmp_path: Path, name: str) -> None:
 def test_authentication_failures_are_eacces_and_hide_the_password(
     tmp_path: Path, name: str
 ) -> None:
+    """Whatever the server answers first (NOAUTH, WRONGPASS, a protocol error), on any redis-py."""
     srv = RedisServer(str(tmp_path / "redis"), "--requirepass", "s3cret").start()
     try:
         with srv.client(password="s3cret") as client:
             client.set("perlcompat:epoch", 0)
-        no_password = srv.url
-        wrong = f"redis://:wrong-pw@127.0.0.1:{srv.port}/0"
-        right = f"redis://:s3cret@127.0.0.1:{srv.port}/0"
-        for url in (no_password, wrong):
-            assert lock(name, url=url) == 0
-            assert OS_ERROR == errno.EACCES
+            # may not run EVALSHA / may run the scripts but not SET inside them
+            client.execute_command(
+                "ACL", "SETUSER", "noeval", "on", ">pw", "~*", "+@all", "-evalsha"
+            )
+            client.execute_command("ACL", "SETUSER", "noset", "on", ">pw", "~*", "+@all", "-set")
+        port = srv.port
+        cases = [
+            (f"redis://127.0.0.1:{port}/0", "requires credentials and the lock url gives none"),
+            (f"redis://127.0.0.1:{port}/1", "requires credentials and the lock url gives none"),
+            (f"redis://:wrong-pw@127.0.0.1:{port}/0", "refused the credentials in the lock url"),
+            (f"redis://ghost:wrong-pw@127.0.0.1:{port}/0", "refused the credentials"),
+            (f"redis://noeval:pw@127.0.0.1:{port}/0", "ACL refuses the lock url's user"),
+            (f"redis://noset:pw@127.0.0.1:{port}/0", "ACL refuses the lock url's user"),
+        ]
+        for url, cause in cases:
+            for _attempt in range(2):  # a fresh connection, then one from the pool
+                assert lock(name, url=url) == 0, url
+                assert OS_ERROR == errno.EACCES, (url, str(OS_ERROR))
             with pytest.raises(PermissionError) as info:
                 Lock(name, url=url).acquire()
-            assert "wrong-pw" not in str(info.value) and "credentials" in str(info.value)
-        assert "redis://:***@127.0.0.1" in str(info.value)
+            message = str(info.value)
+            assert cause in message and "wrong-pw" not in message and repr(name) in message
+            assert redis_lock.redact(url) in message
+            assert ("@" not in url) or ":***@127.0.0.1" in message
+        right = f"redis://:s3cret@127.0.0.1:{port}/0"
         assert lock(name, url=right) == 1
         assert unlock(name, url=right) == 1
     finally:
         srv.stop()
+
+
+def test_a_host_name_that_does_not_resolve_in_time_is_etimedout(
+    server: RedisServer, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """getaddrinfo() has no timeout of its own: a stuck resolver must not outlast the patience."""
+    release = threading.Event()
+    real = socket.getaddrinfo
+
+    def resolve(host: object, *args: Any, **kwargs: Any) -> Any:
+        if host == "stuck.invalid":
+            release.wait(20)  # a resolver that does not answer
+            raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+        if host == "nohost.invalid":
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return real(host, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(socket, "getaddrinfo", resolve)
+    try:
+        url = f"redis://stuck.invalid:{server.port}/0"
+        started = time.monotonic()
+        assert lock(name, url=url, retry=1, wait=0.5) == 0
+        assert OS_ERROR == errno.ETIMEDOUT
+        assert time.monotonic() - started < 3  # patience 0.5 s: connect + read timeouts, 1 s
+        with pytest.raises(TimeoutError, match=r"stuck\.invalid"):
+            Lock(name, url=url, retry=1, wait=0.5).acquire()
+        # a name that resolves goes the same way (a helper thread) and works
+        # a name that does not resolve: $! is EINVAL as in Perl's IO::Socket, not -2
+        assert lock(name, url=f"redis://nohost.invalid:{server.port}/0", retry=0) == 0
+        assert OS_ERROR == errno.EINVAL
+        local = f"redis://localhost:{server.port}/0"
+        assert lock(name, url=local, retry=0) == 1
+        assert unlock(name, url=local) == 1
+    finally:
+        release.set()
 
 
 def test_server_down_while_held_release_is_an_error_naming_the_url(
@@ -363,17 +415,18 @@ def test_server_down_while_held_release_is_an_error_naming_the_url(
         held.release()
 
 
-def test_restart_while_held_holds_off_new_grants_for_stale_seconds(
+def test_restart_while_held_holds_off_new_grants_for_the_max_lease(
     own_server: RedisServer, name: str
 ) -> None:
     stale = 1.0
-    holder = Lock(name, url=own_server.url, stale=stale)
+    url = own_server.url + "?max_lease=1"
+    holder = Lock(name, url=url, stale=stale)
     holder.acquire()
     token_before = holder.fencing_token
     assert token_before is not None
     killed = time.monotonic()
     own_server.restart()  # empty memory: the lock key and the fence are gone
-    contender = redis_lock.Backend(name, stale=stale, url=own_server.url)
+    contender = redis_lock.Backend(name, stale=stale, url=url)
     with pytest.warns(RuntimeWarning, match="no record of its locks"):
         assert not contender.try_acquire()
     assert contender.held_off
@@ -381,9 +434,9 @@ def test_restart_while_held_holds_off_new_grants_for_stale_seconds(
     assert holder.backend.extend() is False  # type: ignore[attr-defined]
     with pytest.raises(ExpiredLockError, match="broken or replaced"):
         holder.release()  # the holder learns it may have lost the lock
-    assert lock(name, url=own_server.url, stale=stale, retry=0) == 0
+    assert lock(name, url=url, stale=stale, retry=0) == 0
     assert OS_ERROR == errno.EWOULDBLOCK
-    other = Lock(name, url=own_server.url, stale=stale)
+    other = Lock(name, url=url, stale=stale)
     other.acquire(timeout=5)
     granted = time.monotonic()
     assert granted - killed >= stale - 0.002
@@ -489,7 +542,7 @@ for (1 .. $n) {
     my $r;
     while (1) {
         $r = cmd("EVAL", $ENV{ACQUIRE}, 4, $key, "$key:fence", "perlcompat:epoch",
-                 "$key:waiting", $owner, 30000, 2000);
+                 "$key:waiting", $owner, 30000, 2000, 180000);
         last if $r->[0] == 1;
         select(undef, undef, undef, 0.001);
     }
@@ -516,6 +569,7 @@ def start_workers(
     n: int,
     stale: float,
     progress_fd: int,
+    url: str | None = None,
 ) -> list[subprocess.Popen[str]]:
     counter = tmp_path / "counter"
     counter.write_text("0 0\n")
@@ -527,7 +581,7 @@ def start_workers(
             env = dict(ENV, ACQUIRE=redis_lock.ACQUIRE, RELEASE=redis_lock.RELEASE)
             fds: tuple[int, ...] = ()
         else:
-            argv = [sys.executable, "-c", WORKER, server.url, name, str(counter), marker]
+            argv = [sys.executable, "-c", WORKER, url or server.url, name, str(counter), marker]
             argv += [str(n), style, str(progress_fd), str(stale)]
             env = ENV
             fds = (progress_fd,)
@@ -626,13 +680,14 @@ def test_server_restart_mid_run_never_lets_two_hold_at_once(
     own_server: RedisServer, name: str, tmp_path: Path
 ) -> None:
     stale, n = 2.0, 100
+    url = own_server.url + "?max_lease=2"
     read_end, write_end = os.pipe()
-    procs = start_workers(own_server, name, tmp_path, ["with"] * 8, n, stale, write_end)
+    procs = start_workers(own_server, name, tmp_path, ["with"] * 8, n, stale, write_end, url)
     os.close(write_end)
     seen = read_until(read_end, b"+", 200)
     # This test's process takes the lock and is inside its critical section
     # (marker present) while the server restarts with empty memory.
-    ours = Lock(name, url=own_server.url, stale=stale, retry=None)
+    ours = Lock(name, url=url, stale=stale, retry=None)
     ours.acquire()
     marker = os.open(tmp_path / "marker", os.O_CREAT | os.O_EXCL | os.O_WRONLY)
     killed = time.monotonic()
@@ -640,7 +695,7 @@ def test_server_restart_mid_run_never_lets_two_hold_at_once(
     seen += read_until(read_end, b"E", 1)  # the workers see the server gone
     own_server.start()  # same port, no locks, no epoch
     with pytest.raises(LockError):
-        Lock(name, url=own_server.url, stale=stale).acquire(timeout=1.0)  # still held off
+        Lock(name, url=url, stale=stale).acquire(timeout=1.0)  # still held off
     os.close(marker)
     os.unlink(tmp_path / "marker")
     with pytest.raises(ExpiredLockError):
@@ -693,9 +748,19 @@ def test_redis_py_errors_map_to_errnos() -> None:
         (rx.TimeoutError("Timeout reading"), errno.ETIMEDOUT),
         (rx.ConnectionError("Connection closed by server."), errno.ECONNRESET),
         (rx.ReadOnlyError("READONLY"), errno.EROFS),
-        (rx.OutOfMemoryError("OOM"), errno.ENOMEM),
         (rx.ResponseError("ERR something"), errno.EIO),
+        # what older redis-py (4.2) leaves as plain error replies
+        (rx.ResponseError("WRONGPASS invalid username-password pair"), errno.EACCES),
+        (rx.ResponseError("NOAUTH Authentication required."), errno.EACCES),
+        (rx.ResponseError("NOPERM this user has no permissions to run 'x'"), errno.EACCES),
+        (rx.ResponseError("Protocol error: unauthenticated multibulk length"), errno.EACCES),
+        (rx.ResponseError("The user executing the script can't run this command"), errno.EACCES),
+        (rx.ResponseError("OOM command not allowed when used memory > 'maxmemory'."), errno.ENOMEM),
+        (rx.ResponseError("LOADING Redis is loading the dataset in memory"), errno.EAGAIN),
+        (rx.ResponseError("READONLY You can't write against a read only replica."), errno.EROFS),
     ]
+    if hasattr(rx, "OutOfMemoryError"):  # not in redis-py 4.2
+        cases.append((rx.OutOfMemoryError("OOM"), errno.ENOMEM))
     for exc, number in cases:
         assert redis_lock._errno_of(exc) == number, exc
     try:
@@ -735,24 +800,29 @@ def test_hold_off_after_a_restart_counts_from_the_server_start(
 ) -> None:
     with own_server.client() as client:
         client.delete("perlcompat:epoch")
-    backend = redis_lock.Backend(name, stale=5, url=own_server.url)
+    backend = redis_lock.Backend(name, stale=2, url=own_server.url + "?max_lease=5")
+    server = backend._server
+    request = server.request
 
-    def info(section: str) -> dict[str, int]:
-        assert section == "server"
+    def fake_info(command: tuple[object, ...], timeout: float, hold: float = 0.0) -> object:
+        if command[0] != "INFO":
+            return request(command, timeout, hold)
         if uptime is None:
             raise redis.exceptions.NoPermissionError("NOPERM no INFO for you")
-        return {"uptime_in_seconds": uptime}
+        return f"# Server\r\nredis_version:7.0.0\r\nuptime_in_seconds:{uptime}\r\n".encode()
 
-    monkeypatch.setattr(backend._client, "info", info)
+    monkeypatch.setattr(server, "request", fake_info)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         granted = backend.try_acquire()
     assert granted == (held_off_ms == 0)
-    if not granted:
+    if not granted:  # the max lease (5 s), not this client's stale (2 s)
         assert backend.held_off
         assert held_off_ms - 100 < backend._busy_ms <= held_off_ms  # type: ignore[operator]
     else:
         assert backend.release()
+    with own_server.client() as client:
+        assert client.get("perlcompat:epoch").split()[1] == b"5000"
 
 
 def test_a_foreign_key_without_ttl_is_busy_and_does_not_spin(

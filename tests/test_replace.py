@@ -582,3 +582,285 @@ def test_windows_branches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     assert path.read_text() == "new\n"
     assert len(synced) == 1
     assert stat.S_IMODE(os.stat(path).st_mode) != 0o600  # the mode was not copied
+
+
+# -- temp files of killed writers: the next writer removes them, and nothing else ---------
+
+#: a writer that stops between fsync and rename (its temp file complete, flocked) until told
+STOP_BEFORE_RENAME = (
+    "import sys\nfrom perlcompat import replace_file\n"
+    "def check():\n    print('written', flush=True)\n"
+    "    sys.stdin.readline()\n    return True\n"
+    "replace_file(sys.argv[1], sys.argv[2].encode() * 1000, check=check, **eval(sys.argv[3]))"
+)
+
+
+def _reaped_pid() -> int:
+    """The pid of a process that has exited (and been reaped)."""
+    child = subprocess.Popen(["true"])
+    child.wait()
+    return child.pid
+
+
+def snapshot(directory: Path, skip: set[str]) -> dict[str, tuple[object, ...]]:
+    """Every entry of *directory* but *skip*: kind, inode, links, mtime and content."""
+    seen: dict[str, tuple[object, ...]] = {}
+    for entry in os.scandir(directory):
+        if entry.name in skip:
+            continue
+        st = os.lstat(entry.path)
+        if stat.S_ISREG(st.st_mode):
+            content: object = Path(entry.path).read_bytes()
+        elif stat.S_ISLNK(st.st_mode):
+            content = os.readlink(entry.path)
+        else:
+            content = None
+        seen[entry.name] = (
+            stat.S_IFMT(st.st_mode),
+            st.st_ino,
+            st.st_nlink,
+            st.st_mtime_ns,
+            content,
+        )
+    return seen
+
+
+def plant_decoys(directory: Path, base: str) -> int:
+    """Plant things that look like temp files of *base* but must survive; return a dead pid."""
+    dead = _reaped_pid()
+    (directory / "victim").write_bytes(b"victim\n")
+    (directory / "hard-victim").write_bytes(b"hard\n")
+    names = {
+        f".{base}.{os.getpid()}.deadbeef.tmp": b"live writer (this test)\n",
+        f".{base}.{dead}.DEADBEEF.tmp": b"upper-case tag\n",
+        f".{base}.{dead}.deadbee.tmp": b"7 hex digits\n",
+        f"{base}.{dead}.deadbeef.tmp": b"no leading dot\n",
+        f".{base}.{dead}.deadbeef.tmp.bak": b"not .tmp at the end\n",
+        f".{base}.0{dead}.deadbeef.tmp": b"pid with a leading zero\n",
+        f".{base}.{dead}x.deadbeef.tmp": b"pid not a number\n",
+        f"..{dead}.deadbeef.tmp": b"no name\n",
+        f".{base}x.{dead}.deadbeef.tmp": b"another file's temp file\n",
+        "unrelated.txt": b"data\n",
+    }
+    for name, data in names.items():
+        (directory / name).write_bytes(data)
+    os.symlink("victim", directory / f".{base}.{dead}.5ca1ab1e.tmp")
+    os.link(directory / "hard-victim", directory / f".{base}.{dead}.0badcafe.tmp")
+    (directory / f".{base}.{dead}.cafebabe.tmp").mkdir()
+    os.mkfifo(directory / f".{base}.{dead}.feedface.tmp")
+    return dead
+
+
+def test_next_writer_removes_temp_files_of_killed_writers_only(tmp_path: Path) -> None:
+    path = tmp_path / "data.txt"
+    path.write_bytes(b"version 0\n" * 1000)
+    replace_file(path, b"version 0\n" * 1000)  # makes data.txt.lck
+    plant_decoys(tmp_path, "data.txt")
+    before = snapshot(tmp_path, {"data.txt"})
+    killed: list[int] = []
+    for k in range(1, 9):  # killed between fsync and rename: each leaves its temp file
+        child = Child.python(STOP_BEFORE_RENAME, str(path), f"version {k}\n", "{}")
+        child.expect("written")
+        # the writer removed the one before, whose writer was dead (killed) ...
+        mine = [n for n in temp_files(tmp_path) if any(f".{p}." in n for p in killed)]
+        assert mine == []
+        child.proc.send_signal(signal.SIGKILL)
+        child.proc.wait(10)
+        child.kill()
+        killed.append(child.proc.pid)
+        # ... and its own stays: nobody removes it until a writer comes
+        assert len([n for n in temp_files(tmp_path) if f".{child.proc.pid}." in n]) == 1
+    assert path.read_bytes() == b"version 0\n" * 1000  # no kill changed the data
+    replace_file(path, b"version 9\n" * 1000)
+    assert path.read_bytes() == b"version 9\n" * 1000
+    assert not [n for n in temp_files(tmp_path) if any(f".{p}." in n for p in killed)]
+    assert snapshot(tmp_path, {"data.txt"}) == before  # decoys, victims, the .lck: untouched
+
+
+def test_random_kills_leave_no_temp_file_after_the_next_writer(tmp_path: Path) -> None:
+    """kill -9 at random moments (in the write, the fsync, the cleaning): the next writer cleans."""
+    path = tmp_path / "data.txt"
+    path.write_bytes(version(0))
+    plant_decoys(tmp_path, "data.txt")
+    before = snapshot(tmp_path, {"data.txt", "data.txt.lck"})
+    decoys = set(before)
+    writer = (
+        "import sys\nfrom perlcompat import replace_file\nk = int(sys.argv[2])\n"
+        "while True:\n    k += 1\n    print(k, flush=True)\n"
+        "    replace_file(sys.argv[1], f'version {k:08d}\\n'.encode() * 50000)\n"
+    )
+    rng = random.Random(11)
+    start_k = 0
+    left_behind = 0
+    for _ in range(20):
+        child = Child.python(writer, str(path), str(start_k))
+        printed = [int(child.readline()) for _ in range(rng.randint(1, 2))]
+        time.sleep(rng.uniform(0, 0.01))  # the fault's moment, not synchronisation
+        child.proc.send_signal(signal.SIGKILL)
+        child.proc.wait(10)
+        assert child.proc.stdout is not None
+        printed += [int(line) for line in child.proc.stdout.read().split()]
+        child.kill()
+        start_k = assert_whole_version(path.read_bytes(), {printed[-1] - 1, printed[-1]})
+        left_behind += len(set(temp_files(tmp_path)) - decoys)
+        # a writer's temp files never outlive the next writer
+        assert len(set(temp_files(tmp_path)) - decoys) <= 1
+    replace_file(path, version(start_k + 1))
+    assert set(temp_files(tmp_path)) - decoys == set()
+    assert snapshot(tmp_path, {"data.txt", "data.txt.lck"}) == before
+    assert left_behind > 0  # some kills did land mid-replace
+
+
+def test_a_live_writers_temp_file_is_kept(tmp_path: Path) -> None:
+    """Alive by pid, or holding the temp file's flock (a writer on another host): kept."""
+    import fcntl
+
+    path = tmp_path / "data.txt"
+    path.write_text("old\n")
+    live = Child.python(STOP_BEFORE_RENAME, str(path), "new\n", "{}")
+    live.expect("written")
+    (live_temp,) = temp_files(tmp_path)
+    # a temp file named for a dead pid whose flock is held (as by a writer elsewhere)
+    held = tmp_path / f".data.txt.{_reaped_pid()}.abcdef01.tmp"
+    held.write_text("elsewhere\n")
+    fd = os.open(held, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        # another writer of the same file, under another lock (so it does not wait)
+        replace_file(path, "other\n", lock=str(tmp_path / "other.lck"))
+        assert sorted(temp_files(tmp_path)) == sorted([live_temp, held.name])
+    finally:
+        os.close(fd)
+    live.send("go")
+    assert live.wait()[0] == 0
+    assert path.read_text() == "new\n" * 1000
+    # the flock is gone and its pid is dead: the next writer removes it
+    replace_file(path, "last\n")
+    assert temp_files(tmp_path) == []
+
+
+def test_clean_temp_files_names_what_it_removed(tmp_path: Path) -> None:
+    from perlcompat._replace import clean_temp_files, temp_file_owner
+
+    dead = plant_decoys(tmp_path, "data.txt")
+    orphans = [tmp_path / f".data.txt.{dead}.0123abcd.tmp", tmp_path / f".b.c.{dead}.89abcdef.tmp"]
+    for orphan in orphans:
+        orphan.write_text("orphan\n")
+    other = tmp_path / f".data.txtx.{dead}.deadbeef.tmp"  # a decoy for data.txt only
+    before = snapshot(tmp_path, {o.name for o in orphans} | {other.name})
+    assert temp_file_owner(orphans[1].name) == dead
+    assert temp_file_owner(orphans[1].name, "b") is None
+    assert temp_file_owner(orphans[1].name, "b.c") == dead
+    assert clean_temp_files(tmp_path, "data.txt") == [str(orphans[0])]
+    assert orphans[1].exists() and other.exists()
+    # any file's, as the CLI does
+    assert sorted(clean_temp_files(tmp_path)) == sorted([str(orphans[1]), str(other)])
+    assert snapshot(tmp_path, set()) == before
+
+
+def test_break_stale_removes_dead_writers_temp_files(tmp_path: Path) -> None:
+    dead = plant_decoys(tmp_path, "data.txt")
+    (tmp_path / f".data.txtx.{dead}.deadbeef.tmp").unlink()  # (a real orphan here)
+    orphan = tmp_path / f".guestbook.txt.{dead}.0123abcd.tmp"
+    orphan.write_text("orphan\n")
+    before = snapshot(tmp_path, {orphan.name})
+    result = subprocess.run(
+        [sys.executable, "-m", "perlcompat", "locks", str(tmp_path), "--break-stale"],
+        capture_output=True,
+        text=True,
+        env=CHILD_ENV,
+        timeout=60,
+        check=True,
+    )
+    assert f"removed {orphan.name} (temp file of a dead replace_file writer)" in result.stdout
+    assert not orphan.exists()
+    assert snapshot(tmp_path, set()) == before
+    orphan.write_text("orphan\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "perlcompat", "locks", str(tmp_path), "--json", "--break-stale"],
+        capture_output=True,
+        text=True,
+        env=CHILD_ENV,
+        timeout=60,
+        check=True,
+    )
+    import json
+
+    assert json.loads(result.stdout)["removed_temp_files"] == [orphan.name]
+
+
+# -- Perl's failure modes and Perl's lines -------------------------------------------------
+def test_must_exist_stops_as_perls_open_or_die(tmp_path: Path) -> None:
+    """A missing guestbook: Perl's ``open(IN, "<$f") or die`` stops; so does must_exist=True."""
+    path = tmp_path / "guestbook.txt"
+    perl = subprocess.run(
+        [PERL, "-e", 'open(IN, "<", $ARGV[0]) or die "$!\\n"; print "went on\\n"', str(path)],
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert perl.returncode != 0 and perl.stdout == b""
+    called = []
+    with pytest.raises(FileNotFoundError) as info:
+        replace_file(path, lambda old: called.append(old) or old + "entry\n", must_exist=True)
+    assert info.value.errno == errno.ENOENT and info.value.filename == str(path)
+    assert f"{OS_ERROR}\n".encode() == perl.stderr  # "No such file or directory"
+    assert called == [] and not path.exists() and temp_files(tmp_path) == []
+    with pytest.raises(FileNotFoundError):
+        replace_file(path, "whole new content\n", must_exist=True)
+    assert not path.exists()
+    # without it, a missing file reads as "" (Perl's unchecked open): the old behaviour
+    replace_file(path, lambda old: old + "entry\n")
+    assert path.read_text() == "entry\n"
+    assert replace_file(path, lambda old: old + "second\n", must_exist=True) == 1
+    assert path.read_text() == "entry\nsecond\n"
+
+
+def test_lines_are_perls_list_context_lines(tmp_path: Path) -> None:
+    """``@lines = <IN>``: split at "\\n" only, even in bytes that splitlines() splits at."""
+    content = (
+        b"a\x0bb<>1<>\n"  # vertical tab
+        b"\x82\x0c\x1c\x1d\x1e<>2<>\r\n"  # form feed, file/group/record separators, CRLF
+        b"\xc2\x85\x85<>3<>\n"  # NEL, as UTF-8 and as a Latin-1 byte
+        b"\n"
+        b"last line without newline"
+    )
+    path = tmp_path / "data.dat"
+    path.write_bytes(content)
+    code = 'open(IN, "<", $ARGV[0]) or die; print unpack("H*", $_), "\\n" for <IN>;'
+    perl = subprocess.run(
+        [PERL, "-e", code, str(path)],
+        capture_output=True,
+        timeout=60,
+        check=True,
+    )
+    perl_lines = [bytes.fromhex(h) for h in perl.stdout.decode().split()]
+    seen: list[object] = []
+
+    def update(lines: list[str]) -> list[str]:
+        seen.append(list(lines))
+        assert lines[len(lines)] is None  # a Perl list: past the end is undef
+        lines.append("added\n")
+        return lines
+
+    replace_file(path, update, lines=True)
+    (got,) = seen
+    assert [line.encode("utf-8", "surrogateescape") for line in got] == perl_lines
+    assert len(perl_lines) == 5
+    assert path.read_bytes() == content + b"added\n"
+    seen.clear()
+    replace_file(path, lambda lines: seen.append(lines) or lines[:1], lines=True, encoding=None)
+    assert seen[0][0] == b"a\x0bb<>1<>\n" and path.read_bytes() == b"a\x0bb<>1<>\n"
+
+
+def test_lines_edge_cases(tmp_path: Path) -> None:
+    path = tmp_path / "data"
+    seen: list[object] = []
+    replace_file(path, lambda lines: seen.append(lines) or ["x\n"], lines=True)
+    assert seen == [[]] and path.read_text() == "x\n"  # a missing file: no lines
+    with pytest.raises(TypeError, match="needs a callable"):
+        replace_file(path, "text", lines=True)
+    with pytest.raises(TypeError, match="not all str or all bytes"):
+        replace_file(path, lambda lines: ["a\n", b"b\n"], lines=True)
+    assert path.read_text() == "x\n"
+    assert temp_files(tmp_path) == []

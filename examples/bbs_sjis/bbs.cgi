@@ -5,6 +5,7 @@
 # bbs.dat は「番号<>名前<>本文<>時刻<>」の行。このファイルもデータも Shift_JIS。
 
 $datafile = ($ENV{'PERLCOMPAT_DATA_DIR'} || '.') . '/bbs.dat';
+require './jcode.pl';  # jcode.pl 2.13 (Perl 5.22 以降は defined % を外したもの)
 
 &decode;
 if ($ENV{'REQUEST_METHOD'} eq 'POST') { &regist; }
@@ -22,6 +23,7 @@ sub decode {
         ($key, $value) = split(/=/, $pair);
         $value =~ tr/+/ /;
         $value =~ s/%([a-fA-F0-9][a-fA-F0-9])/pack("C", hex($1))/eg;
+        &jcode'convert(*value, 'sjis');  # EUC-JP や JIS で来ても Shift_JIS に
         $value =~ s/&/&amp;/g;
         $value =~ s/</&lt;/g;
         $value =~ s/>/&gt;/g;

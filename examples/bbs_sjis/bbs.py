@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """簡易掲示板 (Shift_JIS), ported line for line from bbs.cgi.
 
-The source is UTF-8; the data file and the page stay Shift_JIS (cp932) bytes,
-byte for byte what bbs.cgi writes: text is decoded at the edges only
-(``:encoding(cp932)`` on the data file, cp932 on the form and on stdout).
+The source is UTF-8; the data file and the page stay Shift_JIS bytes, byte for
+byte what bbs.cgi writes: form values go through ``jcode.convert`` as bytes, as in
+Perl, and text is decoded at the edges only, with the exact Shift_JIS codec
+(``:encoding(sjis-exact)`` on the data file, ``sjis-exact`` on the form and on
+stdout), so old posts come back unchanged and literals are written as Shift_JIS.
 """
 
 import os
@@ -19,6 +21,7 @@ from perlcompat import (
     close,
     filetest,
     flock,
+    jcode,  # also registers the sjis-exact codec
     open_,
     print_,
     seek,
@@ -29,10 +32,10 @@ from perlcompat import (
 datafile = (os.environ.get("PERLCOMPAT_DATA_DIR") or ".") + "/bbs.dat"
 FORM = {}
 posted = 0
-sys.stdout.reconfigure(encoding="cp932", errors="surrogateescape")  # Perl prints bytes
+sys.stdout.reconfigure(encoding="sjis-exact")  # Perl prints bytes
 
 
-# フォームを解読する (cp932 で文字列に、解読できないバイトもそのまま戻せる形で)
+# フォームを解読する (jcode.pl と同じバイトにしてから、そのまま戻せる形で文字列に)
 def decode():
     if os.environ.get("REQUEST_METHOD") == "POST":
         buffer = sys.stdin.buffer.read(int(os.environ.get("CONTENT_LENGTH") or 0))
@@ -41,13 +44,15 @@ def decode():
     for pair in buffer.split(b"&"):
         key, value = ([*pair.split(b"="), b""])[:2]
         value = value.replace(b"+", b" ")
-        value = unquote_to_bytes(value).decode("cp932", "surrogateescape")
+        value = unquote_to_bytes(value)
+        value, _ = jcode.convert(value, "sjis")  # &jcode'convert(*value, 'sjis');
+        value = value.decode("sjis-exact")
         value = value.replace("&", "&amp;")
         value = value.replace("<", "&lt;")
         value = value.replace(">", "&gt;")
         value = value.replace('"', "&quot;")
         value = re.sub(r"\r\n|\r|\n", "<br>", value)
-        FORM[key.decode("cp932", "surrogateescape")] = value
+        FORM[key.decode("sjis-exact")] = value
 
 
 # 書き込む: ロックしてから読む (書く直前だけロックしても記事は消える)
@@ -58,7 +63,7 @@ def regist():
     if not filetest("-e", datafile):
         NEW = open_(">>", datafile) or error(f"作れません: {OS_ERROR}")
         close(NEW)
-    DAT = open_("+<:encoding(cp932)", datafile) or error(f"開けません: {OS_ERROR}")
+    DAT = open_("+<:encoding(sjis-exact)", datafile) or error(f"開けません: {OS_ERROR}")
     flock(DAT, LOCK_EX) or error(f"ロックできません: {OS_ERROR}")
     lines = DAT.readlines()
     no = int(lines[0].split("<>")[0]) if lines else 0
@@ -80,7 +85,7 @@ def html():
     print(f'<form method="POST" action="{os.environ.get("SCRIPT_NAME", "")}">')
     print('名前 <input name="name"> 本文 <input name="message"> <input type="submit">')
     print("</form>")
-    IN = open_("<:encoding(cp932)", datafile)
+    IN = open_("<:encoding(sjis-exact)", datafile)
     if IN:
         flock(IN, LOCK_SH) or error(f"ロックできません: {OS_ERROR}")
         for line in IN:

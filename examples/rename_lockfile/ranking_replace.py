@@ -2,8 +2,10 @@
 """Link ranking in one ``replace_file`` call: ranking.cgi's lock, temp file and rename.
 
 ``replace_file(datafile, update)`` takes ``flock(LOCK_EX)`` on ``ranking.dat.lck``
-(the lock file ranking.cgi and ranking.py use), reads the old content, writes
-``update(old)`` to a temp file beside it, fsyncs and renames it into place.
+(the lock file ranking.cgi and ranking.py use), reads the old content as Perl's
+``@lines = <IN>`` (``lines=True``: split at "\n" only, never ``splitlines()``), writes
+``update(lines)`` to a temp file beside it, fsyncs and renames it into place.  As in
+ranking.cgi, whose ``open(IN, "< $datafile")`` is unchecked, a missing file is empty.
 """
 
 import os
@@ -23,8 +25,7 @@ def main():
     if item != "":
         re.fullmatch(r"\w+", item, re.ASCII) or error("Bad item name.")
 
-        def click(old):
-            lines = old.splitlines(keepends=True)
+        def click(lines):  # @lines = <IN>: the lines with their "\n" (lines=True)
             found = 0
             for i, line in enumerate(lines):
                 name, clicks = line.split("<>")[:2]
@@ -33,10 +34,10 @@ def main():
                     found = 1
             if not found:
                 lines.append(f"{item}<>1<>\n")
-            return "".join(lines)
+            return lines
 
         try:
-            replace_file(datafile, click)  # lock datafile.lck, read, temp, fsync, rename
+            replace_file(datafile, click, lines=True)  # lock .lck, read, temp, fsync, rename
         except OSError as exc:
             error(f"Can't update: {exc}")
 

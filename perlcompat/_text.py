@@ -1,0 +1,115 @@
+"""Perl's string built-ins and scalar rules: ``split``, a string's number, a value's truth.
+
+* :func:`split` follows perlfunc: the pattern is a regex (``"<>"`` for
+  ``split(/<>/, $line)``), ``" "`` is awk mode (leading whitespace skipped, runs
+  of whitespace split), ``"^"`` means ``/^/m``; a match of width zero never
+  splits at the start of the string or right where the previous match ended
+  (a match at the end of the string makes a trailing empty field);
+  capture groups are returned between the fields (None where a group did not
+  take part); a positive *limit* is the most fields returned, a negative one
+  keeps everything, and 0 drops trailing empty fields.
+* :func:`num` is the number Perl uses for a string in numeric context: leading
+  whitespace, then the longest decimal number (sign, digits, fraction,
+  exponent) or ``Inf``/``NaN``; anything else counts 0.  Integral values come
+  back as ``int`` (Perl prints ``"1e3" + 0`` as ``1000``).
+* :func:`truth` is Perl's boolean: ``None``, ``""``, ``"0"`` and numeric zero
+  are false; every other string (``"0.0"``, ``"00"``, ``" "``) is true.
+
+Perl's ``\\w``/``\\d``/``\\s`` in a byte-oriented script match ASCII only: pass
+``re.ASCII`` (or write ``(?a)``) where a ported pattern meets Shift_JIS or
+EUC-JP text decoded with surrogateescape.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Union
+
+    Number = Union[int, float]
+
+_NUMBER = re.compile(
+    r"[ \t\n\r\f\v]*([+-]?)(?:(\d+(?:\.\d*)?|\.\d+)([eE][+-]?\d+)?|(inf(?:inity)?|nan))",
+    re.IGNORECASE,
+)
+
+
+def num(value: object) -> Number:
+    """Return Perl's numeric value of *value* (``"12abc"`` -> 12, ``"abc"`` -> 0)."""
+    if value is None:
+        return 0
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, (int, float)):
+        return value
+    if isinstance(value, bytes):
+        value = value.decode("latin-1")
+    text = str(value)
+    match = _NUMBER.match(text)
+    if match is None:
+        return 0
+    sign, digits, exponent, special = match.groups()
+    if special is not None:
+        number = float("nan") if special.lower() == "nan" else float("inf")
+        return -number if sign == "-" else number
+    if exponent is None and "." not in digits:
+        whole = int(digits)
+        return -whole if sign == "-" else whole
+    number = float(sign + digits + (exponent or ""))
+    if math.isfinite(number) and number.is_integer() and abs(number) < 2**53:
+        return int(number)
+    return number
+
+
+def truth(value: object) -> bool:
+    """Return Perl's truth of *value*: False for None, "", "0" and numeric zero."""
+    if value is None:
+        return False
+    if isinstance(value, (str, bytes)):
+        return value not in ("", "0", b"", b"0")
+    if isinstance(value, (int, float)):
+        return value != 0
+    return bool(value)
+
+
+def split(pattern: str | re.Pattern[str], string: str | None, limit: int = 0) -> list[str | None]:
+    """Split *string* as Perl's ``split(/PATTERN/, EXPR, LIMIT)`` does."""
+    if string is None:
+        string = ""
+    if isinstance(pattern, str):
+        if pattern == " ":
+            string = string.lstrip(" \t\n\r\f\v")
+            regex = re.compile(r"[ \t\n\r\f\v]+")
+        elif pattern == "^":
+            regex = re.compile(r"(?<=\n)(?!\Z)")  # Perl's /^/m: not after a final newline
+        else:
+            regex = re.compile(pattern)
+    else:
+        regex = pattern
+    if not isinstance(limit, int):
+        raise TypeError(f"split limit must be an int, not {type(limit).__name__}")
+    out: list[str | None] = []
+    if string == "":
+        return out
+    start = 0  # where the current field begins
+    last_end = -1  # where the previous separator ended
+    fields = 0
+    for match in regex.finditer(string):
+        if limit > 0 and fields >= limit - 1:
+            break
+        begin, end = match.span()
+        if begin == end and (begin == 0 or begin == last_end):
+            continue  # a zero-width match never splits at the start or right after a match
+        out.append(string[start:begin])
+        out.extend(match.groups())
+        fields += 1
+        start = end
+        last_end = end
+    out.append(string[start:])
+    if limit == 0:
+        while out and (out[-1] is None or out[-1] == ""):
+            out.pop()
+    return out

@@ -1,0 +1,308 @@
+"""Redis locks when the server misbehaves: restarts with clients of different ``stale``,
+a server stopped with SIGSTOP, TLS spoken to a plain server.
+
+Real ``redis-server`` processes (``tests/redis_server.py``), killed with SIGKILL and
+restarted on the same port, or stopped with SIGSTOP; holders run in separate
+processes and create an O_EXCL marker inside their critical section, so two
+holders at once fail loudly.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from redis_server import RedisServer
+
+from perlcompat import OS_ERROR, Lock, _redis as redis_lock, lock, unlock
+
+REPO = Path(__file__).resolve().parent.parent
+ENV = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+MAX_LEASE_ENV = "PERLCOMPAT_REDIS_MAX_LEASE"  # documented in docs/redis.md
+ENV.pop(MAX_LEASE_ENV, None)
+
+
+@pytest.fixture
+def own_server(tmp_path: Path) -> Iterator[RedisServer]:
+    srv = RedisServer(str(tmp_path / "redis")).start()
+    srv.declare_empty()
+    yield srv
+    srv.resume()
+    srv.stop()
+
+
+@pytest.fixture
+def name() -> str:
+    return f"t-{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture(autouse=True)
+def no_max_lease_in_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(MAX_LEASE_ENV, raising=False)
+
+
+# -- restarts: the hold-off covers the longest lease, whoever comes back first ----
+#: holds the lock from before its first attempt until *hold* seconds after it
+HOLDER = r"""
+import os, sys, time
+from perlcompat import Lock, ExpiredLockError
+url, name, marker, stale, hold = sys.argv[1:6]
+held = Lock(name, url=url, stale=float(stale))
+before = time.monotonic()  # the server granted no earlier: the lease ends after before + stale
+held.acquire(timeout=10)
+mark = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+print("inside", repr(before), flush=True)
+time.sleep(max(before + float(hold) - time.monotonic(), 0))  # the critical section's work
+left = time.monotonic()
+os.close(mark)
+os.unlink(marker)
+try:
+    held.release()
+except ExpiredLockError:
+    pass  # the restart lost the key: expected
+print("left", repr(left), flush=True)
+"""
+
+#: takes the lock once with a long patience; the marker proves it is alone inside
+CONTENDER = r"""
+import os, sys, time, warnings
+from perlcompat import Lock
+warnings.simplefilter("ignore")
+url, name, marker, stale = sys.argv[1:5]
+held = Lock(name, url=url, stale=float(stale))
+held.acquire(timeout=30)
+granted = time.monotonic()
+try:
+    mark = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+except FileExistsError:
+    sys.exit("TWO HOLDERS AT ONCE")
+os.close(mark)
+os.unlink(marker)
+held.release()
+print(repr(granted), flush=True)
+"""
+
+
+def test_restart_hold_off_covers_the_longest_lease_whoever_comes_back_first(
+    own_server: RedisServer, name: str, tmp_path: Path
+) -> None:
+    """Issue 11: H1 (stale=3) inside; kill -9 and restart; a stale=1 client comes first."""
+    max_lease = 3.0
+    env = dict(ENV, **{MAX_LEASE_ENV: str(max_lease)})
+    url = own_server.url
+    marker = str(tmp_path / "marker")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, url, name, marker, str(max_lease), str(max_lease - 0.4)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert holder.stdout is not None
+    line = holder.stdout.readline().split()
+    assert line[:1] == ["inside"], holder.communicate()
+    killed = time.monotonic()
+    own_server.restart()  # SIGKILL, then a new server on the same port: no keys, no epoch
+    # the client with the short lease comes back first and meets the missing epoch
+    first = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            CONTENDER.replace("timeout=30", "timeout=0"),
+            url,
+            name,
+            marker,
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    grants = [float(first.stdout)] if first.returncode == 0 else []  # only if very slow
+    assert grants or "LockError" in first.stderr, first.stderr
+    contenders = [
+        subprocess.Popen(
+            [sys.executable, "-c", CONTENDER, url, name, marker, str(stale)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for stale in (1.0, max_lease, 1.0, max_lease)
+    ]
+    for proc in contenders:
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+        grants.append(float(out))
+    out, err = holder.communicate(timeout=60)
+    assert holder.returncode == 0, err
+    left = float(out.split()[-1])
+    assert min(grants) > left  # nobody inside while the old holder still was
+    assert min(grants) >= killed + max_lease - 0.002  # held off for the max lease
+
+
+def test_a_stale_longer_than_the_max_lease_is_refused(
+    own_server: RedisServer, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(ValueError, match=r"stale 200 s is longer than the max lease 180 s"):
+        Lock(name, url=own_server.url, stale=200)
+    assert lock(name, url=own_server.url, stale=180) == 1  # the default stale fits
+    assert unlock(name, url=own_server.url) == 1
+    with pytest.raises(ValueError, match=r"stale 8 s is longer than the max lease 2\.5 s"):
+        lock(name, url=own_server.url + "?max_lease=2.5", stale=8)
+    monkeypatch.setenv(MAX_LEASE_ENV, "4")
+    with pytest.raises(ValueError, match=f"stale 5 s .* max lease 4 s .*{MAX_LEASE_ENV}"):
+        Lock(name, url=own_server.url, stale=5)
+    for bad in ("0", "-1", "nan", "inf", "soon"):
+        monkeypatch.setenv(MAX_LEASE_ENV, bad)
+        with pytest.raises(ValueError, match=f"{MAX_LEASE_ENV} must be a number"):
+            Lock(name, url=own_server.url, stale=1)
+    with pytest.raises(ValueError, match=r"max_lease in lock url .* must be a number"):
+        Lock(name, url=own_server.url + "?max_lease=x", stale=1)
+
+
+def test_clients_must_agree_on_the_max_lease(own_server: RedisServer, name: str) -> None:
+    with own_server.client() as client:
+        assert lock(name, url=own_server.url + "?max_lease=5", stale=1) == 1
+        assert unlock(name, url=own_server.url + "?max_lease=5") == 1
+        assert client.get("perlcompat:epoch") == b"0 5000"  # recorded by the first client
+        # a shorter one would hold off too briefly after the next restart: refused
+        with pytest.raises(ValueError, match=r"max lease 2 s is shorter than the 5 s recorded"):
+            lock(name, url=own_server.url + "?max_lease=2", stale=1)
+        assert client.get("perlcompat:epoch") == b"0 5000"
+        # a longer one raises the record
+        assert lock(name, url=own_server.url + "?max_lease=8", stale=1) == 1
+        assert unlock(name, url=own_server.url + "?max_lease=8") == 1
+        assert client.get("perlcompat:epoch") == b"0 8000"
+
+
+def test_the_max_lease_query_is_not_passed_to_redis_py(own_server: RedisServer, name: str) -> None:
+    url = own_server.url + "?socket_timeout=3&max_lease=7"
+    backend = redis_lock.Backend(name, stale=7, url=url)
+    assert backend.max_lease == 7
+    assert backend._server.read_cap == 3
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert backend.try_acquire() and backend.release()
+
+
+# -- a server that answers nothing: the caller's patience, not 10 s ----------------
+@pytest.mark.parametrize("connection", ["pooled", "fresh"])
+def test_a_stopped_server_times_out_within_the_patience(
+    own_server: RedisServer, name: str, connection: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert lock(name, url=own_server.url) == 1  # leaves a pooled connection
+    assert unlock(name, url=own_server.url) == 1
+    if connection == "fresh":
+        monkeypatch.setattr(redis_lock, "_servers", {})
+    own_server.pause()
+    started = time.monotonic()
+    assert lock(name, url=own_server.url, retry=1, wait=0.5) == 0
+    took = time.monotonic() - started
+    assert OS_ERROR == errno.ETIMEDOUT  # no answer: not "busy"
+    assert 0.45 <= took < 1.5
+    started = time.monotonic()
+    with pytest.raises(TimeoutError, match=f"at {own_server.url}: no answer within"):
+        Lock(name, url=own_server.url).acquire(timeout=0.2)
+    assert time.monotonic() - started < 1.5  # MIN_TIMEOUT: a request gets 0.5 s at least
+    own_server.resume()
+    # the server now runs the acquires it had received: this process adopts their grant
+    assert lock(name, url=own_server.url, retry=1, wait=0.5) == 1
+    assert unlock(name, url=own_server.url) == 1
+    with own_server.client() as client:
+        assert client.exists(redis_lock.KEY_PREFIX + name) == 0
+
+
+def test_a_stopped_server_ends_a_wait_for_release_within_the_patience(
+    own_server: RedisServer, name: str
+) -> None:
+    other = redis_lock.Backend(name, stale=30, url=own_server.url)
+    assert other.try_acquire()
+
+    def pause_once_waiting() -> None:  # stop the server while the waiter blocks in BLPOP
+        with own_server.client() as client:
+            deadline = time.monotonic() + 10
+            while not any(c["cmd"] == "blpop" for c in client.client_list()):
+                assert time.monotonic() < deadline, "the waiter never blocked"
+                time.sleep(0.002)
+        own_server.pause()
+
+    pauser = threading.Thread(target=pause_once_waiting)
+    pauser.start()
+    started = time.monotonic()
+    with pytest.raises(TimeoutError) as info:
+        Lock(name, url=own_server.url, retry=1, wait=0.8).acquire()
+    took = time.monotonic() - started
+    pauser.join()
+    assert took < 2.0  # old code: the 5 s socket timeout
+    assert "no answer within" in str(info.value)
+    own_server.resume()
+    assert other.release()
+
+
+def test_rediss_to_a_plain_server_times_out_within_the_patience(
+    own_server: RedisServer, name: str
+) -> None:
+    url = own_server.url.replace("redis://", "rediss://")
+    started = time.monotonic()
+    assert lock(name, url=url, retry=1, wait=0.5) == 0
+    assert time.monotonic() - started < 1.5
+    assert OS_ERROR in (errno.ETIMEDOUT, errno.ECONNRESET)
+
+
+HELD = r"""
+import sys
+from perlcompat import Lock
+held = Lock(sys.argv[1], url=sys.argv[2])
+held.acquire()
+print("held", flush=True)
+sys.stdin.read()
+"""
+
+
+@pytest.mark.parametrize("end", ["SIGTERM", "exit"])
+def test_cleanup_of_a_holder_is_bounded_while_the_server_is_stopped(
+    own_server: RedisServer, name: str, end: str
+) -> None:
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HELD, name, own_server.url],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=ENV,
+    )
+    assert holder.stdout is not None and holder.stdin is not None
+    assert holder.stdout.readline() == "held\n"
+    own_server.pause()
+    started = time.monotonic()
+    if end == "SIGTERM":
+        holder.send_signal(signal.SIGTERM)
+    else:
+        holder.stdin.close()  # normal exit with the lock held: atexit releases
+    holder.wait(timeout=30)
+    took = time.monotonic() - started
+    assert took < 3.0, f"cleanup took {took:.3g} s"  # CLEANUP_TIMEOUT is 1 s
+    assert holder.returncode == (-signal.SIGTERM if end == "SIGTERM" else 0)
+    own_server.resume()
+
+
+def test_cleanup_release_still_releases_on_a_running_server(
+    own_server: RedisServer, name: str
+) -> None:
+    held = Lock(name, url=own_server.url)
+    held.acquire()
+    assert held._abandon() is True  # what exit and signal cleanup call
+    with own_server.client() as client:
+        assert client.exists(redis_lock.KEY_PREFIX + name) == 0
+    held.release()  # released by cleanup: a no-op now
