@@ -15,11 +15,16 @@ stale lock without ever removing a live one.  Everything else lives here, once:
   backend is asked to recover a lock older than ``stale`` seconds, or one whose
   owner on this host is dead.  The
   backend does that race-free (see ``_stale``); this loop only asks.
-* **Ownership.** A lock is held by one ``Lock`` object in one thread.  Taking a
-  lock this thread already holds is refused at once (``DuplicateLockError``,
-  ``$!`` = EDEADLK): locks are not re-entrant, so a port that nests the same
-  ``lock()`` fails loudly instead of waiting out its own patience.  Another
-  thread of the same process waits like another process would.
+* **Ownership.** A lock is held by one ``Lock`` object in one thread of one
+  process.  Taking a lock this thread already holds is refused at once
+  (``DuplicateLockError``, ``$!`` = EDEADLK): locks are not re-entrant, so a
+  port that nests the same ``lock()`` fails loudly instead of waiting out its
+  own patience.  Another thread of the same process waits like another process
+  would, and cannot release the holder's lock: its ``unlock()`` returns 0
+  (``$!`` = ENOLCK), its ``release()`` raises ``NotLockedError``.  A release
+  that fails (``OSError`` from the method) leaves the lock held by its object,
+  so the lock on disk and the object never disagree and the release can be
+  retried.
 * **Cleanup.** Held locks are released at normal interpreter exit and on
   SIGHUP/INT/PIPE/QUIT/TERM (``_cleanup``), then the signal does what it did.
   A forked child does not hold (or release) its parent's locks.
@@ -96,6 +101,23 @@ class ExpiredLockError(LockError):
     """Released after its stale limit: someone may have broken it (errno ETIMEDOUT)."""
 
     default_errno = errno.ETIMEDOUT
+
+
+def check_seconds(name: str, value: object, *, zero: bool = True) -> float:
+    """Return *value* as float seconds; ValueError naming *name* unless finite and >= 0.
+
+    With ``zero=False`` it must be > 0.  NaN and infinity are refused: a NaN
+    deadline compares false with every time and would wait for ever.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{name} must be a number of seconds, not {value!r}")
+    seconds = float(value)
+    if seconds - seconds != 0:  # NaN or +-infinity
+        raise ValueError(f"{name} must be a finite number of seconds, not {value!r}")
+    if seconds < 0 or (not zero and seconds == 0):
+        bound = ">= 0" if zero else "> 0"
+        raise ValueError(f"{name} must be a number of seconds {bound}, not {value!r}")
+    return seconds
 
 
 class Backend:
@@ -289,12 +311,16 @@ class Lock:
         url: str | None = None,
         **options: Any,
     ) -> None:
-        if retry is not None and (not isinstance(retry, int) or retry < 0):
+        if retry is not None and (
+            isinstance(retry, bool) or not isinstance(retry, int) or retry < 0
+        ):
             raise ValueError(f"retry must be a whole number >= 0 or None, not {retry!r}")
-        if not isinstance(wait, (int, float)) or wait < 0:
-            raise ValueError(f"wait must be a number of seconds >= 0, not {wait!r}")
-        if not isinstance(stale, (int, float)) or stale <= 0:
-            raise ValueError(f"stale must be a number of seconds > 0, not {stale!r}")
+        wait = check_seconds("wait", wait)
+        stale = check_seconds("stale", stale, zero=False)
+        if retry is not None and retry > 2**53:
+            raise ValueError(f"retry must be a whole number <= 2**53 or None, not {retry!r}")
+        if retry is not None:
+            check_seconds("retry * wait", retry * wait)
         if url is None and method is None:
             url = os.environ.get("PERLCOMPAT_LOCK_URL") or None
         if url is not None:
@@ -346,16 +372,19 @@ class Lock:
         return None if self.retry is None else self.retry * self.wait
 
     def acquire(self, timeout: float | None = -1.0) -> Lock:
-        """Take the lock within *timeout* seconds (default: ``retry * wait``) or raise LockError."""
+        """Take the lock within *timeout* seconds (default: ``retry * wait``) or raise LockError.
+
+        *timeout* is -1 (the default patience), None (for ever) or finite seconds >= 0.
+        """
         from . import _cleanup
 
+        if timeout is not None:
+            timeout = self.patience() if timeout == -1.0 else check_seconds("timeout", timeout)
         me = get_ident()
         key = (self.method, self.path)
         holder = _held.get(key)
         if holder is not None and holder._owner_thread == me:
             raise DuplicateLockError(f"this thread already holds the lock {self.path!r}")
-        if timeout is not None and timeout < 0:
-            timeout = self.patience()
         deadline = None if timeout is None else time.monotonic() + timeout
         pause = BACKOFF_FIRST
         cap = min(BACKOFF_MAX, self.wait) if self.wait > 0 else BACKOFF_MAX
@@ -398,14 +427,19 @@ class Lock:
     def release(self) -> None:
         """Release the lock; ExpiredLockError if it was held past ``stale``.
 
-        After a signal or exit cleanup released it (``_cleanup``), the next
-        ``release()`` is a no-op instead of NotLockedError.
+        Only the thread that took the lock may release it (NotLockedError
+        otherwise).  If the method fails (OSError), the lock stays held by
+        this object.  After a signal or exit cleanup released it
+        (``_cleanup``), the next ``release()`` is a no-op instead of
+        NotLockedError.
         """
         if self._owner_thread is None:
             if self._abandoned:
                 self._abandoned = False
                 return
             raise NotLockedError(f"lock {self.path!r} is not held by this Lock")
+        if self._owner_thread != get_ident():
+            raise NotLockedError(f"lock {self.path!r} is held by another thread")
         import sys
 
         cleanup = sys.modules.get("perlcompat._cleanup")
@@ -413,13 +447,14 @@ class Lock:
             cleanup.enter()  # a stopping signal waits until the release is complete
         try:
             held_for = time.monotonic() - self._since
+            # first the lock itself: if that raises, this object still holds it
+            still_ours = self._backend.release()
             self._owner_thread = None
             key = (self.method, self.path)
             if _held.get(key) is self:
                 del _held[key]
             if cleanup is not None:
                 cleanup.untrack(self)
-            still_ours = self._backend.release()
         finally:
             if cleanup is not None:
                 cleanup.leave()
@@ -440,6 +475,8 @@ class Lock:
         """
         if self._owner_thread is None:
             raise NotLockedError(f"lock {self.path!r} is not held by this Lock")
+        if seconds is not None:
+            seconds = check_seconds("seconds", seconds, zero=False)
         renew = getattr(self._backend, "extend", None)
         if renew is None:
             raise TypeError(f"lock method {self.method!r} has no lease to extend")
@@ -581,15 +618,17 @@ def unlock(
     root: str | os.PathLike[str] | None = None,
     url: str | None = None,
 ) -> int:
-    """Seed 003's ``sub unlock``: 1 when this process's lock is released, else 0 with ``$!``.
+    """Seed 003's ``sub unlock``: 1 when this thread's lock is released, else 0 with ``$!``.
 
-    Only a lock taken by ``lock()`` in this process is removed; someone else's
-    lock is never touched (``$!`` = ENOLCK).
+    Only a lock taken by ``lock()`` in this process *and thread* is removed;
+    someone else's lock (another process's, another thread's) is never touched
+    (``$!`` = ENOLCK).  A release that fails leaves the lock held (0, ``$!``
+    set), so ``unlock()`` may be called again.
     """
     method, url = _method_of(method, url)
     path = os.fspath(name) if method == "redis" else resolve_path(name, root)
     held = _held.get((method, path))
-    if held is None:
+    if held is None or held._owner_thread != get_ident():
         return fail(errno.ENOLCK)
     try:
         held.release()

@@ -12,7 +12,11 @@ backslash; jperl and scripts written for it do not, so a string that would only
 close on a later line the Perl way is closed where the Shift_JIS reading closes
 it, on the same line.  A small parser then groups the tokens into statements
 and blocks (``if``/``elsif``/``else`` chains, loops, ``eval``, named and
-anonymous subs); ``_audit_rules`` walks them and reports.
+anonymous subs); ``_audit_rules`` walks them and reports.  Bytes >= 0x80
+outside strings are identifier letters (``use utf8; sub 書き``, or a Shift_JIS data
+file's text), so any input is tokenized; :func:`parse_checked` names the first place
+the text cannot be followed (a quote, regex or heredoc that never ends, an unclosed
+``{``, a stray ``}``, a NUL byte), and such a file is reported, not audited.
 
 The checker is line-oriented and per sub: it tracks each handle from ``open``
 to ``close``, which locks are held at each read and write, and a few facts
@@ -81,11 +85,20 @@ _NO_PACKAGE = frozenset(
     """eq ne lt gt le ge cmp x and or not xor if unless while until return print printf
     die warn push unshift split join open close q qq qw m s tr y qr qx""".split()  # noqa: SIM905
 )
-_IDENT = re.compile(r"[A-Za-z_]\w*(?:(?:::|'(?=[A-Za-z_]))\w+)*(?:::)?")
+# Identifiers: ASCII words, plus any byte >= 0x80 (a UTF-8 name under `use utf8`, or a
+# Shift_JIS data file's text): one word, never a crash.
+_IDENT = re.compile(
+    r"[A-Za-z_\x80-\xff][\w\x80-\xff]*(?:(?:::|'(?=[A-Za-z_]))[\w\x80-\xff]+)*(?:::)?", re.A
+)
+_OPS_RE = re.compile("|".join(re.escape(op) for op in _OPS))
 _NUMBER = re.compile(
     r"0[xX][0-9a-fA-F_]+|0[bB][01_]+|(?:\d[\d_]*(?:\.(?!\.)[\d_]*)?|\.\d[\d_]*)(?:[eE][+-]?\d+)?"
 )
+_GLOB_PUNCT = "\"'`;/\\,.|!@&+<>?^~=-%0123456789"
 _SPECIAL_VAR = "&`'+!@/\\,;.0123456789<>[]()|?:_-~=%^\"$"
+_CONSTANT_DECL = re.compile(r"\bsub\s+(\w+)\s*\(\s*\)|\buse\s+constant\s+(\w+)\s*(?:=>|,)", re.A)
+_CONSTANT_LIST = re.compile(r"\buse\s+constant\s*\{([^}]*)\}", re.A)
+_CONSTANT_KEY = re.compile(r"(\w+)\s*=>", re.A)
 _SJIS_LEAD = re.compile(r"[\x81-\x9f\xe0-\xfc][\x40-\x7e\x80-\xfc]")
 
 
@@ -151,6 +164,16 @@ class _Lexer:
         self.toks: list[Tok] = []
         self.heredocs: list[tuple[Tok, str, bool]] = []
         self.braces: list[str] = []  # "sub" (subscript/deref) or "block"
+        self.errors: list[tuple[int, str]] = []  # (line, reason): where it cannot follow
+        # Subs declared with an empty prototype and `use constant` names take no argument:
+        # `PI / 2` divides, as Perl knows from the declaration.
+        self.constants = {a or b for a, b in _CONSTANT_DECL.findall(text)}
+        for group in _CONSTANT_LIST.findall(text):
+            self.constants.update(_CONSTANT_KEY.findall(group))
+
+    def error(self, line: int, reason: str) -> None:
+        """Note that the text cannot be followed from *line* on (the first reason is kept)."""
+        self.errors.append((line, reason))
 
     # -- helpers -----------------------------------------------------------
     def emit(self, kind: str, text: str, line: int, extra: str = "") -> Tok:
@@ -174,8 +197,21 @@ class _Lexer:
                 return prev.extra == "block"
             return prev.text not in (")", "]")
         if kind == "id":
-            return prev.text not in _OPERAND_WORDS
+            if prev.text in _OPERAND_WORDS or prev.text in self.constants:
+                return False
+            before = self.toks[-2] if len(self.toks) > 1 else None
+            return before is None or not before.is_op("->")  # `$obj->count / 10` divides
         return True
+
+    def print_handle(self) -> bool:
+        """True just after ``print $fh``: a ``<<"EOT"`` there starts a heredoc."""
+        toks = self.toks
+        return (
+            len(toks) > 1
+            and toks[-1].kind == "var"
+            and toks[-1].text.startswith("$")
+            and toks[-2].is_id("print", "printf", "say")
+        )
 
     def at_line_start(self) -> bool:
         return self.pos == 0 or self.text[self.pos - 1] == "\n"
@@ -207,7 +243,7 @@ class _Lexer:
                 end = text.find("\n", self.pos)
                 self.pos = n if end < 0 else end
                 continue
-            if c.isalpha() or c == "_":
+            if c.isalpha() or c == "_" or c >= "\x80":
                 if self.word():
                     break
                 continue
@@ -234,7 +270,12 @@ class _Lexer:
                 continue
             if c == "<" and self.angle():
                 continue
+            if c == "\x00":
+                self.error(self.line, "a NUL byte: binary data, not Perl")
+                break
             self.operator()
+        if self.heredocs:
+            self.read_heredocs()
         return self.toks
 
     def line_directive(self) -> bool:
@@ -256,7 +297,9 @@ class _Lexer:
         """An identifier, keyword or quote-like operator; True at ``__END__``."""
         text = self.text
         match = _IDENT.match(text, self.pos)
-        assert match is not None
+        if match is None:  # a non-word letter: an operator byte to Perl's eyes
+            self.operator()
+            return False
         word = match.group()
         end = match.end()
         quote = word.find("'")
@@ -296,6 +339,7 @@ class _Lexer:
         line = self.line
         body_end = _scan_body(text, pos + 1, delim)
         if body_end < 0:
+            self.error(line, f"{word}{delim} is never closed")
             body_end = len(text)
         body = text[pos + 1 : body_end - 1]
         if word in _TWO_PART:
@@ -308,6 +352,7 @@ class _Lexer:
             else:
                 body_end = _scan_body(text, body_end, delim)
             if body_end < 0:
+                self.error(line, f"the second part of {word}{delim} is never closed")
                 body_end = len(text)
         if word in ("m", "qr", "s", "tr", "y"):
             mods = re.compile(r"[a-zA-Z]*").match(text, body_end)
@@ -325,6 +370,8 @@ class _Lexer:
         line = self.line
         end = _scan_body(text, self.pos + 1, opener)
         if end < 0:
+            what = "regular expression" if kind == "re" else "string"
+            self.error(line, f"the {what} starting with {opener} is never closed")
             end = len(text)
         body = text[self.pos + 1 : end - 1]
         if kind == "re":
@@ -406,6 +453,10 @@ class _Lexer:
             return False
         if c == "&" and text.startswith("&", pos):
             return False
+        if c == "*" and nxt and nxt in _GLOB_PUNCT:
+            self.emit("var", c + nxt, line)  # *" *; */: globs of punctuation variables
+            self.pos = pos + 1
+            return True
         if nxt in ("{", "$"):
             self.emit("cast", c, line)
             self.pos = pos
@@ -449,7 +500,9 @@ class _Lexer:
         """``<IN>``, ``<$fh>``, ``<STDIN>``, ``<*.txt>`` and heredocs ``<<"EOF"``."""
         text = self.text
         pos = self.pos
-        if not self.term_expected():
+        if not self.term_expected() and not (
+            self.print_handle() and re.compile(r"<<~?[\"'A-Za-z_]").match(text, pos)
+        ):
             return False
         if text.startswith("<<", pos):
             match = re.compile(
@@ -483,6 +536,7 @@ class _Lexer:
         pending, self.heredocs = self.heredocs, []
         for tok, tag, indent in pending:
             lines: list[str] = []
+            closed = False
             while self.pos < len(text):
                 end = text.find("\n", self.pos)
                 stop = len(text) if end < 0 else end + 1
@@ -490,19 +544,22 @@ class _Lexer:
                 self.advance_to(stop)
                 body = raw.rstrip("\r\n")
                 if (body.strip() if indent else body) == tag:
+                    closed = True
                     break
                 lines.append(raw)
+            if not closed:
+                self.error(tok.line, f"the heredoc <<{tag!r} has no terminator line {tag!r}")
             tok.text = "".join(lines)
 
     def operator(self) -> None:
         text = self.text
         pos = self.pos
         line = self.line
-        for op in _OPS:
-            if text.startswith(op, pos):
-                self.emit("op", op, line)
-                self.pos = pos + len(op)
-                return
+        match = _OPS_RE.match(text, pos)
+        if match:
+            self.emit("op", match.group(), line)
+            self.pos = match.end()
+            return
         c = text[pos]
         tok = self.emit("op", c, line)
         self.pos = pos + 1
@@ -607,12 +664,19 @@ def _block_kind(cur: list[Item]) -> str:
     return "expr"
 
 
+#: Deeper block nesting is not followed (no real script comes near; the walk recurses).
+MAX_NESTING = 100
+
+
 class _Parser:
     def __init__(self, toks: list[Tok]) -> None:
         self.toks = toks
         self.i = 0
+        self.errors: list[tuple[int, str]] = []
+        self.depth = 0
+        self.too_deep = False
 
-    def block(self, in_block: bool) -> tuple[list[list[Item]], int]:
+    def block(self, in_block: bool, opened: int = 0) -> tuple[list[list[Item]], int]:
         """Statements up to the ``}`` closing this block (or the end); and that line."""
         toks = self.toks
         stmts: list[list[Item]] = []
@@ -632,8 +696,15 @@ class _Parser:
                         inline += 1
                     else:
                         self.i += 1
+                        if self.depth >= MAX_NESTING:
+                            self.errors.append((tok.line, f"blocks nested over {MAX_NESTING} deep"))
+                            self.too_deep = True
+                            self.i = len(toks)
+                            break
                         kind = _block_kind(cur)
-                        inner, end_line = self.block(True)
+                        self.depth += 1
+                        inner, end_line = self.block(True, tok.line)
+                        self.depth -= 1
                         cur.append(Block(kind, inner, tok.line, end_line))
                         nxt = toks[self.i] if self.i < len(toks) else None
                         if (
@@ -653,7 +724,8 @@ class _Parser:
                         self.i += 1
                         return stmts, tok.line
                     else:
-                        self.i += 1  # stray closing brace
+                        self.errors.append((tok.line, "a } that closes no block"))
+                        self.i += 1
                         continue
                 elif text == ";" and depth == 0 and inline == 0:
                     if cur:
@@ -665,6 +737,8 @@ class _Parser:
             self.i += 1
         if cur:
             stmts.append(cur)
+        if in_block and not self.too_deep:
+            self.errors.append((opened, "the { opened here is never closed"))
         last = toks[-1].line if toks else 1
         return stmts, last
 
@@ -692,6 +766,22 @@ def parse(toks: list[Tok]) -> list[list[Item]]:
 def parse_source(text: str, first_line: int = 1) -> list[list[Item]]:
     """Statements of Perl source *text*."""
     return parse(lex(text, first_line))
+
+
+def parse_checked(text: str) -> tuple[list[list[Item]], tuple[int, str] | None]:
+    """Statements of *text*, and (line, reason) of the first place it cannot follow, if any.
+
+    It cannot follow a string, regex or heredoc that never ends, a ``{`` never closed, a
+    ``}`` that closes nothing, or a NUL byte (binary data).  Any other input is tokenized.
+    """
+    lexer = _Lexer(text)
+    toks = lexer.run()
+    parser = _Parser(toks)
+    stmts, _ = parser.block(False)
+    if parser.too_deep:
+        return [], parser.errors[-1]
+    problems = sorted(lexer.errors + parser.errors)
+    return stmts, (problems[0] if problems else None)
 
 
 # --------------------------------------------------------------------------
@@ -727,21 +817,54 @@ def iter_files(paths: Sequence[str]) -> Iterator[str]:
             yield path
 
 
+#: Larger files are not scripts (a log, a dump): refused rather than read into memory.
+MAX_BYTES = 32 << 20
+
+
 def read_source(path: str) -> str:
-    """The bytes of *path* as latin-1 text: any encoding, exact byte offsets and lines."""
+    """The bytes of *path* as latin-1 text: any encoding, exact byte offsets and lines.
+
+    Raises OSError (EFBIG) for a file over :data:`MAX_BYTES`.
+    """
     with open(path, "rb") as handle:
-        return handle.read().decode("latin-1")
+        data = handle.read(MAX_BYTES + 1)
+    if len(data) > MAX_BYTES:
+        import errno
+
+        raise OSError(errno.EFBIG, f"larger than {MAX_BYTES >> 20} MiB: not a script", path)
+    return data.decode("latin-1")
+
+
+def _try_read(path: str) -> str | None:
+    """A required library's text, or None when it is not there."""
+    try:
+        return read_source(path) if os.path.isfile(path) else None
+    except OSError:
+        return None
 
 
 def display(text: str) -> str:
     """Source text for a message: UTF-8 shown as such, other bytes as ``\\xNN``."""
     if text.isascii():
         return text
-    return text.encode("latin-1").decode("utf-8", "backslashreplace")
+    try:
+        raw = text.encode("latin-1")
+    except UnicodeEncodeError:
+        return text  # already shown
+    return raw.decode("utf-8", "backslashreplace")
 
 
 # --------------------------------------------------------------------------
 # Command line
+
+
+#: ``version`` of the ``--json`` document; bumped only when a field changes meaning.
+JSON_VERSION = 1
+
+
+def shown_path(path: str) -> str:
+    """*path* printable in any locale: undecodable name bytes as ``\\xNN``."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def _format_text(findings: list[dict[str, object]]) -> str:
@@ -753,8 +876,31 @@ def _format_text(findings: list[dict[str, object]]) -> str:
     return "".join(line + "\n" for line in lines)
 
 
+class _Progress:
+    """``audited N/M`` on one stderr line, only when stderr is a terminal."""
+
+    def __init__(self) -> None:
+        self.on = sys.stderr.isatty()
+        self.shown = False
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.on and total >= 20 and (done % 10 == 0 or done == total):
+            sys.stderr.write(f"\raudit: {done}/{total} ")
+            sys.stderr.flush()
+            self.shown = True
+
+    def clear(self) -> None:
+        if self.shown:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
+
+
 def main(argv: list[str]) -> int:
-    """``perlcompat audit``: print findings; 1 if any error or warning, else 0 (2 on bad usage)."""
+    """``perlcompat audit``: print findings.
+
+    Exit status: 0 clean (info findings alone included), 1 any error or warning finding,
+    2 bad usage or a path that cannot be read or parsed.
+    """
     import argparse
 
     from . import _audit_rules
@@ -763,6 +909,8 @@ def main(argv: list[str]) -> int:
         prog="perlcompat audit",
         description="Report unsafe file-locking idioms in Perl CGI scripts, "
         "each with the perlcompat line to use instead.",
+        epilog="exit status: 0 clean, 1 findings (errors or warnings), "
+        "2 bad usage or a file that cannot be read or parsed",
     )
     parser.add_argument("paths", nargs="+", metavar="PATH", help="Perl script or directory")
     parser.add_argument("--json", action="store_true", help="print findings as JSON")
@@ -770,28 +918,45 @@ def main(argv: list[str]) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
+    progress = _Progress()
     sources: list[tuple[str, str]] = []
-    status = 0
+    errors: list[dict[str, object]] = []
     for path in iter_files(args.paths):
         try:
             sources.append((path, read_source(path)))
         except OSError as exc:
-            sys.stderr.write(f"perlcompat audit: cannot read {path}: {exc.strerror}\n")
-            status = 2
-    findings = [f.as_dict() for f in _audit_rules.audit(sources)]
+            reason = exc.strerror or str(exc)
+            sys.stderr.write(f"perlcompat audit: cannot read {shown_path(path)}: {reason}\n")
+            entry = {"file": shown_path(path), "line": 0, "message": f"cannot read: {reason}"}
+            errors.append(entry)
+    problems: list[_audit_rules.Problem] = []
+    try:
+        found = _audit_rules.audit(sources, problems, load=_try_read, progress=progress)
+    finally:
+        progress.clear()
+    findings = [f.as_dict() for f in found]
+    for f in findings:
+        f["file"] = shown_path(str(f["file"]))
+    for problem in problems:
+        sys.stderr.write(f"{shown_path(problem.file)}: {problem.message}\n")
+        entry = problem.as_dict()
+        entry["file"] = shown_path(problem.file)
+        errors.append(entry)
     if args.json:
         import json
 
-        sys.stdout.write(json.dumps({"findings": findings}, ensure_ascii=False, indent=2) + "\n")
+        doc = {"version": JSON_VERSION, "findings": findings, "errors": errors}
+        sys.stdout.write(json.dumps(doc, ensure_ascii=False, indent=2) + "\n")
     else:
         sys.stdout.write(_format_text(findings))
         counts = {
             s: sum(1 for f in findings if f["severity"] == s) for s in ("error", "warning", "info")
         }
+        unread = f", {len(errors)} not audited" if errors else ""
         sys.stderr.write(
             f"{counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} info "
-            f"in {len(sources)} file(s)\n"
+            f"in {len(sources) - len(problems)} file(s){unread}\n"
         )
-    if status:
-        return status
+    if errors:
+        return 2
     return 1 if any(f["severity"] in ("error", "warning") for f in findings) else 0

@@ -8,8 +8,9 @@ call to a lock sub such as ``&lock('dir')``, an inline ``mkdir``/``symlink``/
 ``while (-f $lock) { sleep }`` wait) and whether an age test encloses the
 statement.  ``if``/``elsif``/``else`` branches start from the same state and are
 merged after; a branch that ends in ``exit``/``die``/``return``/``&error`` does
-not flow on.  Each read, write, lock, unlock, removal, rename and ``alarm``
-becomes an event carrying the set of locks held at that moment.
+not flow on, except to a labelled statement (``WRITE:``, reached by ``goto``).
+Each read, write, lock, unlock, removal, rename and ``alarm`` becomes an event
+carrying the set of locks held at that moment.
 
 A sub whose every call site (in the scripts audited together) holds a lock is
 walked as holding its caller's lock; a sub never called is judged on its own.
@@ -18,6 +19,11 @@ Paths are compared by their text after substituting, per script, the simple
 or ``do``es.  Two scripts name the same file only when those texts are equal
 and fully resolved: a path that still holds a variable (``$datafile`` set from
 ``$ENV{...}``) is qualified by its script's name and matches nothing elsewhere.
+A ``require``d file that was not given is read from beside its script (through the
+caller's *load*) for its subs and constants, and its findings are dropped.
+
+Robustness.  A file that cannot be parsed, or whose walk or rules raise, becomes a
+:class:`Problem` and is left out; the other files are audited as if it were absent.
 
 Rules (severity):
   truncate-before-lock (error)   ``open(F, ">$f")``/``+>`` then flock F and use it
@@ -37,18 +43,24 @@ Rules (severity):
   unlink-before-rename (error)   ``unlink($f); rename($tmp, $f)``
   rename-replaces-flocked (error) rename over a file that is itself flocked
   lock-order (warning/error)     two locks taken in opposite orders
+  unknown-sub (info)             a lock-named sub defined nowhere audited, once per sub
+
+Suggestions are one compilable line of Python in the script's own terms: its names
+(``$cf{datadir}`` -> ``cf["datadir"]``), its lock's retries, pause and stale age, and
+its ``&error`` sub in place of ``die``.
 """
 
 from __future__ import annotations
 
 import keyword
+import os
 import re
 
-from ._audit import Block, Tok, display, lex, parse
+from ._audit import Block, Tok, display, lex, parse, parse_checked
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator, Sequence
+    from collections.abc import Callable, Iterable, Iterator, Sequence
     from typing import Any
 
     from ._audit import Item
@@ -70,6 +82,7 @@ RULES = {
     "unlink-before-rename": "error",
     "rename-replaces-flocked": "error",
     "lock-order": "warning",
+    "unknown-sub": "info",
 }
 
 LOCK_SH, LOCK_EX, LOCK_NB, LOCK_UN = 1, 2, 4, 8
@@ -85,7 +98,8 @@ _UNLOCK_NAME = re.compile(
     r"unlock|release|un_lock|lock_?(?:off|end|free)|(?:rm|del|free)_?lock", re.I
 )
 _LOCK_NAME = re.compile(r"lock", re.I)
-_NOT_LOCK_NAME = re.compile(r"(?:^|_)[bc]lock|^[A-Z0-9_]+$")  # block, clock, LOCK_EX
+_NOT_LOCK_NAME = re.compile(r"[bc]lock", re.I)  # block, clock, SIG_BLOCK, EWOULDBLOCK
+_CONST_NAME = re.compile(r"^[A-Z0-9_]+$")  # LOCK_EX: a constant unless called as `&LOCK(...)`
 _EXIT_NAME = re.compile(r"^(?:error|err|error_?exit|fatal|abort|bail|die_?\w*)$", re.I)
 _LOCKISH = re.compile(r"lock|lck", re.I)
 _EXISTS_TESTS = frozenset({"-e", "-f", "-d", "-l", "-s"})
@@ -176,7 +190,19 @@ class Open:
 class Inst:
     """One hold of a lock, from acquisition to release."""
 
-    __slots__ = ("blocking", "id", "key", "kind", "line", "local", "name", "open", "text")
+    __slots__ = (
+        "blocking",
+        "id",
+        "key",
+        "kind",
+        "line",
+        "local",
+        "name",
+        "open",
+        "retry",
+        "text",
+        "wait",
+    )
 
     def __init__(
         self,
@@ -199,6 +225,8 @@ class Inst:
         self.blocking = blocking
         self.open = open_
         self.local = False  # the key names a `my` variable: meaningless outside its sub
+        self.retry = 0  # tries of the script's own retry loop around it (0: none seen)
+        self.wait = 0.0  # its sleep between tries
 
 
 class Ev:
@@ -438,14 +466,145 @@ _INTERP = re.compile(r"\$\{(\w+)\}|\$(\w+(?:::\w+)*)")
 _LONE_VAR = re.compile(r"\$\{?(\w+(?:::\w+)*)\}?")
 
 
+# `$name`, `${name}`, and element chains Perl interpolates: `$cf{datadir}`, `$a[0]`,
+# `$r->{file}`, `$h{'k'}`, `$h{$k}`, `$a[$i]`.
+_INTERP_ELEM = re.compile(
+    r"\$\$(?![\w{])|\$\{(\w+)\}|\$(\w+(?:::\w+)*)"
+    r"((?:(?:->)?(?:\{-?\w+\}|\{'[^'{}\\]*'\}|\{\$\w+\}|\[-?\d+\]|\[\$\w+\]))*)"
+)
+_SUBSCRIPT = re.compile(r"\{-?(\w+)\}|\{'([^']*)'\}|\{\$(\w+)\}|\[(-?\d+)\]|\[\$(\w+)\]")
+
+
+def _py_elem(match: re.Match[str], quote: str) -> str:
+    """A matched ``$name{key}[0]`` as Python: ``name["key"][0]`` (keys quoted with *quote*)."""
+    if match.group(0) == "$$":
+        return "os.getpid()"
+    out = _py_name(match.group(1) or match.group(2))
+    for sub in _SUBSCRIPT.finditer(match.group(3) or ""):
+        word, literal, key_var, index, index_var = sub.groups()
+        if word is not None and not word.isdigit():
+            out += f"[{quote}{word}{quote}]"
+        elif literal is not None or word is not None:
+            out += f"[{quote}{literal if literal is not None else word}{quote}]"
+        elif key_var is not None:
+            out += f"[{_py_name(key_var)}]"
+        elif index is not None:
+            out += f"[{index}]"
+        else:
+            out += f"[{_py_name(index_var or '')}]"
+    return out
+
+
+#: Perl ``"..."`` escapes and their Python spelling; any other ``\\X`` is X itself.
+_PERL_ESCAPES = {
+    "n": "\\n",
+    "t": "\\t",
+    "r": "\\r",
+    "a": "\\a",
+    "f": "\\f",
+    "e": "\\x1b",
+    "0": "\\0",
+}
+
+
+def _py_char(c: str, f_string: bool) -> str:
+    if c in '\\"':
+        return "\\" + c
+    if f_string and c in "{}":
+        return c + c
+    if c < " " or c == "\x7f":
+        return f"\\x{ord(c):02x}"
+    return c
+
+
 def _py_string(body: str, interpolate: bool) -> str:
-    lone = _LONE_VAR.fullmatch(body)
-    if interpolate and lone:
-        return _py_name(lone.group(1))
-    if interpolate and "$" in body:
-        inner = _INTERP.sub(lambda m: "{" + _py_name(m.group(1) or m.group(2)) + "}", body)
-        return 'f"' + inner.replace('"', '\\"') + '"'
-    return '"' + body.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    """A Perl string body as a Python expression: a name, an element, or a string literal.
+
+    ``"..."`` bodies interpolate (``$x``, ``$h{k}``, ``$a[0]``, ``$$``) into an f-string and
+    keep their escapes (``\\n``; ``\\$`` is a dollar); ``'...'`` bodies only unescape
+    ``\\\\`` and ``\\'``.  The result always compiles, without invalid-escape warnings.
+    """
+    if not interpolate:
+        text = re.sub(r"\\([\\'])", r"\1", body)
+        return '"' + "".join(_py_char(c, False) for c in text) + '"'
+    whole = _INTERP_ELEM.fullmatch(body)
+    if whole:
+        return _py_elem(whole, '"')
+    pieces: list[tuple[bool, str]] = []  # (is an expression, text)
+    i = 0
+    while i < len(body):
+        c = body[i]
+        if c == "\\" and i + 1 < len(body):
+            nxt = body[i + 1]
+            pieces.append((False, _PERL_ESCAPES.get(nxt, nxt)))
+            i += 2
+            continue
+        match = _INTERP_ELEM.match(body, i) if c == "$" else None
+        if match:
+            pieces.append((True, _py_elem(match, "'")))
+            i = match.end()
+            continue
+        pieces.append((False, c))
+        i += 1
+    f_string = any(expr for expr, _ in pieces)
+    out = []
+    for expr, text in pieces:
+        if expr:
+            out.append("{" + text + "}")
+        elif text.startswith("\\") and len(text) > 1:
+            out.append(text)  # a Python escape from _PERL_ESCAPES
+        else:
+            out.append(_py_char(text, f_string))
+    return ("f" if f_string else "") + '"' + "".join(out) + '"'
+
+
+def _py_expr(items: Sequence[Item], head: str | None) -> str:
+    """The Python spelling of a Perl path expression, or the placeholder ``path``."""
+    parts: list[str] = []
+    k = 0
+    while k < len(items):
+        item = items[k]
+        if isinstance(item, Block):
+            return "path"
+        k += 1
+        if item.is_op("."):
+            continue
+        if item.kind == "str":
+            body = (head if (k == 1 and head is not None) else item.text).strip()
+            if body:
+                parts.append(_py_string(body, item.extra in ('"', "qq", "heredoc")))
+        elif item.kind == "num":
+            parts.append(f'"{item.text}"')
+        elif item.kind == "var" and item.text.startswith("$"):
+            chain = ""
+            while k < len(items):
+                nxt = items[k]
+                arrow = isinstance(nxt, Tok) and nxt.is_op("->")
+                start = k + 1 if arrow else k
+                opener = _tok(items, start)
+                close = _tok(items, start + 2)
+                inner = _tok(items, start + 1)
+                if (
+                    opener is None
+                    or close is None
+                    or inner is None
+                    or (
+                        not (opener.is_op("{") and close.is_op("}"))
+                        and not (opener.is_op("[") and close.is_op("]"))
+                    )
+                    or inner.kind not in ("id", "str", "var", "num")
+                ):
+                    break
+                body = f"'{inner.text}'" if inner.kind == "str" else inner.text
+                chain += f"{opener.text}{body}{close.text}"
+                k = start + 3
+            match = _INTERP_ELEM.fullmatch(item.text + chain)
+            if match is None:
+                return "path"
+            parts.append(_py_elem(match, '"'))
+        else:
+            return "path"
+    return _valid_py(display(" + ".join(parts) or '""'))
 
 
 def _valid_py(expr: str) -> str:
@@ -465,6 +624,9 @@ class _Source:
         self.consts: dict[str, str] = {}
         self.requires: set[str] = set()  # base names of the files it `require`s or `do`es
         self.shared: dict[str, str] = {}  # constants of those files, where they agree
+        self.library = False  # read only because a script requires it: no findings
+        self.missing: list[str] = []  # required files neither audited nor found beside it
+        self.error_sub = ""  # its own `&error(...)`-style sub, if it calls one
 
 
 class Program:
@@ -479,6 +641,8 @@ class Program:
         self.locked_context: set[tuple[str, str]] = set()  # (file, sub) called only under a lock
         self.results: list[_Result] = []
         self.next_id = 0
+        #: lock sub -> (tries, pause, stale seconds) of its own retry loop and age test
+        self.styles: dict[str, tuple[int, float, int]] = {}
 
     def new_id(self) -> int:
         self.next_id += 1
@@ -494,13 +658,20 @@ class Program:
             return (source.name, name) in self.exit_subs
         return all((s.name, name) in self.exit_subs for s, _ in defs)
 
-    def classify(self, name: str) -> str:
-        """``"lock"``, ``"unlock"`` or ``""`` for a sub called *name*."""
+    def classify(self, name: str, called: bool = False) -> str:
+        """``"lock"``, ``"unlock"`` or ``""`` for a sub called *name*.
+
+        An all-capitals name (``LOCK_EX``, ``&Fcntl::O_EXLOCK``) is a constant unless it
+        is the script's own sub *called* with ``&`` (``&LOCK($lockfile)``).
+        """
         known = self.sub_class.get(name)
         if known is not None:
             return known
+        qualified = "::" in name or "'" in name
         name = name.split("::")[-1].split("'")[-1]
-        if _NOT_LOCK_NAME.search(name):
+        if _NOT_LOCK_NAME.search(name) or name in _FLOCK_NAMES:
+            return ""
+        if _CONST_NAME.match(name) and (not called or qualified):
             return ""
         if _UNLOCK_NAME.search(name):
             return "unlock"
@@ -522,6 +693,8 @@ class _Result:
         self.calls: list[tuple[str, frozenset[int], int]] = []
         self.end_held: list[Inst] = []
         self.caller: int = 0
+        self.unknown: list[tuple[str, int, str]] = []  # (sub, line, lock/unlock) not defined
+        self.stale_at: dict[int, int] = {}  # line of an age test -> its age in seconds
 
 
 # --------------------------------------------------------------------------
@@ -539,6 +712,8 @@ class _Walker:
         self.pending: dict[str, Finding] = {}  # unchecked open of $fh, unless tested next
         self.branches: list[tuple[int, int]] = []
         self.state = State()
+        self.line = 1  # of the statement being walked: where a failure is reported
+        self.scope_stmts: list[list[Item]] = []
         if caller:
             inst = Inst(prog.new_id(), "caller", "", 0, "the caller's lock")
             self.res.caller = inst.id
@@ -626,7 +801,7 @@ class _Walker:
                 joined = False
         key = self.resolve("".join(raw).strip())
         shown = display(text or "''")
-        py_expr = _valid_py(display(" + ".join(py) or '""'))
+        py_expr = _py_expr(items, head)
         local = self.is_local(key)
         if "$" in key or "{...}" in key:
             # Still a variable (an object field, `$ENV{...}`, a `my`): its value is this
@@ -636,6 +811,7 @@ class _Walker:
 
     # -- blocks and statements --------------------------------------------
     def walk(self, stmts: list[list[Item]]) -> _Result:
+        self.scope_stmts = stmts
         self.lexicals |= _lexicals(stmts)
         self.remove_keys = self.scan_removals(stmts)
         self.block(stmts, self.state, _STMT)
@@ -666,6 +842,10 @@ class _Walker:
         """Walk statements; True if the block ends by leaving (exit, die, return, &error)."""
         leaves = False
         for items in stmts:
+            if leaves:
+                if not _labelled(items):
+                    continue
+                leaves = False  # `WRITE: ...` after an exit is reached by `goto WRITE`
             waiting, self.pending = self.pending, {}
             for handle, finding in waiting.items():
                 if not _tests_handle(items, handle):
@@ -673,7 +853,6 @@ class _Walker:
             self.stmt(items, st, ctx)
             if self.is_exit(items):
                 leaves = True
-                break
         self.res.findings.extend(self.pending.values())
         self.pending = {}
         return leaves
@@ -690,6 +869,7 @@ class _Walker:
         if not items:
             return
         first = items[0]
+        self.line = first.line
         if isinstance(first, Block):
             self.block(first.stmts, st, ctx)
             if len(items) > 1:
@@ -721,9 +901,10 @@ class _Walker:
                 elif rest:
                     self.expr(rest, st, ctx)
                 return
-            nxt = _tok(items, 1)
-            if nxt is not None and nxt.is_op(":") and len(items) > 2 and word.isupper():
-                self.stmt(items[2:], st, ctx)
+            if _labelled(items) and len(items) > 2:
+                while _labelled(items) and len(items) > 2:
+                    items = items[2:]  # `A: B: stmt`
+                self.stmt(items, st, ctx)
                 return
         k = _postfix_index(items)
         if k < 0:
@@ -825,6 +1006,7 @@ class _Walker:
         if open_at > 0:
             cond = items[open_at + 1 : _match_paren(items, open_at)]
         age = st.age
+        before = len(self.res.events)
         self.expr(cond, st, Ctx(cond=True, loop=word in ("while", "until"), eval_=ctx.eval))
         facts = _cond_facts(self, cond)
         branch = st.copy()
@@ -833,6 +1015,16 @@ class _Walker:
         ends = [st.copy()]
         if not self.block(body.stmts, branch, ctx):
             ends.append(branch)
+        taken = [
+            e.inst
+            for e in self.res.events[before:]
+            if e.kind == "acquire" and e.inst is not None and e.inst.kind != "flock"
+        ]
+        if taken:
+            retry, wait = _retry_wait(items, self.scope_stmts)
+            for inst in taken:
+                inst.retry = inst.retry or retry
+                inst.wait = inst.wait or wait
         merged = _merge(ends, age)
         if word == "while" and facts.single_present:
             merged.absent[facts.single_present] = (facts.line, True)
@@ -870,7 +1062,7 @@ class _Walker:
                 if (
                     item.extra == "&"
                     or name in self.prog.subs
-                    or (self.prog.classify(name) and nxt is not None and nxt.is_op("("))
+                    or (nxt is not None and nxt.is_op("(") and self.prog.classify(name))
                 ):
                     self.user_call(items, i, st, ctx)
             elif item.kind == "rl" and item.text and item.text not in _STD_HANDLES:
@@ -915,9 +1107,15 @@ class _Walker:
         assert isinstance(tok, Tok)
         name = tok.text
         line = tok.line
-        kind = self.prog.classify(name)
-        args, end, _ = _call_args(items, i)
         paren = _tok(items, i + 1)
+        kind = self.prog.classify(name, tok.extra == "&")
+        if not kind:
+            self.res.calls.append((name, st.snapshot(), line))
+            self.event("call", line, st, via=name)
+            return
+        if name.split("::")[-1].split("'")[-1] not in self.prog.subs:
+            self.res.unknown.append((("&" if tok.extra else "") + name, line, kind))
+        args, end, _ = _call_args(items, i)
         if tok.extra == "&" and not (paren is not None and paren.is_op("(")):
             args, end = [], i + 1  # `&lock;` passes the caller's @_
         first = self.path(args[0]) if args else None
@@ -932,7 +1130,7 @@ class _Walker:
                     "unchecked-result",
                     f"{display(shown)} returns 0 when the lock is busy, and the result is not "
                     "checked: the script goes on without the lock",
-                    f'lock({first.py if first else ""}) or die("busy")',
+                    _lock_call(self.prog, self.src, first.py if first else '"lockdir"', sub=name),
                 )
             inst = Inst(self.prog.new_id(), "sub", key, line, shown, name=first.py if first else "")
             self.acquire(st, inst)
@@ -949,9 +1147,6 @@ class _Walker:
                 via=name,
                 age=st.age,
             )
-        else:
-            self.res.calls.append((name, st.snapshot(), line))
-            self.event("call", line, st, via=name)
 
 
 # -- built-in handlers -------------------------------------------------------
@@ -984,7 +1179,7 @@ def _h_open(w: _Walker, items: Sequence[Item], i: int, st: State, ctx: Ctx) -> i
     py_handle = _py_name(handle)
     if not w.used(items, i, end, ctx):
         why = (
-            f"`||` binds to the file name {display(path.text)}, not to open: the `die` never runs"
+            f"`||` binds to the file name {path.text}, not to open: the `die` never runs"
             if oror
             else "its result is not checked"
         )
@@ -996,8 +1191,12 @@ def _h_open(w: _Walker, items: Sequence[Item], i: int, st: State, ctx: Ctx) -> i
                 "the script reads nothing and goes on as if the file were empty"
                 if mode == "<"
                 else "the flock and the writes that follow silently do nothing"
-            ),
-            f'{py_handle} = open_("{op.py_mode}", {path.py}) or die({_cant("open", path)})',
+            )
+            + f'. The faithful port is {py_handle} = open_("{op.py_mode}", {path.py}): '
+            "a failed open_ returns a false handle that reads as empty and writes nothing, "
+            "as Perl's does; the safer change is to stop there",
+            f'{py_handle} = open_("{op.py_mode}", {path.py}) or die({_cant("open", path)})'
+            "  # safer; the faithful port drops the `or die`",
         )
     if mode in _CREATE and path.key in st.absent and not st.held:
         test_line, waited = st.absent[path.key]
@@ -1008,7 +1207,7 @@ def _h_open(w: _Walker, items: Sequence[Item], i: int, st: State, ctx: Ctx) -> i
                 "check-then-create",
                 f"{path.text} is tested absent on line {test_line} and created here: two "
                 'processes can both see it missing and both "take" the lock',
-                f'lock({path.py}, method="excl") or die("BUSY")  # one atomic O_EXCL create',
+                _lock_call(w.prog, w.src, path.py, method="excl") + "  # one atomic O_EXCL create",
             )
             inst = Inst(
                 w.prog.new_id(), "file", path.key, line, f"open(>{path.text})", name=path.py
@@ -1034,6 +1233,9 @@ def _cant(what: str, path: Path) -> str:
     """``f"Can't open {name}: {OS_ERROR}"`` for a ``die`` in a suggestion."""
     if path.py.isidentifier():
         return f'f"Can\'t {what} {{{path.py}}}: {{OS_ERROR}}"'
+    literal = re.fullmatch(r'"([^"\\{}]*)"', path.py)
+    if literal:
+        return f'f"Can\'t {what} {literal.group(1)}: {{OS_ERROR}}"'
     return f'f"Can\'t {what}: {{OS_ERROR}}"'
 
 
@@ -1192,9 +1394,9 @@ def _h_flock(w: _Walker, items: Sequence[Item], i: int, st: State, ctx: Ctx) -> 
                 + (
                     "when the lock is busy it returns 0 at once"
                     if op_value is not None and op_value & LOCK_NB
-                    else "if it fails (a handle that did not open, EINTR, EBADF)"
+                    else "when it fails (a handle that did not open, EINTR, EBADF) it returns 0"
                 )
-                + " and the script goes on without the lock",
+                + ", and the script goes on without the lock",
                 f'flock({py_handle}, {py_op}) or die(f"Can\'t flock: {{OS_ERROR}}")',
             )
     for inst in [h for h in st.held.values() if h.open is op]:
@@ -1403,7 +1605,8 @@ def _h_eval(w: _Walker, items: Sequence[Item], i: int, st: State, ctx: Ctx) -> i
     used = w.used(items, i, i + 2, ctx)
     inner_ctx = Ctx(eval_=not used)
     if stmts:
-        w.block(stmts[:-1], st, inner_ctx)
+        # Only the last statement's value is the eval's: the others are plain statements.
+        w.block(stmts[:-1], st, Ctx(eval_=ctx.eval))
         w.stmt(stmts[-1], st, Ctx(cond=True) if used else inner_ctx)
     return i + 2
 
@@ -1482,15 +1685,137 @@ def _cond_facts(w: _Walker, cond: Sequence[Item]) -> _Facts:
             negated = prev is not None and (prev.is_op("!") or prev.is_id("not"))
             tests.append((w.path(path_items).key, negated))
     if facts.age:
-        nums = [int(t.text) for t in toks if t.kind == "num" and t.text.isdigit()]
-        nums = [n for n in nums if 10 <= n != 86400]
-        facts.stale_after = max(nums) if nums else 0
+        facts.stale_after = _stale_seconds(toks)
+        if facts.stale_after:
+            w.res.stale_at[facts.line] = facts.stale_after
     if not disjunction:
         facts.absent_if_true = [key for key, neg in tests if neg]
         plain = [t for t in toks if not t.is_op("(", ")")]
         if len(tests) == 1 and not tests[0][1] and len(plain) == 2:
             facts.single_present = tests[0][0]
     return facts
+
+
+def _labelled(items: list[Item]) -> bool:
+    """True if statement *items* starts with a label (``WRITE:``): ``goto`` can reach it."""
+    first, second = _tok(items, 0), _tok(items, 1)
+    return (
+        first is not None
+        and first.kind == "id"
+        and not first.extra
+        and "'" not in first.text
+        and ":" not in first.text
+        and second is not None
+        and second.is_op(":")
+    )
+
+
+def _arith(toks: Sequence[Tok]) -> float | None:
+    """The value of ``600``, ``600 / 86400``, ``3 * 60``: numbers joined by ``*`` and ``/``."""
+    value: float | None = None
+    op = ""
+    for tok in toks:
+        if tok.kind == "num":
+            number = _perl_int(tok.text)
+            try:
+                x = float(number) if number is not None else float(tok.text.replace("_", ""))
+            except ValueError:
+                return None
+            if value is None:
+                value = x
+            elif op == "*":
+                value *= x
+            elif op == "/" and x:
+                value /= x
+            else:
+                return None
+            op = ""
+        elif tok.is_op("*", "/") and value is not None and not op:
+            op = tok.text
+        elif tok.kind == "re" and value is not None:
+            return None
+        else:
+            break
+    return value
+
+
+def _flat(items: Iterable[Item]) -> Iterator[Tok]:
+    for item in items:
+        if isinstance(item, Block):
+            for stmt in item.stmts:
+                yield from _flat(stmt)
+        else:
+            yield item
+
+
+def _retry_wait(loop: list[Item], scope: list[list[Item]]) -> tuple[int, float]:
+    """A lock retry loop's tries and pause: ``foreach (1 .. 5)``, ``$retry = 5; --$retry``,
+    ``if (++$n > 5)``; ``sleep(1)``.  (0, 0) for a loop that does not sleep: not a retry
+    loop (a ``foreach`` over lines that takes a lock inside it)."""
+    toks = list(_flat(loop))
+    wait = 0.0
+    retry = 0
+    for k, tok in enumerate(toks):
+        nxt = toks[k + 1 : k + 3]
+        if tok.is_id("sleep", "select") and nxt:
+            num = nxt[1] if nxt[0].is_op("(") and len(nxt) > 1 else nxt[0]
+            value = _perl_int(num.text) if num.kind == "num" else None
+            if value:
+                wait = float(value)
+        if tok.is_op("..") and 0 < k < len(toks) - 1 and toks[k + 1].kind == "num":
+            retry = _perl_int(toks[k + 1].text) or retry
+    if not wait:
+        return 0, 0.0
+    if not retry:
+        for k, tok in enumerate(toks):
+            if not tok.is_op("<", "<=", ">", ">=", "=="):
+                continue
+            left = toks[k - 1] if k else None
+            right = toks[k + 1] if k + 1 < len(toks) else None
+            pairs: list[tuple[Tok | None, Tok | None]] = [(right, left), (left, right)]
+            for side, other in pairs:
+                if side is None or side.kind != "num":
+                    continue
+                value = _perl_int(side.text) or 0
+                if value > 0 and value <= 1000:
+                    retry = value
+                elif value == 0 and other is not None and other.kind == "var":
+                    retry = _assigned_int(scope, other.text) or retry
+    return retry, wait
+
+
+def _assigned_int(stmts: list[list[Item]], var: str) -> int:
+    """N of a ``$var = N`` statement in *stmts* (nested blocks too), or 0."""
+    for stmt in stmts:
+        toks = list(_flat(stmt))
+        for k in range(len(toks) - 2):
+            if (
+                toks[k].kind == "var"
+                and toks[k].text == var
+                and toks[k + 1].is_op("=")
+                and toks[k + 2].kind == "num"
+            ):
+                return _perl_int(toks[k + 2].text) or 0
+    return 0
+
+
+def _stale_seconds(toks: list[Tok]) -> int:
+    """The age, in seconds, an age test compares with: ``-M $f > 600/86400``, ``time - 180``."""
+    for k, tok in enumerate(toks):
+        if tok.kind == "ft" and tok.text in _AGE_TESTS:
+            for j in range(k + 1, len(toks)):
+                if toks[j].is_op(">", ">=", "<", "<="):
+                    days = _arith(toks[j + 1 :])
+                    return round(days * 86400) if days is not None and days > 0 else 0
+            return 0
+    for k, tok in enumerate(toks):  # `time - $mtime > 60 * 10`
+        if tok.is_op(">", ">="):
+            value = _arith(toks[k + 1 :])
+            if value is not None and value >= 1:
+                return round(value)
+    nums = [_perl_int(t.text) for t in toks if t.kind == "num"]
+    seconds = [n for n in nums if n is not None and 10 <= n != 86400]
+    return max(seconds) if seconds else 0
 
 
 def _tests_handle(items: list[Item], handle: str) -> bool:
@@ -1562,15 +1887,34 @@ def _collect_subs(stmts: list[list[Item]], source: _Source, prog: Program) -> No
 
 
 def _collect_consts(stmts: list[list[Item]], source: _Source) -> dict[str, str]:
-    """``$name = "literal"`` assignments at file level, made once."""
+    """``$name = "literal"`` assignments of global names, made once.
+
+    At file level (``my``/``our`` included) and inside blocks and subs (``my``/``local``
+    there are scoped and skipped): a script that sets ``$datafile`` in ``eval { }`` or
+    in its ``sub main`` names the same file as one that sets it at the top.
+    """
     seen: dict[str, list[str]] = {}
     walker_path = _Walker(Program(), source, "", False)
+    _consts_in(stmts, walker_path, seen, False)
+    return {name: values[0] for name, values in seen.items() if len(set(values)) == 1}
+
+
+def _consts_in(
+    stmts: list[list[Item]], walker_path: _Walker, seen: dict[str, list[str]], inner: bool
+) -> None:
     for items in stmts:
+        for item in items:
+            if isinstance(item, Block) and item.kind != "anonsub":
+                _consts_in(item.stmts, walker_path, seen, True)
         toks = [t for t in items if isinstance(t, Tok)]
         k = 0
         while k < len(toks) and toks[k].is_id("my", "our", "local"):
+            if inner and not toks[k].is_id("our"):
+                break
             k += 1
-        if k + 2 >= len(toks) + 0 or len(toks) != len(items):
+        if (k < len(toks) and toks[k].kind == "id") or k + 2 >= len(toks):
+            continue
+        if len(toks) != len(items):
             continue
         var, eq = toks[k], toks[k + 1]
         if var.kind != "var" or not var.text.startswith("$") or not eq.is_op("="):
@@ -1582,11 +1926,10 @@ def _collect_consts(stmts: list[list[Item]], source: _Source) -> dict[str, str]:
             continue
         path = walker_path.path(rhs)
         seen.setdefault(var.text[1:], []).append(_bare(path.key))
-    return {name: values[0] for name, values in seen.items() if len(set(values)) == 1}
 
 
 def _collect_requires(stmts: list[list[Item]]) -> set[str]:
-    """Base names of the files ``require "x.pl"`` / ``do "x.pl"`` load, anywhere in *stmts*."""
+    """The names ``require "x.pl"`` / ``do "lib/x.pl"`` load, as written, anywhere in *stmts*."""
     names: set[str] = set()
     for items in stmts:
         for k, item in enumerate(items):
@@ -1599,15 +1942,12 @@ def _collect_requires(stmts: list[list[Item]]) -> set[str]:
             if isinstance(arg, Tok) and arg.is_op("("):
                 arg = _item(items, k + 2)
             if isinstance(arg, Tok) and arg.kind == "str" and arg.text.strip():
-                names.add(re.split(r"[/\\]", arg.text.strip())[-1])
+                names.add(arg.text.strip())
     return names
 
 
-def _shared_consts(source: _Source, sources: list[_Source]) -> dict[str, str]:
+def _shared_consts(source: _Source, by_base: dict[str, list[_Source]]) -> dict[str, str]:
     """Constants of the files *source* loads (transitively), where all of them agree."""
-    by_base: dict[str, list[_Source]] = {}
-    for other in sources:
-        by_base.setdefault(re.split(r"[/\\]", other.name)[-1], []).append(other)
     seen: set[int] = {id(source)}
     todo = [source]
     values: dict[str, set[str]] = {}
@@ -1621,6 +1961,15 @@ def _shared_consts(source: _Source, sources: list[_Source]) -> dict[str, str]:
                 for name, value in lib.consts.items():
                     values.setdefault(name, set()).add(value)
     return {name: next(iter(v)) for name, v in values.items() if len(v) == 1}
+
+
+def _error_sub(stmts: list[list[Item]]) -> str:
+    """The first ``&error(...)``-style sub the script calls, or ``""``."""
+    for items in stmts:
+        for tok in _flat(items):
+            if tok.kind == "id" and tok.extra == "&" and _EXIT_NAME.match(tok.text):
+                return tok.text
+    return ""
 
 
 def _sub_exits(block: Block) -> bool:
@@ -1672,44 +2021,149 @@ def _main_stmts(stmts: list[list[Item]]) -> list[list[Item]]:
     return out
 
 
-def _walk_all(prog: Program, units: list[_Unit]) -> list[_Result]:
+class Problem:
+    """A file the audit could not follow: file, line and reason."""
+
+    __slots__ = ("file", "line", "reason")
+
+    def __init__(self, file: str, line: int, reason: str) -> None:
+        self.file = file
+        self.line = line
+        self.reason = reason
+
+    @property
+    def message(self) -> str:
+        """``cannot parse near line N: reason``."""
+        return f"cannot parse near line {self.line}: {self.reason}"
+
+    def as_dict(self) -> dict[str, object]:
+        """The JSON shape: file, line, message."""
+        return {"file": self.file, "line": self.line, "message": self.message}
+
+    def __repr__(self) -> str:
+        return f"<Problem {self.file}:{self.line} {self.reason}>"
+
+
+def _internal(exc: BaseException) -> str:
+    return f"the audit failed here ({type(exc).__name__}: {exc}); please report it"
+
+
+def _walk_all(
+    prog: Program,
+    units: list[_Unit],
+    failed: dict[str, Problem],
+    tick: Callable[[], None] | None = None,
+) -> list[_Result]:
+    """Walk every scope of every unit; a unit whose walk raises is recorded in *failed*."""
+    by_source: dict[int, list[tuple[str, Block]]] = {}
+    for name, defs in prog.subs.items():
+        for source, block in defs:
+            by_source.setdefault(id(source), []).append((name, block))
     results: list[_Result] = []
     for unit in units:
+        if tick is not None:
+            tick()
+        if unit.source.name in failed:
+            continue
         queue: list[tuple[str, list[list[Item]], bool]] = [("main", _main_stmts(unit.stmts), False)]
-        for name, defs in prog.subs.items():
-            for source, block in defs:
-                if source is unit.source:
-                    caller = (source.name, name) in prog.locked_context
-                    queue.append((name, block.stmts, caller))
-        while queue:
-            scope, stmts, caller = queue.pop(0)
-            walker = _Walker(prog, unit.source, scope, caller)
-            results.append(walker.walk(stmts))
-            for n, anon in enumerate(walker.anon):
-                queue.append((f"{scope}:anon{n}@{anon.line}", anon.stmts, False))
+        for name, block in by_source.get(id(unit.source), []):
+            caller = (unit.source.name, name) in prog.locked_context
+            queue.append((name, block.stmts, caller))
+        mine: list[_Result] = []
+        walker: _Walker | None = None
+        try:
+            while queue:
+                scope, stmts, caller = queue.pop(0)
+                walker = _Walker(prog, unit.source, scope, caller)
+                mine.append(walker.walk(stmts))
+                for n, anon in enumerate(walker.anon):
+                    queue.append((f"{scope}:anon{n}@{anon.line}", anon.stmts, False))
+        except Exception as exc:  # (never crash: report the file)
+            line = walker.line if walker is not None else 1
+            failed[unit.source.name] = Problem(unit.source.name, line, _internal(exc))
+            continue
+        results.extend(mine)
     return results
 
 
-def audit(sources: Iterable[tuple[str, str]]) -> list[Finding]:
-    """Findings for Perl *sources*, given as (file name, latin-1 decoded text) pairs."""
+def audit(
+    sources: Iterable[tuple[str, str]],
+    errors: list[Problem] | None = None,
+    load: Callable[[str], str | None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[Finding]:
+    """Findings for Perl *sources*, given as (file name, latin-1 decoded text) pairs.
+
+    A file that cannot be followed (see ``_audit.parse_checked``) is not audited; it is
+    appended to *errors* as a :class:`Problem`.  With *load* (a path -> text or None
+    reader), a ``require``d file that is not among *sources* is read from beside its
+    script, for its subs and constants only.  *progress* is called with (steps done,
+    steps in all) along the way.  Never raises for any text.
+    """
+    problems: dict[str, Problem] = {}
     prog = Program()
     units: list[_Unit] = []
-    for name, text in sources:
+    libraries: set[str] = set()
+    given = list(sources)
+    todo = list(given)
+    done = [0]
+
+    def tick() -> None:
+        done[0] += 1
+        if progress is not None:
+            progress(done[0], 4 * (len(given) + len(libraries)))
+
+    known = {re.split(r"[/\\]", name)[-1] for name, _ in given}
+    while todo:
+        name, text = todo.pop(0)
+        tick()
+        try:
+            stmts, problem = parse_checked(text)
+        except Exception as exc:  # (never crash: report the file)
+            problems[name] = Problem(name, 1, _internal(exc))
+            continue
+        if problem is not None:
+            if name not in libraries:
+                problems[name] = Problem(name, *problem)
+            continue
         source = _Source(name)
-        stmts = parse(lex(text))
-        source.consts = _collect_consts(_main_stmts(stmts), source)
-        source.requires = _collect_requires(stmts)
-        _collect_subs(stmts, source, prog)
+        source.library = name in libraries
+        try:
+            source.consts = _collect_consts(stmts, source)
+            raw_requires = _collect_requires(stmts)
+            _collect_subs(stmts, source, prog)
+        except Exception as exc:
+            problems[name] = Problem(name, 1, _internal(exc))
+            continue
+        source.requires = {re.split(r"[/\\]", r)[-1] for r in raw_requires}
+        source.error_sub = _error_sub(stmts)
+        for raw in sorted(raw_requires):
+            base = re.split(r"[/\\]", raw)[-1]
+            if base in known:
+                continue
+            lib_text = None
+            if load is not None and not raw.startswith(("/", "\\")) and "$" not in raw:
+                lib_path = os.path.join(os.path.dirname(name), raw)
+                lib_text = load(lib_path)
+                if lib_text is not None:
+                    known.add(base)
+                    libraries.add(lib_path)
+                    todo.append((lib_path, lib_text))
+            if lib_text is None:
+                source.missing.append(raw)
         prog.sources.append(source)
         units.append(_Unit(source, stmts))
+    by_base: dict[str, list[_Source]] = {}
     for source in prog.sources:
-        source.shared = _shared_consts(source, prog.sources)
+        by_base.setdefault(re.split(r"[/\\]", source.name)[-1], []).append(source)
+    for source in prog.sources:
+        source.shared = _shared_consts(source, by_base)
     for name, defs in prog.subs.items():
         for source, block in defs:
             if _sub_exits(block) or _EXIT_NAME.match(name):
                 prog.exit_subs.add((source.name, name))
     # Pass 1: learn which subs lock (by name or by what they leave held) and their callers.
-    first = _walk_all(prog, units)
+    first = _walk_all(prog, units, problems, tick)
     for res in first:
         kept = any(h.kind in ("flock", "mkdir", "symlink", "excl", "file") for h in res.end_held)
         if res.scope in prog.subs and not prog.classify(res.scope) and kept:
@@ -1717,7 +2171,14 @@ def audit(sources: Iterable[tuple[str, str]]) -> list[Finding]:
     for name, defs in prog.subs.items():
         if prog.classify(name) == "lock" and any(_can_fail(block) for _, block in defs):
             prog.can_fail.add(name)
-    first = _walk_all(prog, units)
+    first = _walk_all(prog, units, problems, tick)
+    for res in first:
+        if prog.classify(res.scope) == "lock":
+            tries = [(i.retry, i.wait) for i in res.insts.values() if i.retry or i.wait]
+            stale = max(res.stale_at.values(), default=0)
+            if tries or stale:
+                retry, wait = tries[0] if tries else (0, 0.0)
+                prog.styles.setdefault(res.scope, (retry, wait, stale))
     calls: dict[str, list[bool]] = {}
     for res in first:
         for name, held, _ in res.calls:
@@ -1727,27 +2188,55 @@ def audit(sources: Iterable[tuple[str, str]]) -> list[Finding]:
             for source, _ in prog.subs.get(name, []):
                 prog.locked_context.add((source.name, name))
     # Pass 2: the real walk, then the rules.
-    results = _walk_all(prog, units)
+    results = _walk_all(prog, units, problems, tick)
     prog.results = results
     findings: list[Finding] = []
     for res in results:
         findings.extend(res.findings)
-    findings.extend(_judge(prog, results))
+    findings.extend(_judge(prog, results, problems))
+    findings.extend(_unknown_subs(prog, results))
+    dropped = libraries | set(problems)
     unique: dict[tuple[str, int, str], Finding] = {}
     for f in findings:
-        unique.setdefault((f.file, f.line, f.rule), f)
-    order = {s: n for n, s in enumerate(prog.sources)}
-    by_file = {s.name: n for s, n in order.items()}
-    return sorted(unique.values(), key=lambda f: (by_file.get(f.file, 0), f.line, f.rule))
+        if f.file not in dropped:
+            unique.setdefault((f.file, f.line, f.rule), f)
+    order = {name: n for n, (name, _) in enumerate(given)}
+    if errors is not None:
+        errors.extend(sorted(problems.values(), key=lambda p: order.get(p.file, 0)))
+    return sorted(unique.values(), key=lambda f: (order.get(f.file, 0), f.line, f.rule))
 
 
 # --------------------------------------------------------------------------
 # Rules over the recorded events
 
 
-def _judge(prog: Program, results: list[_Result]) -> list[Finding]:
-    """Run every rule over the walked scopes."""
-    ctx = _Judge()
+def _unknown_subs(prog: Program, results: list[_Result]) -> Iterator[Finding]:
+    """unknown-sub: a lock sub defined nowhere audited, judged by its name; once per sub."""
+    seen: set[tuple[str, str]] = set()
+    for res in results:
+        for name, line, kind in res.unknown:
+            if (res.source.name, name.lstrip("&")) in seen:
+                continue
+            seen.add((res.source.name, name.lstrip("&")))
+            missing = res.source.missing
+            where = (
+                f" ({', '.join(missing)}, which it requires, is not beside it)" if missing else ""
+            )
+            taken = "takes a lock" if kind == "lock" else "releases a lock"
+            yield _finding(
+                res,
+                line,
+                "unknown-sub",
+                f"{display(name)} is not defined in the audited files{where}: the audit assumes "
+                f"from its name that it {taken}; audit the file that defines it with this "
+                "script to check",
+                "",
+            )
+
+
+def _judge(prog: Program, results: list[_Result], failed: dict[str, Problem]) -> list[Finding]:
+    """Run every rule over the walked scopes; a file whose rules raise goes to *failed*."""
+    ctx = _Judge(prog)
     for res in results:
         for ev in res.events:
             if ev.kind == "flock" and ev.inst is not None and ev.open is not None and ev.open.real:
@@ -1760,15 +2249,25 @@ def _judge(prog: Program, results: list[_Result]) -> list[Finding]:
     out: list[Finding] = []
     for res in results:
         for rule in (_handle_rules, _data_rules, _removal_rules, _rename_rules, _alarm_rules):
-            out.extend(rule(res, ctx))
-    out.extend(_lock_order(prog, results))
+            try:
+                out.extend(rule(res, ctx))
+            except Exception as exc:  # (never crash: report the file)
+                name = res.source.name
+                failed.setdefault(name, Problem(name, 1, _internal(exc)))
+    try:
+        out.extend(_lock_order(prog, results))
+    except Exception as exc:  # (a cross-file rule: blamed on the first file)
+        if results:
+            name = results[0].source.name
+            failed.setdefault(name, Problem(name, 1, _internal(exc)))
     return out
 
 
 class _Judge:
     """What the rules need to know across scopes and files."""
 
-    def __init__(self) -> None:
+    def __init__(self, prog: Program) -> None:
+        self.prog = prog
         #: path key -> (file, line, open) of one flock taken on that very file.
         self.flocked: dict[str, tuple[str, int, Open]] = {}
         #: the same per scope, including keys local to the scope.
@@ -1918,7 +2417,7 @@ def _data_rules(res: _Result, ctx: _Judge) -> Iterator[Finding]:
                         f"{path.text} is read on line {rd.line} before this lock is taken and "
                         f"written under it (line {at}): a write by another process in between "
                         "is lost; lock before reading",
-                        _before_read_suggestion(inst, rd),
+                        _before_read_suggestion(ctx.prog, res, inst, rd),
                     )
                     continue
             else:
@@ -1978,7 +2477,14 @@ def _removal_rules(res: _Result, ctx: _Judge) -> Iterator[Finding]:
                 f"the lock {path.text} is judged stale on line {ev.age} and removed here: two "
                 "processes can both judge it stale; one removes it and locks again, then the "
                 "other removes that new, live lock",
-                f"lock({path.py}, stale=600)  # stale recovery that never removes a live lock",
+                _lock_call(
+                    ctx.prog,
+                    res.source,
+                    path.py,
+                    inst=_style_inst(res, path.key),
+                    stale=res.stale_at.get(ev.age, 0),
+                )
+                + "  # stale recovery that never removes a live lock",
             )
         if ev.via != "unlink":
             continue
@@ -2045,6 +2551,14 @@ def _alarm_rules(res: _Result, ctx: _Judge) -> Iterator[Finding]:
     )
 
 
+def _style_inst(res: _Result, key: str) -> Inst | None:
+    """The hold of lock *key* in this scope whose retry loop is known, if any."""
+    for inst in res.insts.values():
+        if inst.key == key and (inst.retry or inst.wait):
+            return inst
+    return None
+
+
 def _acquired_after(events: list[Ev], inst: Inst, n: int) -> bool:
     for k, ev in enumerate(events):
         if ev.kind == "acquire" and ev.inst is inst:
@@ -2052,11 +2566,54 @@ def _acquired_after(events: list[Ev], inst: Inst, n: int) -> bool:
     return False
 
 
-def _before_read_suggestion(inst: Inst, read: Ev) -> str:
+def _before_read_suggestion(prog: Program, res: _Result, inst: Inst, read: Ev) -> str:
     if inst.kind == "flock" and inst.open is not None:
         return _flock_suggestion(inst.open.handle, inst.open.path) + f"  # before line {read.line}"
-    name = inst.name or '"lockdir"'
-    return f'lock({name}) or die("busy")  # before reading, line {read.line}'
+    call = _lock_call(prog, res.source, inst.name or '"lockdir"', inst=inst)
+    return f"{call}  # before reading, line {read.line}"
+
+
+def _sub_name(inst: Inst) -> str:
+    """``lock`` of a ``&lock('dir')`` hold."""
+    return inst.text[1:].split("(", 1)[0].split("::")[-1].split("'")[-1]
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if value == int(value) else str(value)
+
+
+def _lock_call(
+    prog: Program,
+    source: _Source,
+    name: str,
+    *,
+    inst: Inst | None = None,
+    sub: str = "",
+    stale: int = 0,
+    method: str = "",
+) -> str:
+    """``lock(name, retry=5, wait=1, stale=60) or error("busy")`` in the script's own terms.
+
+    The retries, pause and stale age are the script's (its retry loop, its age test, or
+    those of the lock sub it calls); its own error sub (``&error``) replaces ``die``.
+    """
+    if inst is not None and inst.kind == "sub":
+        sub = _sub_name(inst)
+    retry, wait, sub_stale = prog.styles.get(sub, (0, 0.0, 0))
+    if inst is not None:
+        retry, wait = inst.retry or retry, inst.wait or wait
+    stale = stale or sub_stale
+    args = [name]
+    if method:
+        args.append(f'method="{method}"')
+    if retry:
+        args.append(f"retry={retry}")
+    if wait:
+        args.append(f"wait={_number(wait)}")
+    if stale:
+        args.append(f"stale={stale}")
+    fail = _py_name(source.error_sub) if source.error_sub else "die"
+    return f'lock({", ".join(args)}) or {fail}("busy")'
 
 
 def _lock_order(prog: Program, results: list[_Result]) -> list[Finding]:

@@ -1,4 +1,10 @@
-"""The ``perlcompat`` command: ``demo``, ``audit`` and ``locks`` subcommands."""
+"""The ``perlcompat`` command: ``demo``, ``audit`` and ``locks`` subcommands.
+
+argparse is imported only here, when the command runs.  Usage errors go to stderr with
+exit status 2; ``--help`` works at every level; Ctrl-C ends any subcommand with one line
+on stderr and exit status 130 (each subcommand's ``with`` blocks remove its temp files
+on the way out).
+"""
 
 from __future__ import annotations
 
@@ -12,24 +18,65 @@ COMMANDS = {
 }
 
 
-def _usage() -> str:
-    lines = ["usage: perlcompat COMMAND [ARGS...]", "", "commands:"]
-    lines += [f"  {name:<6} {help_}" for name, (_, help_) in COMMANDS.items()]
-    return "\n".join(lines) + "\n"
+def version() -> str:
+    """The installed distribution's version (``unknown`` when run from a bare checkout)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("perlcompat-locks")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _exit_code(exc: SystemExit) -> int:
+    code = exc.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    sys.stderr.write(f"{code}\n")
+    return 1
+
+
+def _run(args: list[str]) -> int:
+    import argparse
+
+    class _Version(argparse.Action):
+        def __call__(self, *_: object) -> None:
+            sys.stdout.write(f"perlcompat {version()}\n")
+            raise SystemExit(0)
+
+    parser = argparse.ArgumentParser(
+        prog="perlcompat",
+        description="Perl CGI locking idioms for Python ports: tools.",
+        epilog="commands:\n"
+        + "".join(f"  {name:<6} {help_}\n" for name, (_, help_) in COMMANDS.items())
+        + "\n'perlcompat COMMAND --help' describes each command.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", nargs=0, action=_Version, help="print the version and exit")
+    parser.add_argument("command", nargs="?", choices=list(COMMANDS), metavar="COMMAND")
+    try:
+        if not args or args[0] not in COMMANDS:
+            parser.parse_args(args)  # --help, --version, or a usage error
+            parser.error("a COMMAND is required")
+    except SystemExit as exc:
+        return _exit_code(exc)
+    from importlib import import_module
+
+    module = import_module(f"perlcompat.{COMMANDS[args[0]][0]}")
+    try:
+        status: int = module.main(args[1:])
+    except SystemExit as exc:
+        return _exit_code(exc)
+    return status
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run one subcommand and return its exit status."""
+    """Run one subcommand and return its exit status (130 after Ctrl-C)."""
     args = sys.argv[1:] if argv is None else argv
-    if not args or args[0] in ("-h", "--help"):
-        sys.stdout.write(_usage())
-        return 0 if args else 2
-    entry = COMMANDS.get(args[0])
-    if entry is None:
-        sys.stderr.write(f"perlcompat: unknown command {args[0]!r}\n{_usage()}")
-        return 2
-    from importlib import import_module
-
-    module = import_module(f"perlcompat.{entry[0]}")
-    status: int = module.main(args[1:])
-    return status
+    try:
+        return _run(args)
+    except KeyboardInterrupt:
+        sys.stderr.write("perlcompat: interrupted\n")
+        return 130

@@ -630,14 +630,20 @@ def main(argv: list[str]) -> int:
     )
     parser.add_argument("--json", action="store_true", help="print the rows as a JSON list")
     parser.add_argument("--quick", action="store_true", help=f"{QUICK_CYCLES} cycles per writer")
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
     cycles = QUICK_CYCLES if args.quick else CYCLES
     perl = shutil.which("perl")
     rows, skipped = _rows_to_run(perl)
 
-    def progress(text: str) -> None:
-        sys.stderr.write(text)
-        sys.stderr.flush()
+    tty = sys.stderr.isatty()
+
+    def progress(text: str, always: bool = True) -> None:
+        if always or tty:  # row-by-row progress only on a terminal
+            sys.stderr.write(text)
+            sys.stderr.flush()
 
     for reason in skipped:
         progress(f"skipping {reason}\n")
@@ -646,16 +652,17 @@ def main(argv: list[str]) -> int:
     width = max(len(row.idiom) for row in rows)
     with tempfile.TemporaryDirectory(prefix="perlcompat-demo-") as base:
         for number, row in enumerate(rows, 1):
-            progress(f"[{number:2d}/{len(rows)}] {row.idiom:<{width}} ")
+            progress(f"[{number:2d}/{len(rows)}] {row.idiom:<{width}} ", False)
             result, errors = run_row(row, base, cycles, perl)
             results.append(result)
             verdict = f"lost {result['lost']}" if result["lost"] else "lost none"
             progress(
                 f"{result['got']}/{result['expected']} kept, {verdict}"
-                f" ({result['seconds']:.2f} s)\n"
+                f" ({result['seconds']:.2f} s)\n",
+                False,
             )
             if errors:
-                progress(f"        writer errors: {errors}\n")
+                progress(f"        writer errors ({row.idiom}): {errors}\n")
             if row.safe and (result["lost"] or errors):
                 failures.append(row.idiom)
     if args.json:

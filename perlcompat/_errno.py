@@ -6,11 +6,18 @@ Python's "[Errno 2]"), and ``OS_ERROR == errno.ENOENT`` compares the number, so
 ``die(f"Can't open: {OS_ERROR}")`` reads like ``die "Can't open: $!"``.
 Every perlcompat function that fails the Perl way (returns 0, ``None`` or -1)
 sets it, exactly where Perl would set ``$!``.
+
+On Windows, Python's ``errno`` names some numbers after Winsock (EWOULDBLOCK is
+10035, ETIMEDOUT 10060, ELOOP 10062) and the C library calls them "Unknown
+error".  Perl's ``win32_strerror`` prints Windows' own message for these (for
+EWOULDBLOCK: "A non-blocking socket operation could not be completed
+immediately."); so does ``$!`` here, without the final period.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from _thread import _local
 
 TYPE_CHECKING = False
@@ -65,14 +72,45 @@ def strerror(number: int) -> str:
     """Return Perl's message for errno *number* ("" for 0)."""
     if not number:
         return ""
-    return os.strerror(number)
+    message = os.strerror(number)
+    if sys.platform == "win32" and message.startswith("Unknown error"):
+        return _windows_message(number) or message
+    return message
+
+
+#: Windows' messages (FormatMessage, en-US) for the Winsock numbers Python's errno
+#: uses on Windows that perlcompat sets or passes on; others are asked of Windows.
+_WINSOCK_MESSAGES = {
+    10035: "A non-blocking socket operation could not be completed immediately",
+    10054: "An existing connection was forcibly closed by the remote host",
+    10060: "A connection attempt failed because the connected party did not properly "
+    "respond after a period of time, or established connection failed because "
+    "connected host has failed to respond",
+    10061: "No connection could be made because the target machine actively refused it",
+    10062: "Cannot translate name",
+}
+
+
+def _windows_message(number: int) -> str | None:
+    """Windows' own message for *number*, as Perl's win32_strerror prints it; None if none."""
+    text = _WINSOCK_MESSAGES.get(number)
+    if text is None and sys.platform == "win32":
+        import ctypes
+
+        try:
+            text = ctypes.FormatError(number).rstrip(" .\r\n")
+        except (OSError, ValueError):  # pragma: no cover - FormatMessage failed
+            return None
+        if not text or text.startswith("<no description>"):
+            return None
+    return text
 
 
 def oserror(number: int, filename: object = None) -> OSError:
     """Build the ``OSError`` subclass Python uses for *number*, with a plain message."""
     if filename is None:
-        return OSError(number, os.strerror(number))
-    return OSError(number, os.strerror(number), filename)
+        return OSError(number, strerror(number))
+    return OSError(number, strerror(number), filename)
 
 
 def raise_errno(number: int, filename: object = None) -> NoReturn:

@@ -36,6 +36,7 @@ from ._stale import (
     read_small,
     same,
 )
+from ._winfile import busy_create, open_file, retry_busy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -59,10 +60,12 @@ class Backend(StaleBackend):
     def try_acquire(self) -> bool:
         """Create the file exclusively; True if we created it."""
         try:
-            fd = os.open(self.path, _CREATE, 0o644)
+            fd = open_file(self.path, _CREATE, 0o644)
         except OSError as exc:
             if busy(exc, self.path):
-                return False
+                return False  # EEXIST, or a network file system's EPERM/EACCES collision
+            if isinstance(exc, PermissionError) and busy_create(self.path, exc):
+                return False  # Windows: the last holder's file, deleted, still open somewhere
             raise
         token = _owner.nonce()
         try:
@@ -81,7 +84,7 @@ class Backend(StaleBackend):
         return self._record_is_ours(st, mine, self.path, "excl")
 
     def _undo(self) -> None:
-        os.unlink(self.path)
+        retry_busy(os.unlink, self.path)
 
     def _check(self, st: os.stat_result) -> None:
         if not stat_module.S_ISREG(st.st_mode):

@@ -5,11 +5,19 @@ Perl's win32 ``flock`` locks bytes 0..0xFFFF0000 with ``LockFileEx``; portalocke
 locker that can take LOCK_SH.  Perl's numbers are translated here because
 portalocker's flag values differ on Windows (EX=1, SH=2).  Windows locks are
 mandatory: other readers and writers of the range get ``PermissionError``.
+
+Results follow Perl's ``win32_flock``: ERROR_LOCK_VIOLATION (the range is
+locked, by another handle or by this one: ``LockFileEx`` does not convert or
+repeat a lock, so LOCK_EX|LOCK_NB on a handle that holds LOCK_EX fails) is
+EWOULDBLOCK; any other Windows failure, such as LOCK_UN on a handle that holds
+nothing, is EINVAL.  A bad descriptor is EBADF.
 """
 
 from __future__ import annotations
 
 import errno
+
+from ._errno import strerror
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -60,8 +68,8 @@ def lock_fd(fd: int, operation: int) -> None:
         else:
             locker.lock(fd, translate(operation))
     except exceptions.AlreadyLocked as exc:
-        raise BlockingIOError(errno.EWOULDBLOCK, "Resource temporarily unavailable") from exc
+        raise BlockingIOError(errno.EWOULDBLOCK, strerror(errno.EWOULDBLOCK)) from exc
     except exceptions.LockException as exc:
         cause = exc.__cause__
-        number = getattr(cause, "errno", None) or errno.EBADF
+        number = cause.errno if isinstance(cause, OSError) and cause.errno else errno.EINVAL
         raise OSError(number, str(exc)) from exc

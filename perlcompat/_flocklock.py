@@ -183,7 +183,8 @@ class Backend(_Base):
         fields = _owner.parse(read_small(self.path, RECORD_SIZE) or b"", "flock")
         pid, host, _start = _owner.owner_of(fields)
         if pids and pid not in pids:  # the record is a former holder's: a Perl script holds
-            fields, pid, host = None, pids[0], _owner.hostname()
+            # pid 0: a holder outside our pid namespace
+            fields, pid, host = None, pids[0] or None, _owner.hostname()
         since = None
         if fields is not None:
             try:
@@ -239,7 +240,8 @@ def flock_holders(st: os.stat_result) -> list[int] | None:
     (``->`` lines) hold nothing.  Where a filesystem reports another device
     in /proc/locks than in ``stat`` (btrfs subvolumes, overlayfs), an entry
     with the same inode counts if that process has the file open
-    (``/proc/PID/fd``), or if its descriptors cannot be read.
+    (``/proc/PID/fd``), or if its descriptors cannot be read.  A holder
+    outside our pid namespace is listed as pid 0.
     """
     if sys.platform == "win32":
         return None

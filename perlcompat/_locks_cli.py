@@ -5,15 +5,22 @@ symlink, rename marker, O_EXCL file, flock lock file, TOP?LOCK file) and
 described by its method's ``Backend.describe()``: holder pid and host where the
 lock records them, whether that holder is alive (``None`` when it cannot be
 told: no pid, another host or pid namespace, Windows; ``judged`` says which,
-e.g. ``"age only: another pid namespace"``), and the lock's age.  A flock lock file
-nobody holds is not a lock and is not listed.
+e.g. ``"age only: another pid namespace"``), and the lock's age.  A flock lock
+file nobody holds is not a lock and is not listed.  Looking takes no lock anyone
+can see (flock holders come from /proc/locks, see ``_flocklock.held``).
+
+An entry that cannot be read (a directory that cannot be listed, a file that
+cannot be opened, so whether it is a lock cannot be told) is listed with
+method ``None`` (``?``) and the reason in ``error``, never left out.
 
 ``--break-stale`` removes stale locks with exactly what a waiting ``lock()``
 does: ``Lock(path, method=m, stale=S).backend.break_stale()`` (serialized
 removers, identity re-checked right before removal; a live lock is never
 removed).  Like a waiter, it looks again a few times over ~0.1 s, because a
 backend checks the owner of a lock it has only just seen after a short delay.
-It reports per lock whether it was removed.  It also removes ``replace_file``'s
+It reports per lock whether it was removed, and for a stale lock it kept,
+why (``reason``: a sticky directory, no write permission on DIR, the remover
+lock busy, or the lock changed meanwhile).  It also removes ``replace_file``'s
 temp files whose writer is dead (``_replace.clean_temp_files``).  The exit status
 is 0, or 2 when DIR cannot be read.
 """
@@ -69,7 +76,9 @@ def survey(directory: str, stale: float, break_stale: bool) -> list[dict[str, An
     from ._api import find_locks
 
     rows: list[dict[str, Any]] = []
+    seen: set[str] = set()
     for path, method in find_locks(directory):
+        seen.update((path, path + ".locked", path + ".owner", path + ".breaker"))
         row: dict[str, Any] = {"name": os.path.basename(path), "path": path, "method": method}
         try:
             lock = _lock_for(path, method, stale)
@@ -79,7 +88,8 @@ def survey(directory: str, stale: float, break_stale: bool) -> list[dict[str, An
             rows.append(row)
             continue
         if info is None:
-            continue  # gone meanwhile, or a flock file nobody holds
+            seen.discard(path)  # gone meanwhile, or a flock file nobody holds (unless unreadable)
+            continue
         row.update(
             pid=info.get("pid"),
             host=info.get("host"),
@@ -90,8 +100,73 @@ def survey(directory: str, stale: float, break_stale: bool) -> list[dict[str, An
         row["stale"] = _is_stale(row, stale)
         if break_stale:
             row["removed"] = _break(lock, row, stale)
+            if not row["removed"] and row["stale"] and "error" not in row:
+                row["reason"] = _why_kept(path if method != "rename" else path + ".locked")
         rows.append(row)
+    for name in os.listdir(directory):
+        path = os.path.abspath(os.path.join(directory, name))
+        if path in seen or name.endswith(".breaker"):
+            continue
+        if name.endswith(".owner") and not os.path.lexists(path[: -len(".owner")]):
+            continue  # a released mkdir lock's owner file
+        problem = unreadable(path)
+        if problem:
+            row = {"name": name, "path": path, "method": None, "pid": None, "host": None}
+            row.update(alive=None, age=None, stale=False, error=problem)
+            if break_stale:
+                row["removed"] = False
+            rows.append(row)
+    rows.sort(key=lambda row: str(row["path"]))
     return rows
+
+
+def unreadable(path: str) -> str:
+    """Why the entry at *path* cannot be told to be a lock or not; "" if it can be read."""
+    import stat
+
+    try:
+        st = os.lstat(path)
+        if stat.S_ISDIR(st.st_mode):
+            os.listdir(path)
+        elif stat.S_ISLNK(st.st_mode):
+            os.readlink(path)
+        elif stat.S_ISREG(st.st_mode):
+            flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+            os.close(os.open(path, flags))
+    except FileNotFoundError:
+        return ""
+    except OSError as exc:
+        return f"cannot read it, so cannot tell whether it is a lock: {exc.strerror}"
+    return ""
+
+
+def _why_kept(path: str) -> str:
+    """Why a stale lock at *path* was not removed, as far as can be told from outside."""
+    import stat
+
+    from . import _stale
+
+    directory = os.path.dirname(path)
+    geteuid = getattr(os, "geteuid", None)
+    euid = None if geteuid is None else geteuid()
+    try:
+        st = os.lstat(path)
+        dst = os.stat(directory)
+    except OSError as exc:
+        return f"cannot look at it: {exc.strerror}"
+    effective = os.access in os.supports_effective_ids
+    if not os.access(directory, os.W_OK | os.X_OK, effective_ids=effective):
+        return f"no permission to remove entries of {directory}"
+    if dst.st_mode & stat.S_ISVTX and euid not in (0, st.st_uid, dst.st_uid):
+        return (
+            f"sticky directory: only its owner (uid {st.st_uid}), the directory's "
+            f"owner (uid {dst.st_uid}) or root may remove it"
+        )
+    fd = _stale.guard(path, exclusive=True)
+    if fd is None:
+        return "another process holds the remover lock (a flock on the directory)"
+    _stale.unguard(fd)
+    return "it changed or could not be removed while being removed; try again"
 
 
 def _break(lock: Any, row: dict[str, Any], stale: float) -> bool:
@@ -119,7 +194,7 @@ def _table(rows: list[dict[str, Any]], break_stale: bool) -> str:
     for row in rows:
         cells = [
             row["name"],
-            row["method"],
+            row["method"] or "?",
             "-" if row["pid"] is None else str(row["pid"]),
             row["host"] or "-",
             _state(row["alive"], row.get("judged")),
@@ -128,8 +203,9 @@ def _table(rows: list[dict[str, Any]], break_stale: bool) -> str:
         ]
         if break_stale:
             cells.append("removed" if row.get("removed") else "kept")
-        if row.get("error"):
-            cells.append(f"({row['error']})")
+        for note in (row.get("error"), row.get("reason")):
+            if note:
+                cells.append(f"({note})")
         body.append(cells)
     widths = [max(len(r[i]) for r in [head, *body] if i < len(r)) for i in range(len(head))]
     lines = []
@@ -137,6 +213,24 @@ def _table(rows: list[dict[str, Any]], break_stale: bool) -> str:
         fixed = [c.ljust(widths[i]) for i, c in enumerate(cells[: len(head)])]
         lines.append("  ".join(fixed + cells[len(head) :]).rstrip())
     return "".join(line + "\n" for line in lines)
+
+
+def _seconds(text: str) -> float:
+    """``--stale``'s value: a finite number of seconds > 0 (not nan, inf, 0 or -1)."""
+    import argparse
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0, not {text!r}")
+    return value
+
+
+#: ``version`` of the ``--json`` document; bumped only when a field changes meaning.
+JSON_VERSION = 1
 
 
 def main(argv: list[str]) -> int:
@@ -151,7 +245,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--json", action="store_true", help="print the locks as JSON")
     parser.add_argument(
         "--stale",
-        type=float,
+        type=_seconds,
         default=180.0,
         metavar="SECONDS",
         help="age after which a lock is stale, as lock(stale=...) (default 180)",
@@ -165,9 +259,6 @@ def main(argv: list[str]) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
-    if args.stale <= 0:
-        sys.stderr.write("perlcompat locks: --stale must be > 0\n")
-        return 2
     temps: list[str] = []
     try:
         rows = survey(args.directory, args.stale, args.break_stale)
@@ -181,7 +272,12 @@ def main(argv: list[str]) -> int:
     if args.json:
         import json
 
-        doc = {"directory": os.path.abspath(args.directory), "stale": args.stale, "locks": rows}
+        doc = {
+            "version": JSON_VERSION,
+            "directory": os.path.abspath(args.directory),
+            "stale": args.stale,
+            "locks": rows,
+        }
         if args.break_stale:
             doc["removed_temp_files"] = temps
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")

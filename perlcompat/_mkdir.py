@@ -25,7 +25,9 @@ A lock is stale when its mtime is older than ``stale`` (seed 003's
 ``(stat($dir))[9] < time - 180``), or at once when its record names a dead
 process on this host.  Stale locks are removed by ``_stale``: one remover at a
 time, identity re-checked right before the ``rmdir``.  Release removes the
-directory only if it is still the one this holder made.
+directory only if it is still the one this holder made.  On Windows a release
+whose ``rmdir`` meets a sharing violation (another process looking at the
+directory at that instant) retries it for a moment (``_winfile.retry_busy``).
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ from ._stale import (
     unlink_quietly,
     write_at_zero,
 )
+from ._winfile import retry_busy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -125,7 +128,7 @@ class Backend(StaleBackend):
 
     def _undo(self) -> None:
         self._unsign()
-        os.rmdir(self.path)
+        retry_busy(os.rmdir, self.path)  # Windows: a waiter may be listing it for a moment
 
     def _after_release(self) -> None:
         self._close_owner()

@@ -11,8 +11,10 @@ of ``/proc/<pid>/stat``, clock ticks since boot).  The judgement is three-valued
   wide margin keeps a wall-clock step from killing a live holder).
 * ``True`` (alive): ``kill(pid, 0)`` succeeds, or fails with EPERM (a live
   process of another user), and nothing above says the pid was reused.
-* ``None`` (unknown): the lock names another host, names no pid, or this
-  platform cannot ask (Windows: ``os.kill`` there would terminate the process).
+* ``None`` (unknown): the lock names another host, names no pid (or a number
+  that cannot be a pid: 0, negative, or not below 2**31, which ``kill(2)``
+  cannot even be asked about), or this platform cannot ask (Windows:
+  ``os.kill`` there would terminate the process).
 
 Only ``False`` lets a lock be broken before its age limit; ``None`` leaves it to age.
 """
@@ -27,6 +29,9 @@ import sys
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
+
+#: pids are positive and below this (pid_t is a 32-bit signed integer).
+PID_LIMIT = 2**31
 
 #: seconds of slack between a process's start time and a lock's creation time (used only
 #: when the lock records no start time; wide, so a wall-clock step cannot make a live holder
@@ -124,8 +129,8 @@ def alive(
     recorded, a process that started more than ``START_SLACK`` seconds later
     cannot have made it.
     """
-    if pid is None or pid <= 0:
-        return None
+    if pid is None or not 0 < pid < PID_LIMIT:
+        return None  # no pid, or a number no process can have: unknown, never an error
     if host is not None and host != hostname():
         return None
     if sys.platform == "win32":
@@ -194,16 +199,19 @@ def owner_of(fields: Mapping[str, str] | None) -> tuple[int | None, str | None, 
     if not fields:
         return None, None, None
     host = elsewhere(fields.get("host") or None, fields.get("boot"), fields.get("pidns"))
-    return _int(fields.get("pid")), host, _int(fields.get("start"))
+    return pid_of(fields.get("pid")), host, _int(fields.get("start"))
+
+
+def pid_of(text: str | None) -> int | None:
+    """Return the pid written as ASCII digits in *text*; None if it is not one (0, >= 2**31)."""
+    number = _int(text)
+    return number if number is not None and 0 < number < PID_LIMIT else None
 
 
 def _int(text: str | None) -> int | None:
-    if text is None:
+    if text is None or not text.isascii() or not text.isdigit() or len(text) > 30:
         return None
-    try:
-        return int(text)
-    except ValueError:
-        return None
+    return int(text)
 
 
 _tokens = itertools.count(1)

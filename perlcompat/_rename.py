@@ -17,6 +17,15 @@ host; a record counts only if the marker was not renamed after it was written
 (ctime not newer than mtime).  Breaking a stale lock renames the marker back
 to ``path`` (one remover at a time, identity re-checked right before).
 Release gives the marker back only if it still carries this holder's record.
+
+On Windows a rename opens the source and then renames the open file: two
+contenders that both opened the free marker both succeed (the second renames
+it onto the name it already has; seen under wine).  There acquirers take the
+remover lock of ``_stale`` exclusively around the rename, so they take turns;
+a Windows Perl doing seed 000's rename is not excluded by it.  Markers are
+opened with FILE_SHARE_DELETE (``_winfile``) so a waiter reading one never
+stops its holder renaming it back, and the age of a held marker is its NTFS
+change time (``st_ctime`` is the creation time there).
 """
 
 from __future__ import annotations
@@ -24,6 +33,7 @@ from __future__ import annotations
 import errno
 import os
 import stat as stat_module
+import sys
 import time
 
 from . import _owner
@@ -46,6 +56,7 @@ from ._stale import (
     same,
     unguard,
 )
+from ._winfile import busy_create, change_time, open_file, retry_busy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -110,9 +121,23 @@ class Backend(StaleBackend):
         Nothing is renamed onto an existing held name (rename would replace it):
         a marker at both names is busy until the held one is stale.
         """
+        if sys.platform == "win32":
+            # Windows renames by handle: open the source, then rename the open file.  Two
+            # contenders that both opened the marker both "succeed" (the second renames
+            # the file onto the name it already has), so acquirers take turns there.
+            fd = guard(self.path, exclusive=True)
+            if fd is None:
+                return False
+            try:
+                return self._rename_to_held(guarded=True)
+            finally:
+                unguard(fd)
+        return self._rename_to_held(guarded=False)
+
+    def _rename_to_held(self, guarded: bool) -> bool:
         st = lstat(self.path)
         if st is None:
-            return self._first_use()
+            return self._first_use(guarded)
         if not self._judge(self.path, st, free=True):
             return False  # it changed while we looked: look again
         if lstat(self.held) is not None:
@@ -120,7 +145,11 @@ class Backend(StaleBackend):
         try:
             os.rename(self.path, self.held)
         except FileNotFoundError:
-            return self._first_use()
+            return self._first_use(guarded)
+        except PermissionError as exc:
+            if busy_create(self.path, exc):
+                return False  # Windows: someone has the free marker open for a moment
+            raise
         return self._claim(st)
 
     def _judge(self, path: str, st: os.stat_result, *, free: bool) -> bool:
@@ -143,7 +172,7 @@ class Backend(StaleBackend):
                 )
         return True
 
-    def _first_use(self) -> bool:
+    def _first_use(self, guarded: bool) -> bool:
         if lstat(self.held) is not None:
             return False  # held by someone
         directory = os.path.dirname(self.path) or "."
@@ -151,14 +180,14 @@ class Backend(StaleBackend):
             raise FileNotFoundError(
                 errno.ENOENT, f"lock directory {directory!r} does not exist", self.path
             )
-        fd = guard(self.path, exclusive=True)
-        if fd is None:
+        fd = None if guarded else guard(self.path, exclusive=True)
+        if fd is None and not guarded:
             return False
         try:
             if lstat(self.held) is not None or lstat(self.path) is not None:
                 return False
             try:
-                marker = os.open(self.held, _WRITE | os.O_CREAT | os.O_EXCL, 0o644)
+                marker = open_file(self.held, _WRITE | os.O_CREAT | os.O_EXCL, 0o644)
             except OSError as exc:
                 if busy(exc, self.held):
                     return False
@@ -171,7 +200,7 @@ class Backend(StaleBackend):
     def _claim(self, judged: os.stat_result) -> bool:
         """Sign the marker we just moved, if it is still the one we judged; else give it back."""
         try:
-            marker = os.open(self.held, _WRITE)
+            marker = open_file(self.held, _WRITE)
         except OSError as exc:
             os.rename(self.held, self.path)
             raise OSError(
@@ -224,7 +253,7 @@ class Backend(StaleBackend):
     def _undo(self) -> None:
         """Empty the marker and rename it back to the free name."""
         self._clear()  # if that fails, the record is ignored anyway (its ctime is newer)
-        os.rename(self.held, self.path)
+        retry_busy(os.rename, self.held, self.path)
 
     def _clear(self) -> bool:
         """Empty the held marker, so a free marker names nobody; False if that failed.
@@ -233,7 +262,7 @@ class Backend(StaleBackend):
         are root) is root's is written to.
         """
         try:
-            marker = os.open(self.held, _WRITE)
+            marker = open_file(self.held, _WRITE)
         except OSError:
             return False
         try:
@@ -259,6 +288,8 @@ class Backend(StaleBackend):
         self._judge(self.held, st, free=False)
 
     def _age(self, st: os.stat_result) -> float:
+        if sys.platform == "win32":  # st_ctime is the creation time there, kept by rename
+            return time.time() - (change_time(self.held) or st.st_mtime)
         return time.time() - st.st_ctime
 
     def _stamp_ns(self, st: os.stat_result) -> int:

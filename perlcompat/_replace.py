@@ -39,6 +39,13 @@ flock can be taken with LOCK_NB (no writer anywhere holds it, NFS included); and
 holding that flock, the path still names the same inode with the same mtime and
 ctime.  Anything else is left alone.  (Windows: nothing is removed; a live
 writer's pid cannot be judged there.)
+
+**Windows.** Windows refuses to rename over a file that another process has
+open without FILE_SHARE_DELETE (as Python's ``open()`` and Perl's ``open`` do):
+a reader, locked or not, blocks the replace for as long as it reads.  There the
+rename is retried (short growing pauses, a pending ``alarm()`` honoured) for up
+to :data:`WINDOWS_RENAME_PATIENCE` seconds, then the ``PermissionError`` is
+raised and the temporary file removed.
 """
 
 from __future__ import annotations
@@ -61,6 +68,9 @@ if TYPE_CHECKING:
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_BINARY = getattr(os, "O_BINARY", 0)
 _WINDOWS = sys.platform == "win32"
+
+#: seconds a replace on Windows waits for readers to close the old file.
+WINDOWS_RENAME_PATIENCE = 10.0
 
 
 def replace_file(
@@ -260,7 +270,10 @@ def _write_and_rename(
                 raise ExpiredLockError(
                     f"check before replacing {target!r} failed (lock lost?); the file is unchanged"
                 )
-            os.replace(tmp, target)
+            if _WINDOWS:
+                _replace_windows(tmp, target)
+            else:
+                os.replace(tmp, target)
         finally:
             if fd >= 0:
                 os.close(fd)  # releases the temp file's flock, after the rename
@@ -274,6 +287,27 @@ def _write_and_rename(
             os.fsync(dir_fd)
         finally:
             os.close(dir_fd)
+
+
+def _replace_windows(tmp: str, target: str) -> None:
+    """``os.replace``, retried while another process holds *target* open (Windows)."""
+    import time
+
+    deadline = time.monotonic() + WINDOWS_RENAME_PATIENCE
+    pause = 0.0005
+    while True:
+        try:
+            os.replace(tmp, target)
+            return
+        except PermissionError:
+            if time.monotonic() >= deadline:
+                raise
+        alarm = sys.modules.get("perlcompat._alarm")
+        if alarm is not None:
+            alarm.sleep_checked(pause)
+        else:
+            time.sleep(pause)
+        pause = min(pause * 2, 0.01)
 
 
 def _copy_mode(fd: int, old: os.stat_result) -> None:

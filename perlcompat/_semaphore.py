@@ -32,6 +32,7 @@ from ._api import (
     LockError,
     NotLockedError,
     _pause,
+    check_seconds,
     resolve_path,
 )
 from ._errno import fail, reraise_foreign, set_errno
@@ -78,8 +79,11 @@ class Semaphore:
             isinstance(retry, bool) or not isinstance(retry, int) or retry < 0
         ):
             raise ValueError(f"retry must be a whole number >= 0 or None, not {retry!r}")
-        if isinstance(wait, bool) or not isinstance(wait, (int, float)) or wait < 0:
-            raise ValueError(f"wait must be a number of seconds >= 0, not {wait!r}")
+        wait = check_seconds("wait", wait)
+        if retry is not None and retry > 2**53:
+            raise ValueError(f"retry must be a whole number <= 2**53 or None, not {retry!r}")
+        if retry is not None:
+            check_seconds("retry * wait", retry * wait)
         self.name = os.fspath(name)
         self.path = resolve_path(name, root)
         self.n = n
@@ -134,9 +138,12 @@ class Semaphore:
         return False
 
     def acquire(self, timeout: float | None = -1.0) -> Semaphore:
-        """Take a slot within *timeout* seconds (default ``retry * wait``) or raise LockError."""
-        if timeout is not None and timeout < 0:
-            timeout = self.patience()
+        """Take a slot within *timeout* seconds (default ``retry * wait``) or raise LockError.
+
+        *timeout* is -1 (the default patience), None (for ever) or finite seconds >= 0.
+        """
+        if timeout is not None:
+            timeout = self.patience() if timeout == -1.0 else check_seconds("timeout", timeout)
         deadline = None if timeout is None else time.monotonic() + timeout
         pause = BACKOFF_FIRST
         cap = min(BACKOFF_MAX, self.wait) if self.wait > 0 else BACKOFF_MAX

@@ -6,22 +6,43 @@ removes C's.  Three rules close that here:
 
 1. **One remover at a time** (seed 000's second lock, seed 004's single
    remover).  A remover holds an exclusive ``flock`` on the lock's directory
-   (on Windows, on a ``<lock>.breaker`` file).  The kernel drops it if the
-   remover dies, so the second lock never goes stale itself.  A remover takes
-   it with LOCK_NB: one that finds it busy gives up this round and tries again
-   on its next wait.  A releasing holder (rule 3) waits for it: a remover
-   holds it only for a look and an ``rmdir``/``unlink``.
+   (on Windows, and where the directory can be written but not read, e.g.
+   mode 0733, on a ``<lock>.breaker`` file beside the lock).  The kernel drops
+   it if the remover dies, so the second lock never goes stale itself.  A
+   remover takes it with LOCK_NB: one that finds it busy gives up this round
+   and tries again on its next wait.
 2. **Look again, then compare identity.**  Holding it, the remover judges the
    lock from scratch (age, owner) and, immediately before ``rmdir``/``unlink``,
    ``lstat``\\ s the path once more and compares device, inode, mtime and ctime
    with what it judged.  Any difference: nothing is removed.
-3. **Holders release under a shared flock on the same directory**, so between
-   the remover's last look and its removal no perlcompat holder can release
-   (and so no successor can create a fresh lock at the path).  A stale lock is
-   stale because its owner is dead or past its ``stale`` age; the only window
-   left is a *Perl* holder, alive and past ``stale``, that releases with a bare
-   ``rmdir``/``unlink`` in the microseconds between that ``lstat`` and the
-   removal.
+3. **Holders release under a shared flock on the same directory** (or
+   breaker file), so between the remover's last look and its removal no
+   perlcompat holder can release (and so no successor can create a fresh lock
+   at the path).  A stale lock is stale because its owner is dead or past its
+   ``stale`` age; the only window left is a *Perl* holder, alive and past
+   ``stale``, that releases with a bare ``rmdir``/``unlink`` in the
+   microseconds between that ``lstat`` and the removal.
+
+**A release never waits long.**  Other programs can hold a flock on a
+directory too (``flock -x DIR cmd``, a backup tool), for as long as they like,
+so a release polls for the shared flock for at most :data:`RELEASE_WAIT`
+seconds; a perlcompat remover holds it exclusively only for a look and a
+removal (microseconds).  If it is still busy then, or cannot be opened at all,
+the release looks at its lock again: if the path still holds exactly the
+holder's own lock and that lock is not older than ``stale``, it is released
+anyway, because no remover can be between its look and its removal of it (a
+remover removes only a stale lock, and a live holder's lock is stale only past
+``stale``; a lock's age only grows, so one not stale now was not stale when
+the remover looked).  A lock past ``stale`` is left in place and the release
+raises ``OSError``: it is breakable, so a remover may be about to remove it,
+and the next waiter breaks it once the flock is free.  What this gives up: a
+remover that uses a *smaller* ``stale`` than the holder (or a wall clock
+stepped back between the two looks) and stalls for longer than
+:data:`RELEASE_WAIT` between its look and its removal.
+
+Processes that can read the directory use its flock, processes that cannot
+use the breaker file; the two do not exclude each other, so between them rule
+3 reduces to rule 2 (identity compared right before removal).
 
 A lock is stale when it is older than ``stale`` seconds, or when its owner
 record names a process on this host that is dead (see ``_owner``).  A fresh
@@ -42,6 +63,7 @@ from _thread import _local
 from . import _owner
 from ._api import Backend
 from ._fsinfo import is_shared
+from ._winfile import open_file
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -54,6 +76,8 @@ if TYPE_CHECKING:
 FIRST_LOOK = 0.02
 #: and again at most this often (s).
 RELOOK = 0.25
+#: a release waits at most this long (s) for the remover lock (see the module docstring).
+RELEASE_WAIT = 0.5
 #: on shared storage a lock is removed only if judged stale twice, unchanged, this far apart (s).
 SETTLE = 1.0
 
@@ -89,7 +113,7 @@ def read_small(path: str, limit: int = 4096) -> bytes | None:
     None if absent or not a regular file (a FIFO, a device).
     """
     try:
-        fd = os.open(path, os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_BINARY | O_NONBLOCK)
+        fd = open_file(path, os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_BINARY | O_NONBLOCK)
     except OSError:
         return None
     try:
@@ -123,7 +147,7 @@ def read_same(path: str, st: os.stat_result, limit: int = 4096) -> bytes | None:
     (naming *path*) when the file cannot be read, so it cannot be told a lock.
     """
     try:
-        fd = os.open(path, os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_BINARY | O_NONBLOCK)
+        fd = open_file(path, os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_BINARY | O_NONBLOCK)
     except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as exc:
@@ -250,12 +274,19 @@ def _lock_fd(fd: int, operation: int) -> None:
 
 
 def _guard_open(path: str) -> int:
-    """Open the descriptor that carries the remover lock for *path*."""
-    if sys.platform == "win32":
-        flags = os.O_RDWR | os.O_CREAT | O_BINARY
-        return os.open(path + ".breaker", flags, 0o666)
-    directory = os.path.dirname(path) or "."
-    return os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | O_CLOEXEC)
+    """Open the descriptor that carries the remover lock for *path*.
+
+    The lock's directory, or ``<path>.breaker`` on Windows and where the
+    directory can be written but not read (EACCES).
+    """
+    if sys.platform != "win32":
+        directory = os.path.dirname(path) or "."
+        try:
+            return os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | O_CLOEXEC)
+        except PermissionError:
+            pass  # mode 0733 and the like: the breaker file beside the lock
+    flags = os.O_RDWR | os.O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_BINARY | O_NONBLOCK
+    return os.open(path + ".breaker", flags, 0o666)
 
 
 def guard(path: str, exclusive: bool) -> int | None:
@@ -272,11 +303,13 @@ def guard(path: str, exclusive: bool) -> int | None:
     return fd
 
 
-def release_guard(path: str) -> int | None:
+def release_guard(path: str, patience: float | None = None) -> int | None:
     """Take the remover lock shared, to release a lock, waiting for a remover to finish.
 
-    Raises OSError if it cannot be taken (never releases unguarded); None only
-    when this thread is itself inside a removal (a signal handler's cleanup).
+    Polls for at most *patience* seconds (default :data:`RELEASE_WAIT`), then
+    raises OSError (EWOULDBLOCK), as it does at once if the lock cannot be
+    opened; None only when this thread is itself inside a removal (a signal
+    handler's cleanup).
     """
     if getattr(_tls, "breaking", 0):
         return None  # a signal handler interrupted this thread's own removal
@@ -286,17 +319,27 @@ def release_guard(path: str) -> int | None:
         raise OSError(
             exc.errno, f"cannot open the remover lock of {path!r} to release it: {exc.strerror}"
         ) from None
+    deadline = time.monotonic() + (RELEASE_WAIT if patience is None else patience)
+    pause = 0.0005
     try:
-        try:
-            _lock_fd(fd, _LOCK_SH | _LOCK_NB)
-        except BlockingIOError:
-            _lock_fd(fd, _LOCK_SH)  # a remover holds it for microseconds: wait for it
+        while True:
+            try:
+                _lock_fd(fd, _LOCK_SH | _LOCK_NB)
+                return fd
+            except BlockingIOError:
+                now = time.monotonic()
+                if now >= deadline:
+                    raise
+            time.sleep(min(pause, deadline - now))
+            pause = min(pause * 2, 0.02)
     except OSError as exc:
         os.close(fd)
         raise OSError(
             exc.errno, f"cannot take the remover lock of {path!r} to release it: {exc.strerror}"
         ) from None
-    return fd
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def unguard(fd: int | None) -> None:
@@ -407,20 +450,34 @@ class StaleBackend(Backend):
                 remover.release()
 
     def _release_local(self) -> bool:
-        """The release itself, under the remover flock of this host."""
-        mine, self._mine = self._mine, None
+        """The release under this host's remover flock.
+
+        If the remover lock cannot be had within :data:`RELEASE_WAIT`, a lock
+        not older than ``stale`` is released anyway, a staler one is left
+        (OSError); see the module docstring.  On OSError we still hold the lock.
+        """
+        mine = self._mine
         if mine is None:
             return False
-        fd = release_guard(self.path)
+        try:
+            fd = release_guard(self.path)
+        except OSError:
+            st = lstat(self._held_path())
+            if st is not None and self._still_mine(st, mine) and self._age(st) > self.stale:
+                raise  # breakable: a remover may be between its look and its removal
+            fd = None  # not stale, so no remover is about to remove it: release unguarded
         try:
             st = lstat(self._held_path())
             if st is None or not self._still_mine(st, mine):
+                self._mine = None
                 return False
             self._undo()
+            self._mine = None
             return True
         finally:
             unguard(fd)
-            self._after_release()
+            if self._mine is None:
+                self._after_release()
 
     def _record_is_ours(
         self, st: os.stat_result, mine: os.stat_result, record_path: str, method: str
@@ -455,6 +512,8 @@ class StaleBackend(Backend):
             age = storage_age(clock_ns, self._stamp_ns(st), age)
         if age > self.stale:
             return True
+        if sys.platform == "win32":
+            return False  # owners are unknown there: do not even open the lock to read one
         pid, host, start = self._owner(st)
         return _owner.alive(pid, host, start, time.time() - age) is False
 
@@ -561,10 +620,10 @@ class StaleBackend(Backend):
         """
         if self._age(mine) <= self.stale / 2 or not is_shared(mine.st_dev):
             return None
-        from ._shared import RELEASE_WAIT, RemoverLock
+        from ._shared import RELEASE_WAIT as SHARED_WAIT, RemoverLock
 
         remover = RemoverLock(self.path)
-        if remover.wait(RELEASE_WAIT):
+        if remover.wait(SHARED_WAIT):
             return remover
         if self._age(mine) > self.stale:
             raise OSError(errno.EWOULDBLOCK, f"a remover is breaking the stale lock {self.path!r}")

@@ -17,12 +17,18 @@ after the link was made (the pid was reused).  Stale links are removed by
 link only if it is exactly the one this holder made (device, inode, mtime,
 ctime): the pid target cannot tell two threads of one process apart, and a
 link remade after a break may reuse the inode.
+
+On Windows the method refuses with ``ValueError`` when the lock is made: a
+symlink there needs a privilege (or Developer Mode), Perl before 5.34 has no
+``symlink`` at all, and under wine ``os.symlink`` reports success and creates
+nothing.  Use the mkdir method (seed 003's ``sub lock``) instead.
 """
 
 from __future__ import annotations
 
 import os
 import stat as stat_module
+import sys
 
 from . import _owner
 from ._fsinfo import is_shared
@@ -51,6 +57,11 @@ class Backend(StaleBackend):
     method = "symlink"
 
     def __init__(self, path: str, *, stale: float, shared: bool = False, **options: Any) -> None:
+        if sys.platform == "win32":
+            raise ValueError(
+                f"lock method 'symlink' does not work on Windows (lock {path!r}): symlinks "
+                "need a privilege there; use method='mkdir', Perl's mkdir lock, instead"
+            )
         super().__init__(path, stale=stale, shared=shared, **options)
         self._mine: os.stat_result | None = None
 
@@ -84,12 +95,12 @@ class Backend(StaleBackend):
             raise problem
 
     def _owner(self, st: os.stat_result) -> Owner:
-        target = _target(self.path)
-        if target is None or not target.isdigit():
+        pid = _owner.pid_of(_target(self.path))
+        if pid is None:
             return None, None, None
         if is_shared(st.st_dev):
-            return int(target), UNKNOWN_HOST, None  # any host may have made it: age only
-        return int(target), _owner.unnamed_host(), None
+            return pid, UNKNOWN_HOST, None  # any host may have made it: age only
+        return pid, _owner.unnamed_host(), None
 
     def _remove(self, st: os.stat_result) -> bool:
         if not same(self.path, st):

@@ -56,6 +56,7 @@ from ._stale import (
     release_guard,
     unguard,
 )
+from ._winfile import busy_create, open_file, retry_busy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -189,10 +190,14 @@ class Backend(StaleBackend):
         ident = make_id()
         line = f"{ident}<>{int(time.time())}<>\n".encode()
         try:
-            fd = os.open(self.path, _APPEND, 0o666)
+            fd = open_file(self.path, _APPEND, 0o666)
         except FileNotFoundError as exc:
             if os.path.isdir(os.path.dirname(self.path) or "."):
                 return False  # removed between lookup and open (network file systems): retry
+            raise open_error(self.path, exc, "regular file") from None
+        except PermissionError as exc:
+            if busy_create(self.path, exc):
+                return False  # Windows: the last holder's file, deleted, still open somewhere
             raise open_error(self.path, exc, "regular file") from None
         except OSError as exc:
             raise open_error(self.path, exc, "regular file") from None
@@ -239,7 +244,7 @@ class Backend(StaleBackend):
             self._held_key = self._appended = None
             if not ours:
                 return False
-            os.unlink(self.path)
+            retry_busy(os.unlink, self.path)
             return True
         finally:
             unguard(fd)

@@ -8,11 +8,15 @@ instead of sleeping.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import pickle
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 PERL = shutil.which("perl") or "/usr/bin/perl"
@@ -137,3 +141,54 @@ def wait_until_blocked(pid: int, path: str | os.PathLike[str], timeout: float = 
             return
         time.sleep(0.002)
     raise AssertionError(f"process {pid} never blocked in flock on {path}: {flock_holders(path)}")
+
+
+#: the unprivileged uid/gid that :func:`as_unprivileged` drops to when the tests run as root.
+NOBODY = 65534
+
+
+@contextlib.contextmanager
+def shared_directory() -> Iterator[Path]:
+    """A fresh directory under /tmp that an unprivileged uid can reach (mode 0755)."""
+    base = Path(tempfile.mkdtemp(prefix="pcshared", dir="/tmp"))
+    base.chmod(0o755)
+    try:
+        yield base
+    finally:
+        for root, dirs, files in os.walk(base):
+            for name in dirs + files:
+                entry = os.path.join(root, name)
+                if not os.path.islink(entry):
+                    os.chmod(entry, 0o755)
+        shutil.rmtree(base)
+
+
+def as_unprivileged(func: Callable[[], object]) -> object:
+    """Run *func* in a forked child, as uid/gid 65534 when we are root; return its result.
+
+    Root bypasses permission checks, so checks of EACCES paths need another user.
+    """
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        status = 0
+        try:
+            os.close(read_end)
+            if os.geteuid() == 0:
+                os.setgroups([])
+                os.setgid(NOBODY)
+                os.setuid(NOBODY)
+            data = pickle.dumps(("ok", func()))
+        except BaseException as exc:
+            data = pickle.dumps(("error", repr(exc)))
+            status = 1
+        with os.fdopen(write_end, "wb") as stream:
+            stream.write(data)
+        os._exit(status)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as stream:
+        data = stream.read()
+    os.waitpid(pid, 0)
+    kind, value = pickle.loads(data)
+    assert kind == "ok", value
+    return value

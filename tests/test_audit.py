@@ -15,12 +15,13 @@ import os
 import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
 
 from perlcompat._audit import iter_files, lex, read_source
-from perlcompat._audit_rules import RULES, audit
+from perlcompat._audit_rules import RULES, Problem, audit
 
 CASES = Path(__file__).parent / "audit_cases"
 SINGLE = sorted(CASES.glob("*.pl"))
@@ -40,6 +41,13 @@ def expected(paths: list[str]) -> set[tuple[str, int, str]]:
 
 def found(paths: list[str]) -> set[tuple[str, int, str]]:
     return {(f.file, f.line, f.rule) for f in audit([(p, read_source(p)) for p in paths])}
+
+
+def compile_strictly(suggestion: str) -> None:
+    """Compile *suggestion*; an invalid escape (a warning today, an error later) fails."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        compile(suggestion, "<suggestion>", "exec")
 
 
 def run_cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
@@ -225,7 +233,7 @@ def test_cli_json_shape() -> None:
 def test_cli_exit_zero_when_clean_or_only_info() -> None:
     clean = run_cli("--json", "tests/audit_cases/seed003_ok.pl")
     assert clean.returncode == 0
-    assert json.loads(clean.stdout) == {"findings": []}
+    assert json.loads(clean.stdout) == {"version": 1, "findings": [], "errors": []}
     info = run_cli("--json", "tests/audit_cases/append_no_seek_bad.pl")
     assert info.returncode == 0
     assert [f["severity"] for f in json.loads(info.stdout)["findings"]] == ["info"]
@@ -253,7 +261,7 @@ def test_all_suggestions_are_python() -> None:
     findings = audit([(p, read_source(p)) for p in paths])
     assert len(findings) > 30
     for f in findings:
-        ast.parse(f.suggestion)
+        compile_strictly(f.suggestion)
 
 
 def test_examples_audited_together_report_only_what_each_script_does_alone() -> None:
@@ -267,3 +275,211 @@ def test_examples_audited_together_report_only_what_each_script_does_alone() -> 
         alone |= found([path])
     assert together == alone
     assert not any(rule == "check-then-create" for _, _, rule in together)
+
+
+# -- input it cannot follow (issue 17) ------------------------------------------------
+
+
+def test_non_ascii_identifiers_and_data_files_do_not_raise(tmp_path: Path) -> None:
+    # Each of these raised AssertionError in the lexer's word().
+    utf8 = tmp_path / "utf8.pl"
+    utf8.write_bytes("use utf8;\nsub 書き { 1 }\n&書き();\n".encode())
+    data = tmp_path / "log.cgi"  # a Shift_JIS data file named *.cgi so the server hides it
+    data.write_bytes("1<>名前<>2003/01/01<>本文です<>\n2<>テスト<>表示<>ソフト<>\n".encode("cp932"))
+    latin = tmp_path / "latin.pl"
+    latin.write_bytes(b"$x = 1;\n\xe9t\xe9 = 2;\n")
+    for path in (utf8, data, latin):
+        problems: list[Problem] = []
+        audit([(str(path), read_source(str(path)))], problems)
+    problems = []
+    assert audit([(str(utf8), read_source(str(utf8)))], problems) == []
+    assert problems == []
+
+
+def test_cli_reports_a_file_it_cannot_parse_and_goes_on(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.pl"
+    broken.write_text('print "ok";\nsub a {\n  open(OUT, ">$f");\n')
+    case = "tests/audit_cases/unchecked_result_bad.pl"
+    result = run_cli(str(broken), "README.md", case)
+    assert result.returncode == 2
+    assert f"{broken}: cannot parse near line 2: the {{ opened here is never closed" in (
+        result.stderr
+    )
+    assert re.search(r"^README\.md: cannot parse near line \d+: ", result.stderr, re.M)
+    got = {
+        (m["file"], int(m["line"]), m["rule"])
+        for m in map(LINE.match, result.stdout.splitlines())
+        if m
+    }
+    assert got == expected([case])  # the other file is still audited
+    doc = json.loads(run_cli("--json", str(broken), case).stdout)
+    assert doc["version"] == 1
+    assert [(e["file"], e["line"]) for e in doc["errors"]] == [(str(broken), 2)]
+    assert doc["errors"][0]["message"].startswith("cannot parse near line 2: ")
+    assert {f["file"] for f in doc["findings"]} == {case}
+
+
+def test_cli_readme_exit_2_without_traceback() -> None:
+    result = run_cli("README.md")
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+
+
+BOARD = """#!/usr/bin/perl
+require "bbslib.pl";
+$lockfile = "bbs.lock";
+$logfile = "bbs.log";
+&LOCK($lockfile) or &error("busy");
+open(IN, $logfile) or &error("open");
+@lines = <IN>;
+close(IN);
+open(OUT, "> $logfile") or &error("open");
+print OUT "new\\n", @lines;
+close(OUT);
+&UNLOCK($lockfile);
+exit;
+"""
+
+BBSLIB = """sub LOCK {
+    foreach (1 .. 5) {
+        return 1 if mkdir($_[0], 0755);
+        sleep(1);
+    }
+    return 0;
+}
+sub UNLOCK { rmdir($_[0]); }
+sub error { print "Content-type: text/plain\\n\\n$_[0]\\n"; exit; }
+1;
+"""
+
+
+def test_lock_subs_of_a_required_file_beside_the_script_are_read(tmp_path: Path) -> None:
+    script = tmp_path / "bbs.cgi"
+    script.write_text(BOARD)
+    alone = json.loads(run_cli("--json", str(script)).stdout)
+    # Not beside it: said once per sub (info), and not taken for "no lock".
+    assert [(f["line"], f["rule"]) for f in alone["findings"]] == [
+        (5, "unknown-sub"),
+        (12, "unknown-sub"),
+    ]
+    assert "bbslib.pl, which it requires, is not beside it" in alone["findings"][0]["message"]
+    (tmp_path / "bbslib.pl").write_text(BBSLIB)
+    beside = run_cli("--json", str(script))
+    assert beside.returncode == 0, beside.stderr
+    assert json.loads(beside.stdout)["findings"] == []
+    # Its own defects are not reported: it was not asked for.
+    (tmp_path / "bbslib.pl").write_text(BBSLIB + 'open(X, ">$f"); flock(X, 2); print X 1;\n')
+    assert json.loads(run_cli("--json", str(script)).stdout)["findings"] == []
+
+
+def test_suggestions_spell_hash_and_array_elements_as_python(tmp_path: Path) -> None:
+    script = tmp_path / "elem.cgi"
+    script.write_text(
+        'open(DAT, "+< $cf{datadir}/log.cgi");\n'
+        "flock(DAT, 2);\n"
+        "open(LOG, $a[0]);\n"
+        'open(TMP, ">$dir/$name.$$");\n'
+    )
+    got = {f.line: f.suggestion for f in audit([(str(script), read_source(str(script)))])}
+    assert got[1].startswith('DAT = open_("+<", f"{cf[\'datadir\']}/log.cgi") or die(')
+    assert got[3].startswith('LOG = open_("<", a[0]) or die(')
+    assert got[4].startswith('TMP = open_(">", f"{dir}/{name}.{os.getpid()}") or die(')
+    for suggestion in got.values():
+        compile_strictly(suggestion)
+
+
+def test_unchecked_flock_message_is_one_sentence() -> None:
+    [f] = [
+        f
+        for f in audit([("x.pl", 'open(OUT, ">>log") or die;\nflock(OUT, 2);\nprint OUT 1;\n')])
+        if f.rule == "unchecked-result"
+    ]
+    assert f.message == (
+        "flock(OUT, 2): its result is not checked; when it fails (a handle that did not "
+        "open, EINTR, EBADF) it returns 0, and the script goes on without the lock"
+    )
+
+
+def test_unchecked_open_names_the_faithful_port_and_the_safer_change() -> None:
+    [f] = audit([("x.pl", 'open(IN, "data.txt");\n@l = <IN>;\n')])
+    assert 'The faithful port is IN = open_("<", "data.txt"): a failed open_ returns a false' in (
+        f.message
+    )
+    assert "the safer change is to stop there" in f.message
+    assert f.suggestion.startswith(
+        'IN = open_("<", "data.txt") or die(f"Can\'t open data.txt: {OS_ERROR}")'
+    )
+
+
+def test_mkdir_lock_suggestion_uses_the_scripts_path_retries_stale_and_error_sub() -> None:
+    script = """$lockfile = "./lock/bbs.lock";
+if (-d $lockfile && -M $lockfile > 60 / 86400) { rmdir($lockfile); }
+$retry = 3;
+while (!mkdir($lockfile, 0755)) {
+    if (--$retry <= 0) { &error("busy"); }
+    sleep(2);
+}
+open(OUT, ">>bbs.log") or &error("open");
+print OUT "x\\n";
+close(OUT);
+rmdir($lockfile);
+sub error { print "Content-type: text/plain\\n\\n$_[0]\\n"; exit; }
+"""
+    [f] = audit([("bbs.cgi", script)])
+    assert (f.line, f.rule) == (2, "stale-check-then-remove")
+    assert f.suggestion.startswith('lock(lockfile, retry=3, wait=2, stale=60) or error("busy")  # ')
+    loop = script.replace("$retry = 3;\nwhile (!mkdir($lockfile, 0755)) {", "foreach (1 .. 4) {")
+    loop = loop.replace('if (--$retry <= 0) { &error("busy"); }', "last if mkdir($lockfile, 0755);")
+    [g] = audit([("bbs.cgi", loop)])
+    assert g.suggestion.startswith('lock(lockfile, retry=4, wait=2, stale=60) or error("busy")')
+
+
+def test_constants_named_like_locks_are_not_lock_subs() -> None:
+    code = (
+        "$e = &POSIX::EWOULDBLOCK;\n$c = Time::HiRes::CLOCK_MONOTONIC();\n"
+        "sigprocmask(POSIX::SIG_BLOCK(), $set);\n$f = &Fcntl::O_EXLOCK;\n"
+        'open(OUT, ">>log") or die;\nprint OUT 1;\nclose(OUT);\n'
+    )
+    assert audit([("x.pl", code)]) == []
+
+
+def test_non_ascii_file_names_in_messages_and_suggestions() -> None:
+    # Found by the fuzz: an EUC-JP file name in an unchecked open raised UnicodeEncodeError.
+    euc = "ログ.txt".encode("euc_jp").decode("latin-1")
+    utf8 = "ログ.txt".encode().decode("latin-1")
+    for name, shown in ((euc, "\\xa5\\xed\\xa5\\xb0.txt"), (utf8, "ログ.txt")):
+        for code in (f'open(LOG, "{name}");\n', f'open LOG, "<{name}" || die;\n'):
+            problems: list[Problem] = []
+            [f] = audit([("x.pl", code)], problems)
+            assert problems == []
+            assert f.message.count(shown) >= 2 and "\\\\x" not in f.message, f.message
+            compile_strictly(f.suggestion)
+
+
+def test_a_loop_that_does_not_sleep_is_not_a_retry_loop() -> None:
+    script = """$lockdir = "bbs.lock";
+if (-M $lockdir > 600 / 86400) { rmdir($lockdir); }
+foreach $n (1 .. 30) {
+    mkdir($lockdir, 0755) or next;
+    print "$n\\n";
+    rmdir($lockdir);
+}
+"""
+    [f] = audit([("x.cgi", script)])
+    assert f.suggestion.startswith('lock(lockdir, stale=600) or die("busy")  # ')
+
+
+@pytest.mark.parametrize(
+    ("cond", "stale"),
+    [
+        ("time - (stat($lock))[9] > 60 * 10", 600),
+        ("(stat($lock))[9] < time - 180", 180),
+        ("-M $lock > 0.5", 43200),
+        ("-M $lock > 600 / 86400", 600),
+    ],
+)
+def test_stale_age_in_the_suggestion_is_the_scripts(cond: str, stale: int) -> None:
+    code = f'$lock = "x.lock";\nif ({cond}) {{ rmdir($lock); }}\n'
+    [f] = audit([("x.pl", code)])
+    assert f.rule == "stale-check-then-remove"
+    assert f.suggestion.startswith(f'lock(lock, stale={stale}) or die("busy")')

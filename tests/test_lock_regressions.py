@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
-from perlutil import Child, wait_until_blocked
+from perlutil import Child
 
 from perlcompat import ExpiredLockError, _owner, _stale, lock
 from perlcompat._api import Lock
@@ -108,6 +108,8 @@ def test_expired_symlink_thread_does_not_unlink_its_successors_link(tmp_path: Pa
         second.acquire()  # breaks the expired link of the first thread
         got.set()
         done.wait(10)
+        with contextlib.suppress(ExpiredLockError):  # raised only if held past 0.2 s
+            second.release()  # by its own thread: only the holder's thread may release
 
     thread = threading.Thread(target=successor)
     thread.start()
@@ -120,8 +122,7 @@ def test_expired_symlink_thread_does_not_unlink_its_successors_link(tmp_path: Pa
     finally:
         done.set()
         thread.join()
-    with contextlib.suppress(ExpiredLockError):  # raised only if held past 0.2 s
-        second.release()
+    assert not second.is_locked
     assert not os.path.lexists(path)  # its own link: removed
 
 
@@ -167,45 +168,51 @@ print("unlock", unlock(sys.argv[1]), flush=True)
 """
 
 
-def test_a_release_waits_for_a_busy_remover_instead_of_going_unguarded(tmp_path: Path) -> None:
+def test_a_stale_holder_waits_for_a_busy_remover_and_never_releases_unguarded(
+    tmp_path: Path,
+) -> None:
     path = tmp_path / "lk"
-    child = Child.python(HOLD_MKDIR, str(path))
+    held = Lock(str(path), stale=0.2).acquire()
+    time.sleep(0.3)  # past stale: a remover may judge it stale and remove it
+    guard = _stale.guard(str(path), exclusive=True)  # a remover between its look and rmdir
+    assert guard is not None
     try:
-        child.expect("1")
-        guard = _stale.guard(str(path), exclusive=True)  # a remover between its look and rmdir
-        assert guard is not None
-        try:
-            child.send("release")
-            wait_until_blocked(child.proc.pid, tmp_path)
-            time.sleep(0.7)  # longer than the old 0.5 s patience: still waiting, not unguarded
-            assert path.is_dir()
-            assert child.proc.poll() is None
-        finally:
-            _stale.unguard(guard)
-        child.expect("unlock 1")
-        assert child.wait()[0] == 0
+        began = time.monotonic()
+        with pytest.raises(OSError) as caught:
+            held.release()
+        assert time.monotonic() - began >= _stale.RELEASE_WAIT  # it waited for the remover
+        assert caught.value.errno == errno.EWOULDBLOCK
+        assert "remover lock" in str(caught.value)
+        assert path.is_dir() and held.is_locked  # left to the remover; still ours
     finally:
-        child.kill()
+        _stale.unguard(guard)
+    with pytest.raises(ExpiredLockError):
+        held.release()  # guarded now: removed, and reported as held past stale
     assert not path.exists()
 
 
-def test_a_release_whose_guard_cannot_be_taken_raises(
+def test_a_release_whose_guard_cannot_be_opened(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = tmp_path / "lk"
-    held = Lock(str(path)).acquire()
+    fresh = Lock(str(tmp_path / "fresh")).acquire()
+    old = Lock(str(tmp_path / "old"), stale=0.2).acquire()
+    time.sleep(0.3)
 
     def refuse(_path: str) -> int:
         raise PermissionError(errno.EACCES, "Permission denied")
 
     monkeypatch.setattr(_stale, "_guard_open", refuse)
+    fresh.release()  # not stale: no remover can be about to remove it, so released anyway
+    assert not (tmp_path / "fresh").exists()
     with pytest.raises(OSError) as caught:
-        held.release()
+        old.release()
     assert caught.value.errno == errno.EACCES
     assert "remover lock" in str(caught.value)
-    assert path.is_dir()  # not removed unguarded; it ages out (or its owner's death frees it)
+    assert (tmp_path / "old").is_dir()  # stale: not removed unguarded; it is breakable
     monkeypatch.undo()
-    os.rmdir(path)
+    with pytest.raises(ExpiredLockError):
+        old.release()
+    assert not (tmp_path / "old").exists()
 
 
 def test_rename_refuses_a_marker_that_is_a_hard_link(tmp_path: Path) -> None:

@@ -14,13 +14,14 @@ from __future__ import annotations
 import errno
 import multiprocessing
 import os
+import select
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
-from perlutil import Child, wait_until_blocked
+from perlutil import Child
 
 from perlcompat import OS_ERROR, ExpiredLockError, _owner, _stale, lock, unlock
 from perlcompat._api import Lock
@@ -126,12 +127,16 @@ def test_a_release_waits_for_a_remover_that_holds_the_second_lock(tmp_path: Path
     release = Child.python(
         "import sys\n"
         "from perlcompat import _stale\n"
-        "fd = _stale.release_guard(sys.argv[1])\n"
+        "print('start', flush=True)\n"
+        "fd = _stale.release_guard(sys.argv[1], patience=60)\n"
         "print('guarded', fd is not None, flush=True)\n",
         str(path),
     )
     try:
-        wait_until_blocked(release.proc.pid, tmp_path)  # the release waits, unbounded
+        release.expect("start")
+        assert release.proc.stdout is not None
+        ready, _, _ = select.select([release.proc.stdout], [], [], 0.3)
+        assert not ready  # still waiting for the remover
     finally:
         _stale.unguard(guard)
     release.expect("guarded True")

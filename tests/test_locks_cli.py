@@ -12,9 +12,11 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
+from perlutil import as_unprivileged, shared_directory
 
 ROOT = Path(__file__).parent.parent
 ENV = dict(os.environ, PYTHONPATH=str(ROOT))
@@ -192,6 +194,7 @@ def test_flock_held_by_perl(tmp_path: Path) -> None:
     try:
         row = listed(tmp_path, "--break-stale", "--stale", "1")["bbs.lck"]
         assert (row["method"], row["alive"], row["removed"]) == ("flock", True, False)
+        assert row["pid"] == holder.pid  # from /proc/locks: Perl writes no owner record
     finally:
         holder.release()
     assert listed(tmp_path) == {}
@@ -225,3 +228,120 @@ def test_empty_and_missing_directory(tmp_path: Path) -> None:
     assert missing.returncode == 2
     assert "cannot read" in missing.stderr
     assert locks(str(tmp_path), "--stale", "0").returncode == 2
+
+
+# -- looking takes no lock anyone can see -------------------------------------------
+
+PERL_NB_LOOP = r"""
+use Fcntl qw(:flock);
+my ($file, $rounds) = @ARGV;
+my $busy = 0;
+$| = 1;
+print "ready\n";
+for (1 .. $rounds) {
+    open(my $fh, "<", $file) or die "open: $!";
+    if (flock($fh, 6)) { flock($fh, 8) } else { $busy++ }   # LOCK_EX|LOCK_NB, LOCK_UN
+    close($fh);
+}
+print "$busy\n";
+"""
+
+
+def test_scanning_never_makes_a_perl_flock_nb_loop_fail(tmp_path: Path) -> None:
+    from perlcompat import _locks_cli
+
+    (tmp_path / "data.lck").write_bytes(b"")
+    perl = subprocess.Popen(
+        ["perl", "-e", PERL_NB_LOOP, str(tmp_path / "data.lck"), "20000"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert perl.stdout is not None
+    scans = 0
+    caught: set[tuple[str, int | None]] = set()
+    try:
+        assert perl.stdout.readline() == "ready\n"
+        while perl.poll() is None:  # scan for as long as Perl loops
+            for row in _locks_cli.survey(str(tmp_path), 180.0, break_stale=False):
+                caught.add((row["name"], row["pid"]))
+            scans += 1
+        busy = int(perl.stdout.readline())
+    finally:
+        perl.kill()
+        perl.wait(30)
+        perl.stdout.close()
+    assert scans >= 10
+    assert busy == 0  # the old LOCK_EX|LOCK_NB probe made Perl's own attempt fail
+    assert caught <= {("data.lck", perl.pid)}  # when caught holding: Perl, by its pid
+
+
+def test_without_proc_locks_the_probe_still_finds_holders(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from perlcompat import _flocklock
+
+    code = (
+        'use Fcntl qw(:flock); open(LOCK, "> held.lck") or die; flock(LOCK, LOCK_SH) or die; '
+        '$| = 1; print "held\\n"; <STDIN>;'
+    )
+    (tmp_path / "free.lck").write_bytes(b"")
+    holder = perl_hold(tmp_path, code)
+    try:
+        held_path = str(tmp_path / "held.lck")
+        assert _flocklock.flock_holders(os.stat(held_path)) == [holder.pid]
+        monkeypatch.setattr(_flocklock, "PROC_LOCKS", str(tmp_path / "no-proc-locks"))
+        assert _flocklock.flock_holders(os.stat(held_path)) is None
+        assert _flocklock.held(held_path) is True
+        assert _flocklock.held(str(tmp_path / "free.lck")) is False
+    finally:
+        holder.release()
+
+
+# -- entries that cannot be read, locks that cannot be removed ----------------------
+
+
+def test_unreadable_entries_are_listed_with_the_reason() -> None:
+    from perlcompat import _locks_cli
+
+    with shared_directory() as base:
+        (base / "secret.lock").mkdir()
+        (base / "secret.lock" / "x").write_text("not empty\n")
+        (base / "private.dat").write_text("data\n")
+        (base / "ok.lock").mkdir()
+        (base / "secret.lock").chmod(0o700 if os.geteuid() == 0 else 0o000)
+        (base / "private.dat").chmod(0o600 if os.geteuid() == 0 else 0o000)
+
+        def scan() -> tuple[list[dict[str, object]], str]:
+            import contextlib
+            import io
+
+            text = io.StringIO()
+            with contextlib.redirect_stdout(text):
+                _locks_cli.main([str(base)])
+            return _locks_cli.survey(str(base), 180.0, break_stale=False), text.getvalue()
+
+        rows, table = as_unprivileged(scan)  # type: ignore[misc]
+    by_name = {row["name"]: row for row in rows}
+    assert sorted(by_name) == ["ok.lock", "private.dat", "secret.lock"]
+    assert by_name["ok.lock"]["method"] == "mkdir"
+    for name in ("private.dat", "secret.lock"):
+        assert by_name[name]["method"] is None
+        assert "cannot read it" in str(by_name[name]["error"])
+        assert "Permission denied" in str(by_name[name]["error"])
+    line = next(line for line in table.splitlines() if line.startswith("secret.lock"))
+    assert line.split()[1] == "?" and "(cannot read it" in line
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs another user's lock: run as root")
+def test_a_stale_lock_kept_in_a_sticky_directory_says_why() -> None:
+    from perlcompat import _locks_cli
+
+    with shared_directory() as base:
+        base.chmod(0o1777)
+        (base / "root.lock").mkdir()  # root's seed 003 lock, an hour old
+        os.utime(base / "root.lock", (time.time() - 3600, time.time() - 3600))
+        rows = as_unprivileged(lambda: _locks_cli.survey(str(base), 180.0, break_stale=True))
+        assert (base / "root.lock").is_dir()
+    (row,) = rows  # type: ignore[misc]
+    assert (row["name"], row["stale"], row["removed"]) == ("root.lock", True, False)
+    assert "sticky directory" in row["reason"] and "uid 0" in row["reason"]

@@ -188,17 +188,27 @@ def test_release_never_deletes_a_successor_lock(server: RedisServer, name: str) 
     first = Lock(name, url=server.url)
     second = Lock(name, url=server.url)
     first.acquire()
+    taken, done = threading.Event(), threading.Event()
+
+    def successor_thread() -> None:  # another thread: not a duplicate
+        second.acquire()
+        taken.set()
+        done.wait(30)
+        second.release()  # only the thread that took a lock releases it
+
     with server.client() as client:
         client.delete(key_of(name))  # as if first's lease had run out
-        thread = threading.Thread(target=second.acquire)  # another thread: not a duplicate
+        thread = threading.Thread(target=successor_thread)
         thread.start()
-        thread.join()
+        assert taken.wait(30)
         successor = client.get(key_of(name))
         with pytest.raises(ExpiredLockError, match="broken or replaced"):
             first.release()
         assert client.get(key_of(name)) == successor
     assert second.fencing_token is not None
-    second.release()
+    done.set()
+    thread.join()
+    assert not second.is_locked
 
 
 def test_lease_runs_out_on_the_server_and_release_reports_it(
@@ -409,6 +419,8 @@ def test_server_down_while_held_release_is_an_error_naming_the_url(
     held = Lock(name, url=own_server.url)
     own_server.start()
     own_server.declare_empty()
+    assert unlock(name, url=own_server.url) == 0  # a failed unlock keeps the lock: again
+    assert OS_ERROR == errno.ETIMEDOUT  # its lease went with the server's memory
     held.acquire()
     own_server.stop()
     with pytest.raises(ConnectionRefusedError, match=f"cannot release .*{own_server.url}"):
