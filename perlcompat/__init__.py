@@ -72,6 +72,7 @@ _EXPORTS = {
     "NotLockedError": "_api",
     "HasNotLockError": "_api",
     "ExpiredLockError": "_api",
+    "SharedStorageWarning": "_fsinfo",
     # semaphores and atomic replace
     "Semaphore": "_semaphore",
     "sem_acquire": "_semaphore",
@@ -144,6 +145,9 @@ if TYPE_CHECKING:
         symlink as symlink,
         unlink as unlink,
         utime as utime,
+    )
+    from ._fsinfo import (
+        SharedStorageWarning as SharedStorageWarning,
     )
     from ._handle import (
         PerlFile as PerlFile,

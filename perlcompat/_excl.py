@@ -31,6 +31,7 @@ from ._stale import (
     O_CLOEXEC,
     O_NOFOLLOW,
     StaleBackend,
+    busy,
     is_record,
     kind_error,
     links_error,
@@ -72,10 +73,10 @@ class Backend(StaleBackend):
         """Create the file exclusively; True if we created it."""
         try:
             fd = open_file(self.path, _CREATE, 0o644)
-        except FileExistsError:
-            return False
-        except PermissionError as exc:
-            if busy_create(self.path, exc):
+        except OSError as exc:
+            if busy(exc, self.path):
+                return False  # EEXIST, or a network file system's EPERM/EACCES collision
+            if isinstance(exc, PermissionError) and busy_create(self.path, exc):
                 return False  # Windows: the last holder's file, deleted, still open somewhere
             raise
         token = _owner.nonce()

@@ -16,6 +16,10 @@ A blocking request waits in the kernel; a pending ``alarm()`` whose handler
 raises interrupts it (PEP 475 retries only when the handler returns).  With
 ``timeout=`` or a cooperative alarm (worker threads, Windows) it polls with
 LOCK_NB instead, so the deadline is honoured without signals.
+
+On shared storage where flock(2) excludes only this host's processes (sshfs
+and other FUSE, SMB/CIFS, NFS without lock forwarding), the first lock taken on
+each file system warns with ``SharedStorageWarning`` (``_fsinfo``).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import errno
 import sys
 
 from ._errno import _tls, fail, fail_from, reraise_foreign
+from ._fsinfo import check_flock
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -139,6 +144,8 @@ def flock(fh: object, operation: int, timeout: float | None = None) -> int:
             lock_fd(fd, operation)
         elif not _poll(fd, operation, timeout):
             return fail(errno.EWOULDBLOCK)
+        if not operation & LOCK_UN:
+            check_flock(fd)  # shared storage: warn once that other hosts are not excluded
     except OSError as exc:
         reraise_foreign(exc)
         return fail_from(exc)

@@ -22,6 +22,10 @@ system does not list flocks (Windows, other kernels) the holder is unknown.
 The age is the holder's run time (its start time from ``/proc``), else unknown.
 ``stale`` does not apply: a live holder is never broken; releasing after
 ``stale`` still raises ``ExpiredLockError``.
+
+On shared storage where flock(2) is local to each host (sshfs, SMB/CIFS, NFS
+without lock forwarding: ``_fsinfo``) the first lock on each file system warns
+with ``SharedStorageWarning``: there it does not exclude other hosts.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ import time
 from . import _owner
 from ._api import Backend as _Base
 from ._flock import LOCK_EX, LOCK_NB, LOCK_SH, LOCK_UN, lock_fd
+from ._fsinfo import check_flock
 from ._stale import (
     O_BINARY,
     O_CLOEXEC,
@@ -101,6 +106,7 @@ class Backend(_Base):
                 lock_fd(fd, LOCK_UN)
                 os.close(fd)
                 return False
+            check_flock(fd, stacklevel=4)  # shared storage: other hosts are not excluded
         except BaseException:
             os.close(fd)
             raise

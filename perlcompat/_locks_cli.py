@@ -4,8 +4,9 @@ Each entry of DIR is classified by ``_api.find_locks`` (mkdir directory,
 symlink, rename marker, O_EXCL file, flock lock file, TOP?LOCK file) and
 described by its method's ``Backend.describe()``: holder pid and host where the
 lock records them, whether that holder is alive (``None`` when it cannot be
-told: no pid, another host, Windows), and the lock's age.  A flock lock file
-nobody holds is not a lock and is not listed.  Looking takes no lock anyone
+told: no pid, another host or pid namespace, Windows; ``judged`` says which,
+e.g. ``"age only: another pid namespace"``), and the lock's age.  A flock lock
+file nobody holds is not a lock and is not listed.  Looking takes no lock anyone
 can see (flock holders come from /proc/locks, see ``_flocklock.held``).
 
 An entry that cannot be read (a directory that cannot be listed, a file that
@@ -63,7 +64,9 @@ def _age_text(seconds: float | None) -> str:
     return f"{s // 86400}d{s % 86400 // 3600:02d}h"
 
 
-def _state(alive: bool | None) -> str:
+def _state(alive: bool | None, judged: str | None = None) -> str:
+    if alive is None and judged and judged.startswith("age only"):
+        return f"unknown ({judged})"  # another host or pid namespace, no pid: by age
     return {True: "alive", False: "dead", None: "unknown"}[alive]
 
 
@@ -176,6 +179,7 @@ def survey(
             pid=info.get("pid"),
             host=info.get("host"),
             alive=info.get("alive"),
+            judged=info.get("judged"),
             age=info.get("age"),
         )
         row["stale"] = _is_stale(row, stale)
@@ -285,7 +289,7 @@ def _table(rows: list[dict[str, Any]], break_stale: bool) -> str:
             row["method"] or "?",
             "-" if row["pid"] is None else str(row["pid"]),
             row["host"] or "-",
-            _state(row["alive"]),
+            _state(row["alive"], row.get("judged")),
             _age_text(row["age"]),
             "yes" if row["stale"] else "no",
         ]

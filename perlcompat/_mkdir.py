@@ -43,6 +43,7 @@ from ._stale import (
     O_NOFOLLOW,
     O_NONBLOCK,
     StaleBackend,
+    busy,
     is_record,
     kind_error,
     lstat,
@@ -62,7 +63,7 @@ if TYPE_CHECKING:
 #: suffix of the owner file kept beside the lock directory.
 OWNER_SUFFIX = ".owner"
 #: the owner record is padded to this size, so rewriting it never truncates.
-RECORD_SIZE = 160
+RECORD_SIZE = 256
 
 #: O_NONBLOCK: a FIFO planted at the owner path must not hang us (a stopping signal waits).
 _OPEN_OWNER = os.O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_BINARY | O_NONBLOCK
@@ -107,8 +108,10 @@ class Backend(StaleBackend):
         """Make the directory; True if we made it (it is then ours)."""
         try:
             os.mkdir(self.path, self.mode)
-        except FileExistsError:
-            return False
+        except OSError as exc:
+            if busy(exc, self.path):
+                return False
+            raise
         st = lstat(self.path)
         if st is None:
             return False  # removed at once by someone else (seed 003's racy stale check)
@@ -227,6 +230,15 @@ class Backend(StaleBackend):
         except OSError:
             return False
         return True
+
+    def _record_extra(self) -> bytes:
+        return read_small(self.owner_path) or b""
+
+    def _discard(self, moved: str, st: os.stat_result) -> None:
+        fields = _owner.parse(read_small(self.owner_path) or b"", "mkdir")
+        if fields is not None and fields.get("dir") == _tag(st):
+            self._blank_owner_file()
+        os.rmdir(moved)
 
     def _blank_owner_file(self) -> None:
         try:

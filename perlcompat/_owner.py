@@ -158,12 +158,20 @@ def alive(
     return True
 
 
-def record(kind: str, **extra: object) -> str:
-    """Return a one-line owner record for this process: ``perlcompat KIND pid=.. host=.. ...``."""
+def record(kind: str, *, where: bool = True, **extra: object) -> str:
+    """Return a one-line owner record for this process: ``perlcompat KIND pid=.. host=.. ...``.
+
+    With *where*, ``boot=`` and ``pidns=`` (see :func:`place`) follow where /proc has them.
+    """
     pid, host, start = me()
     head = f"perlcompat {kind} pid={pid} host={host}"
     if start is not None:
         head += f" start={start}"
+    boot, pidns = place() if where else ("", "")
+    if boot:
+        head += f" boot={boot}"
+    if pidns:
+        head += f" pidns={pidns}"
     return " ".join([head, *(f"{key}={value}" for key, value in extra.items())]) + "\n"
 
 
@@ -183,10 +191,15 @@ def parse(text: str | bytes, kind: str | None = None) -> dict[str, str] | None:
 
 
 def owner_of(fields: Mapping[str, str] | None) -> tuple[int | None, str | None, int | None]:
-    """Return (pid, host, start) named by a parsed record (Nones where absent or bad)."""
+    """Return (pid, host, start) named by a parsed record (Nones where absent or bad).
+
+    A holder on this host but in another boot or pid namespace is named with
+    that said after its host name (:func:`elsewhere`), so it is judged by age only.
+    """
     if not fields:
         return None, None, None
-    return pid_of(fields.get("pid")), fields.get("host") or None, _int(fields.get("start"))
+    host = elsewhere(fields.get("host") or None, fields.get("boot"), fields.get("pidns"))
+    return pid_of(fields.get("pid")), host, _int(fields.get("start"))
 
 
 def pid_of(text: str | None) -> int | None:
@@ -205,5 +218,80 @@ _tokens = itertools.count(1)
 
 
 def nonce() -> str:
-    """Return a token no other hold on this host has: our pid and a per-process count."""
-    return f"{os.getpid()}.{next(_tokens)}"
+    """Return a token no other hold has: our pid, a per-process count and random bits
+    (pids repeat across hosts and pid namespaces sharing one directory)."""
+    return f"{os.getpid()}.{next(_tokens)}.{os.urandom(4).hex()}"
+
+
+#: the inode of the initial pid namespace (Linux's PROC_PID_INIT_INO).
+INITIAL_PIDNS = "4026531836"
+
+_place: tuple[int, str, str] | None = None
+
+
+def place() -> tuple[str, str]:
+    """Return (boot id, pid namespace id) of this process; "" where /proc cannot tell.
+
+    The boot id (``/proc/sys/kernel/random/boot_id``, without dashes) changes at
+    every boot; the pid namespace id (the inode of ``/proc/self/ns/pid``) differs
+    between containers.  A pid means the same process only where both match.
+    """
+    global _place
+    pid = os.getpid()
+    if _place is None or _place[0] != pid:
+        boot = pidns = ""
+        if sys.platform == "linux":
+            try:
+                with open("/proc/sys/kernel/random/boot_id", "rb") as stream:
+                    boot = stream.read(64).strip().decode("ascii", "replace").replace("-", "")
+            except OSError:
+                pass
+            try:
+                link = os.readlink("/proc/self/ns/pid")
+                pidns = link[link.find("[") + 1 : link.rfind("]")]
+            except OSError:
+                pass
+        _place = (pid, boot, pidns if pidns.isdigit() else "")
+    return _place[1], _place[2]
+
+
+def elsewhere(host: str | None, boot: str | None, pidns: str | None) -> str | None:
+    """Return *host*, with where its holder runs appended if its pid cannot be judged here.
+
+    A record made on this host (by name) in another boot or another pid namespace
+    (a container sharing the volume) names a pid that means nothing here: the
+    result then reads ``"NAME (another boot)"`` / ``"NAME (pid namespace N)"``,
+    which is not this host's name, so :func:`alive` says unknown and the lock is
+    judged by its age.  A record without ``pidns=`` (older versions, hand-made)
+    is taken as made in the initial pid namespace.
+    """
+    if host is None or host != hostname():
+        return host
+    my_boot, my_pidns = place()
+    if boot and my_boot and not my_boot.startswith(boot):
+        return f"{host} (another boot)"
+    theirs = pidns or INITIAL_PIDNS
+    if my_pidns and theirs != my_pidns:
+        return f"{host} (pid namespace {theirs})"
+    return host
+
+
+def unnamed_host() -> str | None:
+    """The host of a holder known by a bare pid (a symlink lock): this one, in the initial
+    pid namespace; named as elsewhere when this process is in another one."""
+    return elsewhere(hostname(), None, None)
+
+
+def judged(pid: int | None, host: str | None) -> str:
+    """Say how a holder's liveness is judged: ``"pid"``, or ``"age only: <why>"``."""
+    if pid is None:
+        return "age only: no pid recorded"
+    if host is not None and host != hostname():
+        if host.startswith(hostname() + " (pid namespace"):
+            return "age only: another pid namespace"
+        if host.startswith(hostname() + " (another boot"):
+            return "age only: another boot"
+        return "age only: another host"
+    if sys.platform == "win32":
+        return "age only: no process table"
+    return "pid"

@@ -43,6 +43,7 @@ from ._stale import (
     O_NOFOLLOW,
     O_NONBLOCK,
     StaleBackend,
+    busy,
     guard,
     is_record,
     kind_error,
@@ -185,8 +186,10 @@ class Backend(StaleBackend):
                 return False
             try:
                 marker = open_file(self.held, _WRITE | os.O_CREAT | os.O_EXCL, 0o644)
-            except FileExistsError:
-                return False
+            except OSError as exc:
+                if busy(exc, self.held):
+                    return False
+                raise
             self._sign(marker)
             return True
         finally:
@@ -286,6 +289,17 @@ class Backend(StaleBackend):
         if sys.platform == "win32":  # st_ctime is the creation time there, kept by rename
             return time.time() - (change_time(self.held) or st.st_mtime)
         return time.time() - st.st_ctime
+
+    def _stamp_ns(self, st: os.stat_result) -> int:
+        return st.st_ctime_ns
+
+    def _move_target(self) -> str:
+        # the free name: moving the marker there is the removal, in one step, so there is
+        # never a moment with no marker under either name (a first use would make another)
+        return self.path
+
+    def _discard(self, moved: str, st: os.stat_result) -> None:
+        """Nothing: the move freed it.  Its old record counts for nobody (see ``_owner``)."""
 
     def _owner(self, st: os.stat_result) -> Owner:
         if st.st_ctime_ns > st.st_mtime_ns:

@@ -62,6 +62,7 @@ from _thread import _local
 
 from . import _owner
 from ._api import Backend
+from ._fsinfo import is_shared
 from ._winfile import open_file
 
 TYPE_CHECKING = False
@@ -77,6 +78,8 @@ FIRST_LOOK = 0.02
 RELOOK = 0.25
 #: a release waits at most this long (s) for the remover lock (see the module docstring).
 RELEASE_WAIT = 0.5
+#: on shared storage a lock is removed only if judged stale twice, unchanged, this far apart (s).
+SETTLE = 1.0
 
 _LOCK_SH = 1
 _LOCK_EX = 2
@@ -164,6 +167,8 @@ def read_same(path: str, st: os.stat_result, limit: int = 4096) -> bytes | None:
             return None  # rewritten while we read (timestamps can be a few ms coarse)
         return data
     except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ESTALE):
+            return None  # removed after our open (network file systems ask by name): gone
         raise OSError(
             exc.errno, f"cannot read {path!r} to tell whether it is a lock: {exc.strerror}"
         ) from None
@@ -190,6 +195,29 @@ def unlink_quietly(path: str) -> bool:
         os.unlink(path)
     except OSError:
         return False
+    return True
+
+
+def busy(exc: OSError, path: str) -> bool:
+    """True if *exc* from an exclusive create of *path* means "taken", not "refused".
+
+    EEXIST; or EPERM/EACCES, which network file systems report for collisions
+    (sshfs), when the name is there, or when it is gone again (released in
+    between) but the directory lets us create a probe file beside it.
+    """
+    if isinstance(exc, FileExistsError):
+        return True
+    if exc.errno not in (errno.EPERM, errno.EACCES):
+        return False
+    if lstat(path) is not None:
+        return True
+    probe = f"{path}.breaking.{os.urandom(6).hex()}"
+    try:
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+    except OSError:
+        return False  # refused for real
+    os.close(fd)
+    unlink_quietly(probe)
     return True
 
 
@@ -404,6 +432,26 @@ class StaleBackend(Backend):
     def release(self) -> bool:
         """Remove our lock if the path still holds exactly it; False if it was broken.
 
+        On shared storage a lock held past half its stale age is released under
+        the remover lock (``_shared``); a lock found gone at the last step was broken.
+        """
+        mine = self._mine
+        if mine is None:
+            return False
+        remover = self._shared_release_guard(mine)
+        try:
+            return self._release_local()
+        except FileNotFoundError:  # removed under us (a cached look said it was there)
+            self._mine = None
+            self._after_release()
+            return False
+        finally:
+            if remover is not None:
+                remover.release()
+
+    def _release_local(self) -> bool:
+        """The release under this host's remover flock.
+
         If the remover lock cannot be had within :data:`RELEASE_WAIT`, a lock
         not older than ``stale`` is released anyway, a staler one is left
         (OSError); see the module docstring.  On OSError we still hold the lock.
@@ -434,8 +482,11 @@ class StaleBackend(Backend):
     def _record_is_ours(
         self, st: os.stat_result, mine: os.stat_result, record_path: str, method: str
     ) -> bool:
-        """Same inode as *mine*, and unchanged or still carrying our token in *record_path*."""
-        if (st.st_dev, st.st_ino) != (mine.st_dev, mine.st_ino):
+        """Same inode as *mine*, and unchanged or still carrying our token in *record_path*.
+
+        On shared storage the token alone decides: client inode numbers are not stable.
+        """
+        if (st.st_dev, st.st_ino) != (mine.st_dev, mine.st_ino) and not is_shared(st.st_dev):
             return False
         if identity(st) == identity(mine):
             return True
@@ -453,8 +504,12 @@ class StaleBackend(Backend):
             self._check(st)
             self._passed = key
 
-    def _is_stale(self, st: os.stat_result) -> bool:
+    def _is_stale(self, st: os.stat_result, clock_ns: int | None = None) -> bool:
         age = self._age(st)
+        if clock_ns is not None:  # shared storage: the storage's clock judges (``_shared``)
+            from ._shared import storage_age
+
+            age = storage_age(clock_ns, self._stamp_ns(st), age)
         if age > self.stale:
             return True
         if sys.platform == "win32":
@@ -472,6 +527,8 @@ class StaleBackend(Backend):
             return False
         if not self._is_stale(st):
             return False
+        if is_shared(st.st_dev):
+            return self._break_shared()
         fd = guard(self.path, exclusive=True)
         if fd is None:
             return False
@@ -502,6 +559,92 @@ class StaleBackend(Backend):
         )
         return True
 
+    # -- shared storage (``_shared``): remover lock, storage clock, rename handshake --
+    #: (fingerprint, monotonic time) of a lock judged stale once on shared storage
+    _suspect: tuple[tuple[object, ...], float] | None = None
+
+    def _stamp_ns(self, st: os.stat_result) -> int:
+        """The storage's time stamp (ns) that :meth:`_age` measures from."""
+        return st.st_mtime_ns
+
+    def _record_extra(self) -> bytes:
+        """Owner data kept outside the lock object, compared by the handshake (mkdir)."""
+        return b""
+
+    def _fingerprint(self, path: str, st: os.stat_result) -> tuple[object, ...]:
+        """What must be unchanged between the judgement and the move (``_shared``)."""
+        from ._shared import fingerprint
+
+        return fingerprint(path, st, self._record_extra())
+
+    def _move_target(self) -> str:
+        """Where the handshake moves a stale lock; "" for a fresh ``<lock>.breaking.<token>``."""
+        return ""
+
+    def _discard(self, moved: str, st: os.stat_result) -> None:
+        """Remove the stale lock *st*, moved to *moved* by :meth:`_break_shared`."""
+        os.unlink(moved)
+
+    def _break_shared(self) -> bool:
+        """``break_stale`` on shared storage: rules 1-4 of ``_shared``; True if removed."""
+        from ._shared import RemoverLock, moved_name, put_back
+
+        suspect = self._suspect
+        if suspect is not None and time.monotonic() - suspect[1] < SETTLE:
+            return False
+        remover = RemoverLock(self.path)
+        if not remover.acquire():
+            return False
+        _tls.breaking = getattr(_tls, "breaking", 0) + 1
+        try:
+            st = self._lstat()
+            if st is None:
+                return False
+            self._check(st)
+            if not self._is_stale(st, remover.clock_ns):
+                return False
+            held = self._held_path()
+            judged = self._fingerprint(held, st)
+            if suspect is None or suspect[0] != judged:
+                self._suspect = (judged, time.monotonic())  # stale twice, SETTLE apart
+                return False
+            self._suspect = None
+            if not remover.still_mine():
+                return False
+            moved = self._move_target() or moved_name(self.path)
+            try:
+                os.rename(held, moved)
+            except OSError:
+                return False  # gone (released) meanwhile
+            now = lstat(moved)
+            if now is None:
+                return False
+            if self._fingerprint(moved, now) != judged:
+                put_back(moved, held, now)  # a fresh lock: the look came from a cache
+                return False
+            self._discard(moved, now)
+            return True
+        finally:
+            _tls.breaking -= 1
+            remover.release()
+
+    def _shared_release_guard(self, mine: os.stat_result) -> Any:
+        """On shared storage, for a lock held past half its stale age: the remover lock.
+
+        Rule 5 of ``_shared``; None where not needed.  Raises OSError (the lock is
+        kept) if a remover holds it longer than ``RELEASE_WAIT`` and the lock is stale.
+        """
+        if self._age(mine) <= self.stale / 2 or not is_shared(mine.st_dev):
+            return None
+        from ._shared import RELEASE_WAIT as SHARED_WAIT, RemoverLock
+
+        remover = RemoverLock(self.path)
+        if remover.wait(SHARED_WAIT):
+            return remover
+        if self._age(mine) > self.stale:
+            raise OSError(errno.EWOULDBLOCK, f"a remover is breaking the stale lock {self.path!r}")
+        return None  # not stale: no remover judges it so
+
     def describe(self) -> dict[str, Any] | None:
         """Describe the lock at the path (None if there is none), for ``perlcompat locks``."""
         st = self._lstat()
@@ -516,6 +659,7 @@ class StaleBackend(Backend):
             "pid": pid,
             "host": host,
             "alive": _owner.alive(pid, host, start, time.time() - age),
+            "judged": _owner.judged(pid, host),
             "age": age,
         }
 

@@ -6,11 +6,14 @@ script doing ``symlink($$, $f)`` / ``$$ == readlink($f)`` / ``unlink($f)`` and
 Python processes exclude each other.  Any symlink at the path is a lock (seed
 000's first version links to ``"."``); its target is never followed.
 
-The target is only a pid, so the holder is assumed to be on this host.  A lock
-is stale when its link is older than ``stale`` seconds, or at once when that
-pid is dead, a zombie, or now a process that started after the link was made
-(the pid was reused).  Stale links are removed by ``_stale`` (one remover at a
-time, identity re-checked right before the ``unlink``).  Release removes the
+The target is only a pid, so the holder is assumed to be on this host, in the
+initial pid namespace: a process in another pid namespace (a container) and
+any process judging a link on shared storage (``_fsinfo.is_shared``) judge it
+by age only.  A lock is stale when its link is older than ``stale`` seconds,
+or at once when that pid is dead, a zombie, or now a process that started
+after the link was made (the pid was reused).  Stale links are removed by
+``_stale`` (one remover at a time, identity re-checked right before the
+``unlink``).  Release removes the
 link only if it is exactly the one this holder made (device, inode, mtime,
 ctime): the pid target cannot tell two threads of one process apart, and a
 link remade after a break may reuse the inode.
@@ -28,11 +31,15 @@ import stat as stat_module
 import sys
 
 from . import _owner
-from ._stale import StaleBackend, kind_error, lstat, same
+from ._fsinfo import is_shared
+from ._stale import StaleBackend, busy, kind_error, lstat, same
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ._stale import Owner
+
+#: the host named for a bare pid on shared storage: none can be assumed.
+UNKNOWN_HOST = "(unknown host)"
 
 
 def _target(path: str) -> str | None:
@@ -61,8 +68,10 @@ class Backend(StaleBackend):
         pid = str(os.getpid())
         try:
             os.symlink(pid, self.path)
-        except FileExistsError:
-            return False
+        except OSError as exc:
+            if busy(exc, self.path):
+                return False
+            raise
         st = lstat(self.path)
         if st is None:
             return False  # removed at once by someone else
@@ -84,7 +93,12 @@ class Backend(StaleBackend):
             raise problem
 
     def _owner(self, st: os.stat_result) -> Owner:
-        return _owner.pid_of(_target(self.path)), None, None
+        pid = _owner.pid_of(_target(self.path))
+        if pid is None:
+            return None, None, None
+        if is_shared(st.st_dev):
+            return pid, UNKNOWN_HOST, None  # any host may have made it: age only
+        return pid, _owner.unnamed_host(), None
 
     def _remove(self, st: os.stat_result) -> bool:
         if not same(self.path, st):

@@ -3,7 +3,8 @@
 Every contender appends one line ``id<>time<>`` to the lock file (O_APPEND, so
 lines never interleave) and reads the file back: if the first line is its own,
 it holds the lock.  Release removes the file, and the next appender creates a
-new one and comes first.  Our ids are ``<30 random digits>-<pid>-<start>@<host>``,
+new one and comes first.  Our ids are
+``<30 random digits>-<pid>-<start>-<boot id prefix>-<pid namespace>@<host>``,
 Perl's are random numbers; both sides compare the first field as a string, so a
 Perl script doing seed 001 and Python processes exclude each other.  A line
 with or without its newline (the seed's last version omits it) is read alike.
@@ -80,9 +81,10 @@ def _is_id(item: bytes) -> bool:
     parts = head.split(b"-")
     return (
         bool(at and host)
-        and len(parts) == 3
+        and len(parts) in (3, 5)  # pid, start (older versions); boot id prefix, pid namespace
         and len(parts[0]) == 30
-        and all(part.isdigit() for part in parts)
+        and all(part.isdigit() for part in parts[:3])
+        and all(part and part.isalnum() and part.isascii() for part in parts[3:])
         and not any(c in host for c in b" \t<>")
     )
 
@@ -137,20 +139,26 @@ def first_line(data: bytes | None) -> tuple[str, int | None] | None:
 
 
 def make_id() -> str:
-    """Return a new id: 30 random digits, then our pid, start time and host."""
+    """Return a new id: 30 random digits, pid, start time, boot id prefix, pid namespace, host."""
     pid, host, start = _owner.me()
+    boot, pidns = _owner.place()
     digits = int.from_bytes(os.urandom(13), "big") % 10**30
-    return f"{digits:030d}-{pid}-{start or 0}@{host}"
+    return f"{digits:030d}-{pid}-{start or 0}-{boot[:12] or 0}-{pidns or 0}@{host}"
 
 
 def owner_of_id(ident: str) -> Owner:
-    """Return (pid, host, start) encoded in one of our ids; Nones for a Perl id."""
+    """Return (pid, host, start) encoded in one of our ids; Nones for a Perl id.
+
+    Ids without the boot and pid namespace fields (older versions) are read too.
+    """
     head, at, host = ident.partition("@")
     parts = head.split("-")
-    if not at or len(parts) != 3 or not (parts[1].isdigit() and parts[2].isdigit()):
+    if not at or len(parts) not in (3, 5) or not (parts[1].isdigit() and parts[2].isdigit()):
         return None, None, None
     start = int(parts[2]) or None
-    return int(parts[1]), host or None, start
+    boot, pidns = (parts[3], parts[4]) if len(parts) == 5 else ("", "")
+    where = _owner.elsewhere(host or None, boot.strip("0") and boot, pidns.strip("0") and pidns)
+    return int(parts[1]), where, start
 
 
 def _read_head(fd: int, limit: int = 4096) -> bytes:
@@ -192,6 +200,10 @@ class Backend(StaleBackend):
         line = f"{ident}<>{int(time.time())}<>\n".encode()
         try:
             fd = open_file(self.path, _APPEND, 0o666)
+        except FileNotFoundError as exc:
+            if os.path.isdir(os.path.dirname(self.path) or "."):
+                return False  # removed between lookup and open (network file systems): retry
+            raise open_error(self.path, exc, "regular file") from None
         except PermissionError as exc:
             if busy_create(self.path, exc):
                 return False  # Windows: the last holder's file, deleted, still open somewhere
@@ -207,6 +219,8 @@ class Backend(StaleBackend):
                 return False  # another user's empty file, just made: wait for its line
             os.write(fd, line)
             head = _read_head(fd)
+        except FileNotFoundError:
+            return False  # unlinked after our open (sshfs asks by path): a new file comes
         finally:
             os.close(fd)
         key = (st.st_dev, st.st_ino)
@@ -292,6 +306,17 @@ class Backend(StaleBackend):
     def _owner(self, st: os.stat_result) -> Owner:
         first = first_line(read_small(self.path))
         return (None, None, None) if first is None else owner_of_id(first[0])
+
+    def _stamp_ns(self, st: os.stat_result) -> int:
+        # appends refresh the mtime: the first line's time, judged by the storage clock
+        first = first_line(read_small(self.path))
+        if first is None or first[1] is None:
+            return st.st_mtime_ns
+        return first[1] * 1_000_000_000
+
+    def _fingerprint(self, path: str, st: os.stat_result) -> tuple[object, ...]:
+        # contenders append their lines meanwhile: only the first line names the holder
+        return (stat_module.S_IFMT(st.st_mode), first_line(read_small(path)))
 
     def _remove(self, st: os.stat_result) -> bool:
         judged = first_line(read_small(self.path))

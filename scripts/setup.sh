@@ -26,6 +26,19 @@ if ((${#pkgs[@]})); then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${pkgs[@]}" >/dev/null
 fi
 
+# tests/sharedfs.py: shared storage as two hosts, two sshfs (FUSE) mounts over a loopback sshd
+shared=()
+PATH="$PATH:/usr/sbin" command -v sshd >/dev/null 2>&1 || shared+=(openssh-server)
+command -v sshfs >/dev/null 2>&1 || shared+=(sshfs)
+command -v fusermount3 >/dev/null 2>&1 || command -v fusermount >/dev/null 2>&1 || shared+=(fuse3)
+if ((${#shared[@]})); then
+    SUDO=""
+    [ "$(id -u)" = 0 ] || SUDO="sudo"
+    echo "installing ${shared[*]} with apt-get"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${shared[@]}" >/dev/null
+fi
+
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
     "$PY" -m venv .venv
