@@ -18,6 +18,10 @@ python3 -c "import ensurepip, venv" >/dev/null 2>&1 || pkgs+=(python3-venv)
 # jcode.pl 2.13 and Jcode.pm 2.06, the references for perlcompat.jcode (tests/test_jcode.py)
 [ -f /usr/share/perl5/jcode.pl ] || pkgs+=(libjcode-perl)
 [ -f /usr/share/perl5/Jcode.pm ] || pkgs+=(libjcode-pm-perl)
+# tests/sharedfs.py: shared storage as two hosts, two sshfs (FUSE) mounts over a loopback sshd
+PATH="$PATH:/usr/sbin" command -v sshd >/dev/null 2>&1 || pkgs+=(openssh-server)
+command -v sshfs >/dev/null 2>&1 || pkgs+=(sshfs)
+command -v fusermount3 >/dev/null 2>&1 || command -v fusermount >/dev/null 2>&1 || pkgs+=(fuse3)
 if ((${#pkgs[@]})); then
     SUDO=""
     [ "$(id -u)" = 0 ] || SUDO="sudo"
@@ -26,18 +30,6 @@ if ((${#pkgs[@]})); then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${pkgs[@]}" >/dev/null
 fi
 
-# tests/sharedfs.py: shared storage as two hosts, two sshfs (FUSE) mounts over a loopback sshd
-shared=()
-PATH="$PATH:/usr/sbin" command -v sshd >/dev/null 2>&1 || shared+=(openssh-server)
-command -v sshfs >/dev/null 2>&1 || shared+=(sshfs)
-command -v fusermount3 >/dev/null 2>&1 || command -v fusermount >/dev/null 2>&1 || shared+=(fuse3)
-if ((${#shared[@]})); then
-    SUDO=""
-    [ "$(id -u)" = 0 ] || SUDO="sudo"
-    echo "installing ${shared[*]} with apt-get"
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${shared[@]}" >/dev/null
-fi
 
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
