@@ -20,6 +20,7 @@ from ._handle import PerlList
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Union
 
     PathArg = Union[str, bytes, "os.PathLike[str]"]
@@ -62,25 +63,15 @@ def rename(old: PathArg, new: PathArg) -> int:
     return 1
 
 
-def unlink(*paths: PathArg) -> int:
-    """Delete files; return how many were deleted (``OS_ERROR`` names the last failure)."""
+def _each(paths: tuple[PathArg, ...], change: Callable[[PathArg], object]) -> int:
+    """Apply *change* to every path; return how many succeeded (``OS_ERROR``: the last failure).
+
+    A number the OS cannot take (a mode or id out of range) fails that path with EINVAL.
+    """
     done = 0
     for path in paths:
         try:
-            os.unlink(path)
-        except OSError as exc:
-            fail_from(exc)
-        else:
-            done += 1
-    return done
-
-
-def chmod(mode: int, *paths: PathArg) -> int:
-    """Set permission bits; return how many files were changed (``OS_ERROR``: the last failure)."""
-    done = 0
-    for path in paths:
-        try:
-            os.chmod(path, mode)
+            change(path)
         except OSError as exc:
             fail_from(exc)
         except (OverflowError, ValueError):
@@ -88,25 +79,24 @@ def chmod(mode: int, *paths: PathArg) -> int:
         else:
             done += 1
     return done
+
+
+def unlink(*paths: PathArg) -> int:
+    """Delete files; return how many were deleted (``OS_ERROR`` names the last failure)."""
+    return _each(paths, os.unlink)
+
+
+def chmod(mode: int, *paths: PathArg) -> int:
+    """Set permission bits; return how many files were changed (``OS_ERROR``: the last failure)."""
+    return _each(paths, lambda path: os.chmod(path, mode))
 
 
 def chown(uid: int, gid: int, *paths: PathArg) -> int:
     """Set owner and group (-1 keeps one); return how many files were changed."""
     change = getattr(os, "chown", None)
-    done = 0
-    for path in paths:
-        if change is None:
-            fail(errno.ENOSYS)
-            continue
-        try:
-            change(path, uid, gid)
-        except OSError as exc:
-            fail_from(exc)
-        except (OverflowError, ValueError):
-            fail(errno.EINVAL)
-        else:
-            done += 1
-    return done
+    if change is None:  # Windows
+        return fail(errno.ENOSYS) if paths else 0
+    return _each(paths, lambda path: change(path, uid, gid))
 
 
 def symlink(old: PathArg, new: PathArg) -> int:
@@ -149,15 +139,7 @@ def utime(atime: float | None, mtime: float | None, *paths: PathArg) -> int:
                 or not -_MAX_TIME <= value <= _MAX_TIME  # NaN fails this too
             ):
                 raise ValueError(f"utime needs times in seconds since the epoch, not {value!r}")
-    done = 0
-    for path in paths:
-        try:
-            os.utime(path, times)
-        except OSError as exc:
-            fail_from(exc)
-        else:
-            done += 1
-    return done
+    return _each(paths, lambda path: os.utime(path, times))
 
 
 #: the largest time utime() passes on (a 64-bit time_t's seconds, as a float can hold them)
