@@ -473,10 +473,11 @@ def _z2h_jis_b(data: bytes) -> tuple[bytes, int]:
     return _re_0208_seg.sub(lambda m: _re_z2h_pairs.sub(run, m.group(1)), data), count
 
 
-def _z2h_euc_b(data: bytes) -> tuple[bytes, int]:
+def _z2h_by_table(data: bytes, sjis: bool) -> tuple[bytes, int]:
+    """Replace each full-width kana that has a half-width form; (result, how many)."""
     _kana_tables()
     count = 0
-    table = _z2h_euc_tab
+    table = _z2h_sjis_tab if sjis else _z2h_euc_tab
 
     def char(m: re.Match[bytes]) -> bytes:
         nonlocal count
@@ -486,23 +487,15 @@ def _z2h_euc_b(data: bytes) -> tuple[bytes, int]:
         count += 1
         return half
 
-    return _re_z2h_euc.sub(char, data), count
+    return (_re_sjis_c if sjis else _re_z2h_euc).sub(char, data), count
+
+
+def _z2h_euc_b(data: bytes) -> tuple[bytes, int]:
+    return _z2h_by_table(data, sjis=False)
 
 
 def _z2h_sjis_b(data: bytes) -> tuple[bytes, int]:
-    _kana_tables()
-    count = 0
-    table = _z2h_sjis_tab
-
-    def char(m: re.Match[bytes]) -> bytes:
-        nonlocal count
-        half = table.get(m.group())
-        if half is None:
-            return m.group()
-        count += 1
-        return half
-
-    return _re_sjis_c.sub(char, data), count
+    return _z2h_by_table(data, sjis=True)
 
 
 def _no_opt(
