@@ -35,6 +35,7 @@ Perl's (PerlIO's), checked against perl by tests/test_differential.py:
 
 from __future__ import annotations
 
+import codecs
 import errno
 import io
 import os
@@ -42,6 +43,25 @@ import sys
 import warnings
 
 from ._errno import _tls, fail, fail_from, reraise_foreign
+
+
+def _perlqq(exc: UnicodeError) -> tuple[bytes, int]:
+    """Encode error handler: escaped bytes back as they were, other characters as ``\\x{HEX}``."""
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    out = bytearray()
+    for char in exc.object[exc.start : exc.end]:
+        code = ord(char)
+        if 0xDC80 <= code <= 0xDCFF:  # a byte surrogateescape decoding kept
+            out.append(code - 0xDC00)
+        else:
+            out += b"\\x{%x}" % code
+    return bytes(out), exc.end
+
+
+#: the error handler text handles write with (Perl's PerlIO ``FB_PERLQQ`` fallback)
+PERLQQ = "perlcompat.perlqq"
+codecs.register_error(PERLQQ, _perlqq)
 
 # the hot path's system calls, bound once (a module attribute lookup per call adds up)
 _open, _read, _write, _lseek = os.open, os.read, os.write, os.lseek
@@ -180,6 +200,9 @@ class PerlFile:
 
     #: the codec error handler: any bytes survive a text round trip
     _errors = "surrogateescape"
+    #: writing: escaped bytes go back as they were; a character the encoding lacks is
+    #: written as ``\x{HEX}``, as PerlIO's ``:encoding`` does (``FB_PERLQQ``)
+    _encode_errors = PERLQQ
 
     # -- plumbing --------------------------------------------------------
     def _check(self) -> None:
@@ -266,7 +289,7 @@ class PerlFile:
 
     def _encode(self, data: object) -> bytes:
         if type(data) is str:
-            raw = data.encode(self._encoding, self._errors)
+            raw = data.encode(self._encoding, self._encode_errors)
         elif isinstance(data, (bytes, bytearray, memoryview)):
             raw = bytes(data)
         else:
@@ -385,7 +408,7 @@ class PerlFile:
         return text
 
     def _encode_plain(self, text: str) -> bytes:
-        return text.encode(self._encoding, self._errors)
+        return text.encode(self._encoding, self._encode_errors)
 
     def _crlf_byte_length(self, raw: bytes, text: str) -> int:
         consumed = 0
@@ -822,10 +845,10 @@ def print_(fh: PerlFile, *items: object) -> int:
         for item in items:
             kind = type(item)
             if kind is str or kind is int:
-                raw = str(item).encode(encoding, "surrogateescape")
+                raw = str(item).encode(encoding, PERLQQ)
             else:
                 data = _perl_str(item)
-                raw = data.encode(encoding, "surrogateescape") if isinstance(data, str) else data
+                raw = data.encode(encoding, PERLQQ) if isinstance(data, str) else data
             if fh._crlf and fh._text:
                 raw = raw.replace(b"\n", b"\r\n")
             wbuf.append(raw)

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+from _thread import allocate_lock
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -180,27 +181,41 @@ _h2z_jis: dict[bytes, bytes] = {}  # 7-bit kana (ESC ( I) -> 7-bit X 0208
 _z2h_jis: dict[bytes, bytes] = {}  # 7-bit X 0208 -> 7-bit kana
 
 
-def _kana_tables() -> None:
-    """Build the JIS X 0201 <-> X 0208 kana tables from Unicode's compatibility mapping."""
-    if _h2z_euc:
-        return
-    import unicodedata
+_kana_lock = allocate_lock()
 
-    marks = {0xDE: "\u309b", 0xDF: "\u309c"}  # NFKC maps these to combining marks
-    for byte in range(0xA1, 0xE0):
-        letter = bytes((byte,)).decode("cp932")
-        wide = marks.get(byte) or unicodedata.normalize("NFKC", letter)
-        _h2z_euc[bytes((byte,))] = wide.encode("euc_jp")
-        for mark in (0xDE, 0xDF):
-            joined = unicodedata.normalize("NFKC", letter + bytes((mark,)).decode("cp932"))
-            if len(joined) == 1 and 0xB3 <= byte <= 0xCE:
-                with contextlib.suppress(UnicodeEncodeError):
-                    _h2z_euc[bytes((byte, mark))] = joined.encode("euc_jp")
-    for half, full in _h2z_euc.items():
-        _z2h_euc_tab[full] = b"".join(b"\x8e" + half[i : i + 1] for i in range(len(half)))
-        _z2h_sjis_tab[_e2s(full)] = half
-        _h2z_jis[half.translate(_HI2LO)] = full.translate(_HI2LO)
-        _z2h_jis[full.translate(_HI2LO)] = half.translate(_HI2LO)
+
+def _kana_tables() -> None:
+    """Build the JIS X 0201 <-> X 0208 kana tables from Unicode's compatibility mapping.
+
+    Built in local dicts under a lock and published with ``_z2h_jis`` last, so a
+    thread that sees ``_z2h_jis`` filled sees every table whole.
+    """
+    if _z2h_jis:
+        return
+    with _kana_lock:
+        if _z2h_jis:
+            return
+        import unicodedata
+
+        h2z: dict[bytes, bytes] = {}
+        marks = {0xDE: "\u309b", 0xDF: "\u309c"}  # NFKC maps these to combining marks
+        for byte in range(0xA1, 0xE0):
+            letter = bytes((byte,)).decode("cp932")
+            wide = marks.get(byte) or unicodedata.normalize("NFKC", letter)
+            h2z[bytes((byte,))] = wide.encode("euc_jp")
+            for mark in (0xDE, 0xDF):
+                joined = unicodedata.normalize("NFKC", letter + bytes((mark,)).decode("cp932"))
+                if len(joined) == 1 and 0xB3 <= byte <= 0xCE:
+                    with contextlib.suppress(UnicodeEncodeError):
+                        h2z[bytes((byte, mark))] = joined.encode("euc_jp")
+        z2h_jis: dict[bytes, bytes] = {}
+        for half, full in h2z.items():
+            _z2h_euc_tab[full] = b"".join(b"\x8e" + half[i : i + 1] for i in range(len(half)))
+            _z2h_sjis_tab[_e2s(full)] = half
+            _h2z_jis[half.translate(_HI2LO)] = full.translate(_HI2LO)
+            z2h_jis[full.translate(_HI2LO)] = half.translate(_HI2LO)
+        _h2z_euc.update(h2z)
+        _z2h_jis.update(z2h_jis)
 
 
 # -- value handling ------------------------------------------------------------
@@ -641,7 +656,7 @@ _ASCII = rb"(?:\\[\-\\]|[\x00-\x5b\x5d-\x7f])"
 _re_range1 = re.compile(b"(" + _ASCII + b"-" + _ASCII + b")")
 _re_unescape = re.compile(rb"\\(.)")
 #: jcode.pl keeps its last table and rebuilds it only when *from* or *to* change
-_tr_cache: dict[str, object] = {}
+_tr_cache: dict[tuple[bytes, bytes, str | None], dict[bytes, bytes | None]] = {}
 
 
 def _expand2(m: re.Match[bytes]) -> bytes:
@@ -682,10 +697,13 @@ def _tr(data: bytes, frm: bytes, to: bytes, opt: str | None) -> tuple[bytes, int
         data = _jis2euc(data, None)[0]
     if _re_jis.search(to):
         jis = True
-    if _tr_cache.get("key") != (frm, to):
-        _tr_cache["key"] = (frm, to)
-        _tr_cache["table"] = _tr_table(frm, to, opt)
-    table: dict[bytes, bytes | None] = _tr_cache["table"]  # type: ignore[assignment]
+    key = (frm, to, opt)
+    table = _tr_cache.get(key)  # one dict operation: safe with threads
+    if table is None:
+        table = _tr_table(frm, to, opt)
+        if len(_tr_cache) >= 64:
+            _tr_cache.clear()
+        _tr_cache[key] = table
     count = 0
 
     def char(m: re.Match[bytes]) -> bytes:
@@ -707,7 +725,9 @@ def tr(value: V, frm: bytes | str, to: bytes | str, opt: str | None = None) -> t
 
     Ranges such as ``a-z`` and two-byte ranges with one lead byte (EUC/JIS) are
     expanded; ``'d'`` in *opt* deletes characters that *to* has no partner for.
-    As in jcode.pl, the table is rebuilt only when *frm* or *to* change.
+    Tables are cached per (*frm*, *to*, *opt*) and safe across threads; jcode.pl
+    caches by *frm* and *to* only, so there a second call with another *opt*
+    reuses the first call's table (a history-dependent quirk not reproduced).
     """
     data, count = _tr(_as_bytes(value, "tr"), _as_bytes(frm, "tr"), _as_bytes(to, "tr"), opt)
     return _back(value, data), count

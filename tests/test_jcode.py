@@ -257,3 +257,31 @@ def test_tr_katakana_to_hiragana() -> None:
     to = "あ-ん".encode("euc_jp") + b"A-Z"
     assert jcode.tr(text, frm, to) == ("かたかな AND ASCII".encode("euc_jp"), 12)
     assert jcode.trans(text, b"a-z", b"", "d") == "カタカナ  ".encode("euc_jp")
+
+
+def test_tr_from_threads_uses_each_callers_table() -> None:
+    """Two threads with different tables never see each other's (a shared cache raced)."""
+    import threading
+
+    wrong: list[tuple[bytes, bytes]] = []
+
+    def work(frm: bytes, to: bytes, want: bytes) -> None:
+        for _ in range(400):
+            got, _count = jcode.tr(b"hello", frm, to)
+            if got != want:
+                wrong.append((frm, got))
+
+    threads = [
+        threading.Thread(target=work, args=(b"a-z", b"A-Z", b"HELLO")),
+        threading.Thread(target=work, args=(b"el", b"01", b"h011o")),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert wrong == []
+
+
+def test_tr_option_is_part_of_the_table() -> None:
+    assert jcode.tr(b"hello", b"l", b"", "d") == (b"heo", 2)
+    assert jcode.tr(b"hello", b"l", b"") == (b"hello", 0)  # as jcode.pl in a fresh process
