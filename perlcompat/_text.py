@@ -32,9 +32,12 @@ if TYPE_CHECKING:
     Number = Union[int, float]
 
 _NUMBER = re.compile(
-    r"[ \t\n\r\f\v]*([+-]?)(?:(\d+(?:\.\d*)?|\.\d+)([eE][+-]?\d+)?|(inf(?:inity)?|nan))",
+    r"[ \t\n\r\f\v]*([+-]?)"
+    r"(?:([0-9]+(?:\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?|(inf(?:inity)?|nan))",
     re.IGNORECASE,
 )
+#: Perl keeps integers as IV/UV only in this range; beyond it a number is a double
+_INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
 
 
 def num(value: object) -> Number:
@@ -56,8 +59,8 @@ def num(value: object) -> Number:
         number = float("nan") if special.lower() == "nan" else float("inf")
         return -number if sign == "-" else number
     if exponent is None and "." not in digits:
-        whole = int(digits)
-        return -whole if sign == "-" else whole
+        whole = -int(digits) if sign == "-" else int(digits)
+        return whole if _INT_MIN <= whole <= _INT_MAX else float(whole)
     number = float(sign + digits + (exponent or ""))
     if math.isfinite(number) and number.is_integer() and abs(number) < 2**53:
         return int(number)
@@ -75,6 +78,38 @@ def truth(value: object) -> bool:
     return bool(value)
 
 
+#: POSIX character classes as Perl reads them inside a bracket expression (ASCII)
+_POSIX_CLASSES = {
+    "alpha": "a-zA-Z",
+    "digit": "0-9",
+    "alnum": "a-zA-Z0-9",
+    "upper": "A-Z",
+    "lower": "a-z",
+    "space": " \\t\\n\\r\\f\\v",
+    "blank": " \\t",
+    "punct": "!-/:-@\\[-`{-~",
+    "xdigit": "0-9A-Fa-f",
+    "word": "a-zA-Z0-9_",
+    "cntrl": "\\x00-\\x1f\\x7f",
+    "print": " -~",
+    "graph": "!-~",
+}
+_POSIX = re.compile(r"\[:(\^?)(" + "|".join(_POSIX_CLASSES) + r"):\]")
+
+
+def _perl_pattern(pattern: str) -> str:
+    """Translate Perl-only regex syntax Python would misread: ``[[:alpha:]]`` classes."""
+    if "[:" not in pattern:
+        return pattern
+
+    def one(match: re.Match[str]) -> str:
+        if match.group(1):  # [:^alpha:] has no Python spelling inside a bracket
+            raise ValueError(f"split pattern {pattern!r}: negated POSIX classes are not supported")
+        return _POSIX_CLASSES[match.group(2)]
+
+    return _POSIX.sub(one, pattern)
+
+
 def split(pattern: str | re.Pattern[str], string: str | None, limit: int = 0) -> list[str | None]:
     """Split *string* as Perl's ``split(/PATTERN/, EXPR, LIMIT)`` does."""
     if string is None:
@@ -86,7 +121,7 @@ def split(pattern: str | re.Pattern[str], string: str | None, limit: int = 0) ->
         elif pattern == "^":
             regex = re.compile(r"(?<=\n)(?!\Z)")  # Perl's /^/m: not after a final newline
         else:
-            regex = re.compile(pattern)
+            regex = re.compile(_perl_pattern(pattern))
     else:
         regex = pattern
     if not isinstance(limit, int):

@@ -48,9 +48,13 @@ def time() -> int:
     return int(_time_module.time())
 
 
-def _convert(t: float | None, local: bool) -> TimeList:
+def _convert(t: float | str | bytes | None, local: bool) -> TimeList:
     if t is None:
         t = _time_module.time()
+    elif isinstance(t, (str, bytes)):  # a time read from a file: Perl numifies it
+        from ._text import num
+
+        t = num(t)
     try:
         if isinstance(t, float) and not math.isfinite(t):
             raise OverflowError
@@ -76,21 +80,21 @@ def _convert(t: float | None, local: bool) -> TimeList:
     )
 
 
-def localtime(t: float | None = None) -> TimeList:
+def localtime(t: float | str | bytes | None = None) -> TimeList:
     """Perl's ``localtime(t)`` (default now) as a nine-element list."""
     return _convert(t, True)
 
 
-def gmtime(t: float | None = None) -> TimeList:
+def gmtime(t: float | str | bytes | None = None) -> TimeList:
     """Perl's ``gmtime(t)`` (default now) as a nine-element list."""
     return _convert(t, False)
 
 
-def scalar_localtime(t: float | None = None) -> str:
+def scalar_localtime(t: float | str | bytes | None = None) -> str:
     """Perl's ``scalar localtime(t)``: ``"Mon Nov 23 12:00:00 2026"``."""
     return str(_convert(t, True))
 
 
-def scalar_gmtime(t: float | None = None) -> str:
+def scalar_gmtime(t: float | str | bytes | None = None) -> str:
     """Perl's ``scalar gmtime(t)``."""
     return str(_convert(t, False))

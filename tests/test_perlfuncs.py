@@ -144,6 +144,10 @@ PATTERNS = [
     "(<)(>)?",
     "(a)|b",
     r"\d",
+    "[[:space:]]+",
+    "[[:punct:]]",
+    "[^[:alnum:]]+",
+    "[[:alpha:]]",
     "a|",
     "(?:<>)+",
     r"\|",
@@ -201,6 +205,12 @@ NUMBERS = [
     "1.0",
     "9" * 25,
     "1e400",
+    "１２",
+    "٣",
+    "18446744073709551615",
+    "18446744073709551616",
+    "-9223372036854775808",
+    "-9223372036854775809",
 ]
 
 
@@ -218,6 +228,13 @@ def test_num_matches_perl(perl: Perl, text: str) -> None:
     (theirs,) = perl.ask("num", hx(text))
     ours = num(text)
     assert _same_number(ours, theirs), (text, ours, theirs)
+
+
+def test_num_is_a_double_beyond_perls_integers() -> None:
+    assert num("18446744073709551615") == 2**64 - 1
+    assert isinstance(num("18446744073709551616"), float)
+    assert isinstance(num("-9223372036854775809"), float)
+    assert num("１２") == 0  # full-width digits are not digits to Perl
 
 
 def test_num_returns_int_for_integral_values() -> None:
@@ -371,3 +388,9 @@ def test_stat_of_missing_file_indexes_like_perl(perl: Perl, tmp_path: Path) -> N
     count, mtime = perl.ask("stat", hx(str(tmp_path / "missing")))
     assert count == "0" and mtime == "U"
     assert len(stat(str(tmp_path / "missing"))) == 0
+
+
+def test_localtime_of_a_string_numifies_it_as_perl(perl: Perl) -> None:
+    listed, scalar = perl.ask("time", "gm", "1000000000")
+    assert ",".join(map(str, gmtime("1000000000\n"))) == unhx(listed)
+    assert scalar_gmtime("1000000000abc") == unhx(scalar)
