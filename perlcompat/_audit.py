@@ -824,13 +824,22 @@ MAX_BYTES = 32 << 20
 def read_source(path: str) -> str:
     """The bytes of *path* as latin-1 text: any encoding, exact byte offsets and lines.
 
-    Raises OSError (EFBIG) for a file over :data:`MAX_BYTES`.
+    Raises OSError (EFBIG) for a file over :data:`MAX_BYTES`, EINVAL for anything
+    that is not a regular file (a FIFO, a device).
     """
-    with open(path, "rb") as handle:
-        data = handle.read(MAX_BYTES + 1)
-    if len(data) > MAX_BYTES:
-        import errno
+    import errno
+    import stat
 
+    # O_NONBLOCK: a FIFO given by name must not hang the audit; only regular files are read
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", path)
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = handle.read(MAX_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(data) > MAX_BYTES:
         raise OSError(errno.EFBIG, f"larger than {MAX_BYTES >> 20} MiB: not a script", path)
     return data.decode("latin-1")
 

@@ -76,7 +76,38 @@ def main(argv: list[str] | None = None) -> int:
     """Run one subcommand and return its exit status (130 after Ctrl-C)."""
     args = sys.argv[1:] if argv is None else argv
     try:
-        return _run(args)
+        status = _run(args)
+        sys.stdout.flush()  # a full disk or closed pipe shows here, not at exit
+        return status
     except KeyboardInterrupt:
         sys.stderr.write("perlcompat: interrupted\n")
         return 130
+    except BrokenPipeError:
+        _quiet_stdout()
+        return 141  # what a shell reports for a command ended by SIGPIPE
+    except OSError as exc:
+        if exc.errno is None or not _is_stdout(exc):
+            raise
+        _quiet_stdout()
+        sys.stderr.write(f"perlcompat: cannot write the output: {exc.strerror}\n")
+        return 2
+
+
+def _is_stdout(exc: OSError) -> bool:
+    """True if *exc* came from writing standard output (full disk, I/O error)."""
+    import errno
+
+    wanted = (errno.ENOSPC, errno.EIO, errno.EFBIG, getattr(errno, "EDQUOT", errno.ENOSPC))
+    return exc.filename is None and exc.errno in wanted
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush cannot fail again."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass

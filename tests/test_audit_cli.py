@@ -97,30 +97,28 @@ def test_json_documents_carry_a_version(tmp_path: Path) -> None:
     assert locks["version"] == 1 and locks["locks"] == []
 
 
-def test_ctrl_c_exits_130_with_one_line(tmp_path: Path) -> None:
-    fifo = tmp_path / "script.pl"
-    os.mkfifo(fifo)
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of *pid* so far, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_ctrl_c_exits_130_with_one_line() -> None:
+    # every Perl file the machine has: several seconds of auditing
     proc = subprocess.Popen(
-        [sys.executable, "-m", "perlcompat", "audit", str(fifo)],
+        [sys.executable, "-m", "perlcompat", "audit", "/usr/share/perl5", "/usr/share/perl"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         cwd=ROOT,
         env=ENV,
     )
-    # The audit blocks reading the FIFO: opening its write end succeeds once it is there.
+    # past start-up (a few ms of CPU) and into the audit: then Ctrl-C
     deadline = time.monotonic() + 60
-    while True:
-        try:
-            writer = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-            break
-        except OSError:
-            assert time.monotonic() < deadline and proc.poll() is None
-            time.sleep(0.02)
-    # The signal is pending before the FIFO reaches end of file: whether it interrupts the
-    # blocked read or is noticed right after it returns, the audit cannot finish first.
+    while _cpu_seconds(proc.pid) < 0.4:
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.02)
     proc.send_signal(signal.SIGINT)
-    os.close(writer)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130
     assert err == "perlcompat: interrupted\n"
@@ -180,3 +178,32 @@ def test_ctrl_c_in_demo_removes_its_temp_files(tmp_path: Path) -> None:
     assert proc.returncode == 130
     assert err == "perlcompat: interrupted\n"
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "argv", [["--version"], ["locks", "."], ["audit", "tests/audit_cases/sjis_bad.pl"]]
+)
+def test_a_full_disk_on_stdout_is_one_line_and_exit_2(argv: list[str]) -> None:
+    with open("/dev/full", "wb") as full:
+        run = subprocess.run(
+            [sys.executable, "-m", "perlcompat", *argv],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            env=ENV,
+            cwd=ROOT,
+            check=False,
+            timeout=120,
+        )
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.decode().splitlines()[-1] == (
+        "perlcompat: cannot write the output: No space left on device"
+    )
+    assert b"Traceback" not in run.stderr
+
+
+def test_a_fifo_given_by_name_is_refused_not_waited_on(tmp_path: Path) -> None:
+    fifo = tmp_path / "board.cgi"
+    os.mkfifo(fifo)
+    run = cli("audit", str(fifo))
+    assert run.returncode == 2
+    assert "not a regular file" in run.stderr
