@@ -494,7 +494,7 @@ def critical(token):
 
 grants = []
 done = 0
-deadline = time.monotonic() + 60
+deadline = time.monotonic() + 150  # a loaded CI machine: 8 workers, a restart hold-off
 if style == "perl":
     while done < n:
         if not lock(name, url=url, stale=stale, retry=100, wait=0.1):
@@ -629,7 +629,7 @@ def start_workers(
 def finish(procs: list[subprocess.Popen[str]]) -> list[str]:
     outputs = []
     for proc in procs:
-        out, err = proc.communicate(timeout=120)
+        out, err = proc.communicate(timeout=240)
         assert proc.returncode == 0, err
         outputs.append(out)
     return outputs
@@ -699,7 +699,7 @@ def read_until(fd: int, wanted: bytes, count: int, timeout: float = 30) -> bytes
 def test_server_restart_mid_run_never_lets_two_hold_at_once(
     own_server: RedisServer, name: str, tmp_path: Path
 ) -> None:
-    stale, n = 2.0, 100
+    stale, n = 2.0, 60
     url = own_server.url + "?max_lease=2"
     read_end, write_end = os.pipe()
     procs = start_workers(own_server, name, tmp_path, ["with"] * 8, n, stale, write_end, url)
