@@ -16,12 +16,15 @@ with a library such as passlib (``passlib.hash.des_crypt.verify``).
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import sys
 from _thread import allocate_lock
 
 from ._errno import set_errno
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import ctypes
 
 _lock = allocate_lock()
 _crypt_function: ctypes._CFuncPtr | None = None  # type: ignore[name-defined]
@@ -31,6 +34,8 @@ _LIBRARIES = ("libcrypt.so.1", "libcrypt.so.2", "libcrypt.so")
 def _load() -> ctypes._CFuncPtr:  # type: ignore[name-defined]
     global _crypt_function
     if _crypt_function is None:
+        import ctypes  # on first use: importing it costs a CGI request milliseconds
+
         function = None
         if sys.platform != "win32":
             for name in _LIBRARIES:
@@ -74,6 +79,8 @@ def crypt(plaintext: str | bytes | int | float, salt: str | bytes | int | float)
         key = key.split(b"\0", 1)[0]  # the C string ends there, as in Perl
         setting = setting.split(b"\0", 1)[0]
     function = _load()
+    import ctypes
+
     with _lock:
         ctypes.set_errno(0)
         result = function(key, setting)

@@ -627,12 +627,14 @@ def jis_inout(
 ) -> tuple[bytes, bytes]:
     """``&jcode'jis_inout($in, $out)``: set the X 0208 and ASCII escapes; returns both.
 
-    A one-character argument gets ``ESC $`` or ``ESC (`` put before it, as in jcode.pl.
+    A one-character argument gets ``ESC $`` or ``ESC (`` put before it, as in jcode.pl;
+    an argument Perl counts false (``""``, ``"0"``) keeps the current escape
+    (jcode.pl's ``shift || $esc``).
     """
-    if esc_in:
+    if esc_in and esc_in not in ("0", b"0"):
         new = _as_bytes(esc_in, "jis_inout")
         _esc["0208"] = b"\x1b$" + new if len(new) == 1 else new
-    if esc_out:
+    if esc_out and esc_out not in ("0", b"0"):
         new = _as_bytes(esc_out, "jis_inout")
         _esc["asc"] = b"\x1b(" + new if len(new) == 1 else new
     return _esc["0208"], _esc["asc"]

@@ -285,3 +285,9 @@ def test_tr_from_threads_uses_each_callers_table() -> None:
 def test_tr_option_is_part_of_the_table() -> None:
     assert jcode.tr(b"hello", b"l", b"", "d") == (b"heo", 2)
     assert jcode.tr(b"hello", b"l", b"") == (b"hello", 0)  # as jcode.pl in a fresh process
+
+
+def test_jis_inout_with_perl_false_arguments_keeps_the_escapes() -> None:
+    before = jcode.jis_inout()
+    assert jcode.jis_inout("0", b"0") == before  # jcode.pl: shift || $esc
+    assert jcode.jis_inout("", None) == before
