@@ -126,8 +126,37 @@ def check_flock(fd: int, stacklevel: int = 3) -> None:
     warnings.warn(
         f"flock(2) on this {kind} file system excludes only processes of this host: "
         "other hosts (or other mounts) sharing it can hold the same lock at once. "
-        'Use lock(..., method="mkdir") (or "excl", "rename") on shared storage, with the '
+        'Use lock(..., method="mkdir") (or "excl") on shared storage, with the '
         "mount options in docs/locks.md.",
+        SharedStorageWarning,
+        stacklevel=stacklevel,
+    )
+
+
+#: (device, method) pairs already warned about
+_warned_methods: set[tuple[int, str]] = set()
+
+
+def check_method(path: str, method: str, stacklevel: int = 3) -> None:
+    """Warn once per file system if lock *method* at *path* is not safe across hosts there.
+
+    ``rename`` (its first-use marker can race another host's release) and
+    ``toplock`` (appends from two clients overwrite each other): docs/locks.md.
+    """
+    try:
+        dev = os.stat(os.path.dirname(path) or ".").st_dev
+    except OSError:
+        return
+    if (dev, method) in _warned_methods or not is_shared(dev):
+        return
+    _warned_methods.add((dev, method))
+    import warnings
+
+    kind = fs_info(dev)[0]
+    warnings.warn(
+        f"lock method {method!r} is not safe on this {kind} file system when other hosts "
+        'share it. Use lock(..., method="mkdir") (or "excl") there, with the mount options '
+        "in docs/locks.md.",
         SharedStorageWarning,
         stacklevel=stacklevel,
     )

@@ -37,6 +37,7 @@ import sys
 import time
 
 from . import _owner
+from ._fsinfo import check_method
 from ._stale import (
     O_BINARY,
     O_CLOEXEC,
@@ -109,6 +110,7 @@ class Backend(StaleBackend):
             raise ValueError(f"held name of the rename lock {path!r} must differ from it")
         self._mine: os.stat_result | None = None
         self._token = ""
+        check_method(path, self.method, stacklevel=4)  # not safe across hosts: warn once
 
     # -- acquire / release -------------------------------------------------
     def try_acquire(self) -> bool:

@@ -41,6 +41,7 @@ import time
 
 from . import _owner
 from ._errno import fail, set_errno
+from ._fsinfo import check_method
 from ._stale import (
     O_BINARY,
     O_CLOEXEC,
@@ -188,6 +189,7 @@ class Backend(StaleBackend):
         self._id = ""
         self._appended: tuple[int, int] | None = None
         self._held_key: tuple[int, int] | None = None
+        check_method(path, self.method, stacklevel=4)  # not safe across hosts: warn once
 
     # -- acquire / release -------------------------------------------------
     def try_acquire(self) -> bool:
