@@ -113,11 +113,6 @@ _TRUNCATE = frozenset({">", "+>"})
 _QUAL = "\x00"
 
 
-def _bare_sub(name: str) -> str:
-    """A sub name without its package (``Foo::init``, ``Foo'init`` -> ``init``)."""
-    return name.split("::")[-1].split("'")[-1]
-
-
 def _bare(key: str) -> str:
     """A path key without the script qualifier :meth:`_Walker.path` may have added."""
     return key.rpartition(_QUAL)[2]
@@ -662,8 +657,9 @@ class Program:
 
         The caller's own definition if it has one, else those of the files it loads,
         else every audited file's (scripts sharing a library audited alongside them).
+        Empty for a package-qualified name (``&Foo::init``): another package's sub.
         """
-        defs = list(dict.fromkeys(s for s, _ in self.subs.get(_bare_sub(name), [])))
+        defs = list(dict.fromkeys(s for s, _ in self.subs.get(name, [])))
         own = [s for s in defs if s is source]
         if own:
             return own
@@ -677,12 +673,12 @@ class Program:
 
     def fails(self, source: _Source, name: str) -> bool:
         """True if the lock sub *name*, called from *source*, may return 0."""
-        return any((s.name, _bare_sub(name)) in self.can_fail for s in self.visible(source, name))
+        return any((s.name, name) in self.can_fail for s in self.visible(source, name))
 
     def style(self, source: _Source, name: str) -> tuple[int, float, int]:
         """(tries, pause, stale seconds) of the lock sub *name* as called from *source*."""
         for s in self.visible(source, name):
-            style = self.styles.get((s.name, _bare_sub(name)))
+            style = self.styles.get((s.name, name))
             if style is not None:
                 return style
         return (0, 0.0, 0)
@@ -695,11 +691,11 @@ class Program:
         learned to return holding a lock is one only where a call reaches its file.
         """
         if source is not None and any(
-            (s.name, _bare_sub(name)) in self.sub_class for s in self.visible(source, name)
+            (s.name, name) in self.sub_class for s in self.visible(source, name)
         ):
             return "lock"
         qualified = "::" in name or "'" in name
-        name = _bare_sub(name)
+        name = name.split("::")[-1].split("'")[-1]
         if _NOT_LOCK_NAME.search(name) or name in _FLOCK_NAMES:
             return ""
         if _CONST_NAME.match(name) and (not called or qualified):

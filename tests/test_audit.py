@@ -509,6 +509,8 @@ def test_a_call_runs_its_own_files_sub_not_a_same_named_lock_sub_elsewhere() -> 
     assert rules([("a.pl", FLOCK_INIT), ("b.pl", PLAIN_INIT), ("d.pl", d)]) == {
         ("d.pl", 1, "unchecked-result")
     }
+    # Another package's `init` is not a.pl's.
+    assert rules([("a.pl", FLOCK_INIT), ("e.pl", "&Log::init();\n")]) == set()
     # a.pl's own unchecked call is still one.
     assert rules([("a.pl", FLOCK_INIT + "init();\n"), ("b.pl", PLAIN_INIT)]) == {
         ("a.pl", 6, "unchecked-result")
