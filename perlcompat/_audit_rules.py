@@ -14,6 +14,9 @@ carrying the set of locks held at that moment.
 
 A sub whose every call site (in the scripts audited together) holds a lock is
 walked as holding its caller's lock; a sub never called is judged on its own.
+A call runs the calling file's own sub of that name if it has one, else that of the
+files it ``require``s or ``do``es, else any audited file's (scripts sharing a library):
+a lock sub of one script does not make a same-named sub of another a lock.
 Paths are compared by their text after substituting, per script, the simple
 ``$name = "..."`` assignments of that script and of the files it ``require``s
 or ``do``es.  Two scripts name the same file only when those texts are equal
@@ -623,6 +626,7 @@ class _Source:
         self.name = name
         self.consts: dict[str, str] = {}
         self.requires: set[str] = set()  # base names of the files it `require`s or `do`es
+        self.loads: list[_Source] = []  # those files (transitively), as audited or read
         self.shared: dict[str, str] = {}  # constants of those files, where they agree
         self.library = False  # read only because a script requires it: no findings
         self.missing: list[str] = []  # required files neither audited nor found beside it
@@ -635,38 +639,61 @@ class Program:
     def __init__(self) -> None:
         self.sources: list[_Source] = []
         self.subs: dict[str, list[tuple[_Source, Block]]] = {}
-        self.sub_class: dict[str, str] = {}  # name -> "lock" / "unlock"
-        self.can_fail: set[str] = set()
+        self.sub_class: dict[tuple[str, str], str] = {}  # (file, sub) -> "lock"
+        self.can_fail: set[tuple[str, str]] = set()  # (file, sub) lock that may return 0
         self.exit_subs: set[tuple[str, str]] = set()  # (file, sub) that always leaves
         self.locked_context: set[tuple[str, str]] = set()  # (file, sub) called only under a lock
         self.results: list[_Result] = []
         self.next_id = 0
-        #: lock sub -> (tries, pause, stale seconds) of its own retry loop and age test
-        self.styles: dict[str, tuple[int, float, int]] = {}
+        #: (file, lock sub) -> (tries, pause, stale seconds) of its retry loop and age test
+        self.styles: dict[tuple[str, str], tuple[int, float, int]] = {}
 
     def new_id(self) -> int:
         self.next_id += 1
         return self.next_id
 
+    def visible(self, source: _Source, name: str) -> list[_Source]:
+        """The files whose sub *name* a call from *source* runs, each once.
+
+        The caller's own definition if it has one, else those of the files it loads,
+        else every audited file's (scripts sharing a library audited alongside them).
+        Empty for a package-qualified name (``&Foo::init``): another package's sub.
+        """
+        defs = list(dict.fromkeys(s for s, _ in self.subs.get(name, [])))
+        own = [s for s in defs if s is source]
+        if own:
+            return own
+        return [s for s in defs if s in source.loads] or defs
+
     def exits(self, source: _Source, name: str) -> bool:
         """True if calling sub *name* from *source* never returns (``&error``)."""
-        defs = self.subs.get(name)
-        if not defs:
+        if name not in self.subs:
             return bool(_EXIT_NAME.match(name))
-        own = [s for s, _ in defs if s is source]
-        if own:
-            return (source.name, name) in self.exit_subs
-        return all((s.name, name) in self.exit_subs for s, _ in defs)
+        return all((s.name, name) in self.exit_subs for s in self.visible(source, name))
 
-    def classify(self, name: str, called: bool = False) -> str:
-        """``"lock"``, ``"unlock"`` or ``""`` for a sub called *name*.
+    def fails(self, source: _Source, name: str) -> bool:
+        """True if the lock sub *name*, called from *source*, may return 0."""
+        return any((s.name, name) in self.can_fail for s in self.visible(source, name))
+
+    def style(self, source: _Source, name: str) -> tuple[int, float, int]:
+        """(tries, pause, stale seconds) of the lock sub *name* as called from *source*."""
+        for s in self.visible(source, name):
+            style = self.styles.get((s.name, name))
+            if style is not None:
+                return style
+        return (0, 0.0, 0)
+
+    def classify(self, name: str, called: bool = False, source: _Source | None = None) -> str:
+        """``"lock"``, ``"unlock"`` or ``""`` for a sub called *name* (from *source*).
 
         An all-capitals name (``LOCK_EX``, ``&Fcntl::O_EXLOCK``) is a constant unless it
-        is the script's own sub *called* with ``&`` (``&LOCK($lockfile)``).
+        is the script's own sub *called* with ``&`` (``&LOCK($lockfile)``).  A sub
+        learned to return holding a lock is one only where a call reaches its file.
         """
-        known = self.sub_class.get(name)
-        if known is not None:
-            return known
+        if source is not None and any(
+            (s.name, name) in self.sub_class for s in self.visible(source, name)
+        ):
+            return "lock"
         qualified = "::" in name or "'" in name
         name = name.split("::")[-1].split("'")[-1]
         if _NOT_LOCK_NAME.search(name) or name in _FLOCK_NAMES:
@@ -1062,7 +1089,11 @@ class _Walker:
                 if (
                     item.extra == "&"
                     or name in self.prog.subs
-                    or (nxt is not None and nxt.is_op("(") and self.prog.classify(name))
+                    or (
+                        nxt is not None
+                        and nxt.is_op("(")
+                        and self.prog.classify(name, source=self.src)
+                    )
                 ):
                     self.user_call(items, i, st, ctx)
             elif item.kind == "rl" and item.text and item.text not in _STD_HANDLES:
@@ -1108,7 +1139,7 @@ class _Walker:
         name = tok.text
         line = tok.line
         paren = _tok(items, i + 1)
-        kind = self.prog.classify(name, tok.extra == "&")
+        kind = self.prog.classify(name, tok.extra == "&", self.src)
         if not kind:
             self.res.calls.append((name, st.snapshot(), line))
             self.event("call", line, st, via=name)
@@ -1124,7 +1155,7 @@ class _Walker:
             key = f"{self.src.name}{_QUAL}{key}"  # this script's own sub: its own lock
         shown = f"&{name}({first.text if first else ''})"
         if kind == "lock":
-            if not self.used(items, i, end, ctx) and name in self.prog.can_fail:
+            if not self.used(items, i, end, ctx) and self.prog.fails(self.src, name):
                 self.find(
                     line,
                     "unchecked-result",
@@ -1963,6 +1994,19 @@ def _shared_consts(source: _Source, by_base: dict[str, list[_Source]]) -> dict[s
     return {name: next(iter(v)) for name, v in values.items() if len(v) == 1}
 
 
+def _loads(source: _Source, by_base: dict[str, list[_Source]]) -> list[_Source]:
+    """The files *source* ``require``s or ``do``es, and those they load in turn."""
+    seen: list[_Source] = [source]
+    todo = [source]
+    while todo:
+        for base in sorted(todo.pop().requires):
+            for lib in by_base.get(base, []):
+                if lib not in seen:
+                    seen.append(lib)
+                    todo.append(lib)
+    return seen[1:]
+
+
 def _error_sub(stmts: list[list[Item]]) -> str:
     """The first ``&error(...)``-style sub the script calls, or ``""``."""
     for items in stmts:
@@ -2158,6 +2202,7 @@ def audit(
         by_base.setdefault(re.split(r"[/\\]", source.name)[-1], []).append(source)
     for source in prog.sources:
         source.shared = _shared_consts(source, by_base)
+        source.loads = _loads(source, by_base)
     for name, defs in prog.subs.items():
         for source, block in defs:
             if _sub_exits(block) or _EXIT_NAME.match(name):
@@ -2166,27 +2211,32 @@ def audit(
     first = _walk_all(prog, units, problems, tick)
     for res in first:
         kept = any(h.kind in ("flock", "mkdir", "symlink", "excl", "file") for h in res.end_held)
-        if res.scope in prog.subs and not prog.classify(res.scope) and kept:
-            prog.sub_class[res.scope] = "lock"  # it returns holding what it took
+        if res.scope in prog.subs and not prog.classify(res.scope, source=res.source) and kept:
+            prog.sub_class[(res.source.name, res.scope)] = "lock"  # returns holding what it took
     for name, defs in prog.subs.items():
-        if prog.classify(name) == "lock" and any(_can_fail(block) for _, block in defs):
-            prog.can_fail.add(name)
+        for source, block in defs:
+            if prog.classify(name, source=source) == "lock" and _can_fail(block):
+                prog.can_fail.add((source.name, name))
     first = _walk_all(prog, units, problems, tick)
     for res in first:
-        if prog.classify(res.scope) == "lock":
+        if prog.classify(res.scope, source=res.source) == "lock":
             tries = [(i.retry, i.wait) for i in res.insts.values() if i.retry or i.wait]
             stale = max(res.stale_at.values(), default=0)
             if tries or stale:
                 retry, wait = tries[0] if tries else (0, 0.0)
-                prog.styles.setdefault(res.scope, (retry, wait, stale))
-    calls: dict[str, list[bool]] = {}
+                prog.styles.setdefault((res.source.name, res.scope), (retry, wait, stale))
+    calls: dict[tuple[str, str], list[bool]] = {}
+    callee: dict[tuple[str, str], _Source] = {}
     for res in first:
         for name, held, _ in res.calls:
-            calls.setdefault(name, []).append(bool(held))
-    for name, held_flags in calls.items():
-        if held_flags and all(held_flags) and not prog.classify(name):
-            for source, _ in prog.subs.get(name, []):
-                prog.locked_context.add((source.name, name))
+            if name not in prog.subs:
+                continue
+            for source in prog.visible(res.source, name):
+                calls.setdefault((source.name, name), []).append(bool(held))
+                callee[(source.name, name)] = source
+    for (file, name), held_flags in calls.items():
+        if held_flags and all(held_flags) and not prog.classify(name, source=callee[file, name]):
+            prog.locked_context.add((file, name))
     # Pass 2: the real walk, then the rules.
     results = _walk_all(prog, units, problems, tick)
     prog.results = results
@@ -2599,7 +2649,7 @@ def _lock_call(
     """
     if inst is not None and inst.kind == "sub":
         sub = _sub_name(inst)
-    retry, wait, sub_stale = prog.styles.get(sub, (0, 0.0, 0))
+    retry, wait, sub_stale = prog.style(source, sub)
     if inst is not None:
         retry, wait = inst.retry or retry, inst.wait or wait
     stale = stale or sub_stale
@@ -2622,10 +2672,10 @@ def _lock_order(prog: Program, results: list[_Result]) -> list[Finding]:
     def order_key(res: _Result, inst: Inst) -> str:
         return f"{id(res)}:{inst.key}" if inst.local else inst.key
 
-    acquired: dict[str, list[str]] = {}
+    acquired: dict[tuple[str, str], list[str]] = {}
     for res in results:
         if res.scope in prog.subs:
-            acquired.setdefault(res.scope, []).extend(
+            acquired.setdefault((res.source.name, res.scope), []).extend(
                 e.inst.key
                 for e in res.events
                 if e.kind == "acquire" and e.inst and e.inst.kind != "caller" and not e.inst.local
@@ -2645,8 +2695,9 @@ def _lock_order(prog: Program, results: list[_Result]) -> list[Finding]:
                         edges.setdefault((old, new), []).append(
                             (res.source.name, ev.line, blocking, h, ev.inst)
                         )
-            elif ev.kind == "call" and not prog.classify(ev.via):
-                for key in acquired.get(ev.via, []):
+            elif ev.kind == "call" and not prog.classify(ev.via, source=res.source):
+                reached = prog.visible(res.source, ev.via) if ev.via in prog.subs else []
+                for key in [k for s in reached for k in acquired.get((s.name, ev.via), [])]:
                     for h in held:
                         old = order_key(res, h)
                         if old != key:

@@ -483,3 +483,35 @@ def test_stale_age_in_the_suggestion_is_the_scripts(cond: str, stale: int) -> No
     [f] = audit([("x.pl", code)])
     assert f.rule == "stale-check-then-remove"
     assert f.suggestion.startswith(f'lock(lock, stale={stale}) or die("busy")')
+
+
+FLOCK_INIT = """sub init {
+    open(LOCK, "> lockfile") or return 0;
+    flock(LOCK, 2) or return 0;
+    return 1;
+}
+"""
+PLAIN_INIT = 'sub init { $count = 0; }\n&init();\nprint "ok\\n";\n'
+
+
+def test_a_call_runs_its_own_files_sub_not_a_same_named_lock_sub_elsewhere() -> None:
+    def rules(sources: list[tuple[str, str]]) -> set[tuple[str, int, str]]:
+        return {(f.file, f.line, f.rule) for f in audit(sources)}
+
+    assert rules([("b.pl", PLAIN_INIT)]) == set()
+    # a.pl's `init` takes a flock and may return 0; b.pl's own `init` does not.
+    assert rules([("a.pl", FLOCK_INIT), ("b.pl", PLAIN_INIT)]) == set()
+    # ... nor the `init` of the file c.pl requires, though a.pl is audited with it.
+    c = 'require "lib.pl";\n&init();\n'
+    assert rules([("a.pl", FLOCK_INIT), ("lib.pl", PLAIN_INIT), ("c.pl", c)]) == set()
+    # A file with no `init` of its own or loaded still reaches a.pl's: a lock, unchecked.
+    d = "&init();\nprint 1;\n"
+    assert rules([("a.pl", FLOCK_INIT), ("b.pl", PLAIN_INIT), ("d.pl", d)]) == {
+        ("d.pl", 1, "unchecked-result")
+    }
+    # Another package's `init` is not a.pl's.
+    assert rules([("a.pl", FLOCK_INIT), ("e.pl", "&Log::init();\n")]) == set()
+    # a.pl's own unchecked call is still one.
+    assert rules([("a.pl", FLOCK_INIT + "init();\n"), ("b.pl", PLAIN_INIT)]) == {
+        ("a.pl", 6, "unchecked-result")
+    }
