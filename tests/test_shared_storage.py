@@ -313,7 +313,7 @@ sys.stdin.readline()
 
 
 def test_flock_does_not_exclude_across_the_two_mounts_and_perlcompat_warns(
-    two_hosts_uncached: SharedDir,
+    two_hosts_uncached: SharedDir, fresh_fsinfo: None
 ) -> None:
     shared = two_hosts_uncached
     holder = subprocess.Popen(
@@ -356,9 +356,20 @@ def test_flock_on_a_local_file_system_does_not_warn(tmp_path: Path) -> None:
         perlcompat.close(OUT)
 
 
+@pytest.fixture
+def fresh_fsinfo() -> None:
+    """Forget which file systems were seen and warned about (mounts come and go in tests,
+    and a new mount can reuse an old one's device number)."""
+    from perlcompat import _fsinfo
+
+    _fsinfo._types.clear()
+    _fsinfo._warned.clear()
+    _fsinfo._warned_methods.clear()
+
+
 @pytest.mark.parametrize("method", ["rename", "toplock"])
 def test_methods_unsafe_across_hosts_warn_once_on_shared_storage(
-    two_hosts_uncached: SharedDir, tmp_path: Path, method: str
+    two_hosts_uncached: SharedDir, tmp_path: Path, method: str, fresh_fsinfo: None
 ) -> None:
     from perlcompat import SharedStorageWarning
 
