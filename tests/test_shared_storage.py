@@ -226,6 +226,7 @@ def test_clock_skew_does_not_break_a_live_lock_of_another_host(
         holder.wait()
 
 
+@pytest.mark.filterwarnings("ignore::perlcompat._fsinfo.SharedStorageWarning")  # toplock
 def test_an_old_lock_is_still_broken_with_the_storage_clock(two_hosts_uncached: SharedDir) -> None:
     """The storage clock judges age: a 100 s old lock goes at stale=2 from either host."""
     shared = two_hosts_uncached
