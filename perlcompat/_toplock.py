@@ -58,7 +58,7 @@ from ._stale import (
     release_guard,
     unguard,
 )
-from ._winfile import busy_create, open_file, retry_busy
+from ._winfile import BUSY_PATIENCE, busy_create, open_file, retry_busy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -162,6 +162,23 @@ def owner_of_id(ident: str) -> Owner:
     return int(parts[1]), where, start
 
 
+def _look(path: str) -> tuple[os.stat_result | None, bytes | None]:
+    """lstat and read the lock file at *path*.
+
+    On Windows a file another process has open can answer a stat from its
+    directory entry (no file id: ``st_ino`` 0) and refuse a read (sharing
+    violation) for a moment: both are retried there for up to ``BUSY_PATIENCE``.
+    """
+    st, data = lstat(path), read_small(path)
+    if sys.platform != "win32":
+        return st, data
+    deadline = time.monotonic() + BUSY_PATIENCE
+    while st is not None and (st.st_ino == 0 or data is None) and time.monotonic() < deadline:
+        time.sleep(0.005)
+        st, data = lstat(path), read_small(path)
+    return st, data
+
+
 def _read_head(fd: int, limit: int = 4096) -> bytes:
     if sys.platform != "win32":
         return os.pread(fd, limit, 0)
@@ -242,10 +259,10 @@ class Backend(StaleBackend):
         mine = self._held_key
         if mine is None:
             return False
-        st = lstat(self.path)
+        st, data = _look(self.path)
         if st is None or (st.st_dev, st.st_ino) != mine:
             return False
-        first = first_line(read_small(self.path))
+        first = first_line(data)
         return first is not None and first[0] == self._id
 
     def release(self) -> bool:
