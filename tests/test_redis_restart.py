@@ -102,16 +102,7 @@ def test_restart_hold_off_covers_the_longest_lease_whoever_comes_back_first(
     env = dict(ENV, **{MAX_LEASE_ENV: str(max_lease)})
     url = own_server.url
     marker = str(tmp_path / "marker")
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, url, name, marker, str(max_lease), str(max_lease - 0.4)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    assert holder.stdout is not None
-    line = holder.stdout.readline().split()
-    assert line[:1] == ["inside"], holder.communicate()
+    holder, _token = start_holder(url, name, marker, env)
     killed = time.monotonic()
     own_server.restart()  # SIGKILL, then a new server on the same port: no keys, no epoch
     # the client with the short lease comes back first and meets the missing epoch
