@@ -32,7 +32,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from perlcompat._api import Lock
+from perlcompat.locks.api import Lock
 
 METHODS = ["flock", "mkdir", "symlink", "excl", "rename", "toplock"]
 BARE = "bare mkdir/rmdir"

@@ -17,74 +17,74 @@ SEEK_END = 2
 
 _EXPORTS = {
     # $! and die/warn
-    "OS_ERROR": "_errno",
-    "ERRNO": "_errno",
-    "Die": "_die",
-    "die": "_die",
-    "warn": "_die",
+    "OS_ERROR": "perl.errno",
+    "ERRNO": "perl.errno",
+    "Die": "perl.die",
+    "die": "perl.die",
+    "warn": "perl.die",
     # file handles
-    "PerlFile": "_handle",
-    "open_": "_handle",
-    "close": "_handle",
-    "print_": "_handle",
-    "printf": "_handle",
-    "seek": "_handle",
-    "tell": "_handle",
-    "truncate": "_handle",
-    "binmode": "_handle",
-    "eof": "_handle",
-    "flock": "_flock",
+    "PerlFile": "perl.handle",
+    "open_": "perl.handle",
+    "close": "perl.handle",
+    "print_": "perl.handle",
+    "printf": "perl.handle",
+    "seek": "perl.handle",
+    "tell": "perl.handle",
+    "truncate": "perl.handle",
+    "binmode": "perl.handle",
+    "eof": "perl.handle",
+    "flock": "perl.flock",
     # files and directories
-    "mkdir": "_fs",
-    "rmdir": "_fs",
-    "rename": "_fs",
-    "unlink": "_fs",
-    "symlink": "_fs",
-    "readlink": "_fs",
-    "utime": "_fs",
-    "chmod": "_fs",
-    "chown": "_fs",
-    "stat": "_fs",
-    "filetest": "_fs",
-    "sleep": "_fs",
-    "BASETIME": "_fs",
+    "mkdir": "perl.fs",
+    "rmdir": "perl.fs",
+    "rename": "perl.fs",
+    "unlink": "perl.fs",
+    "symlink": "perl.fs",
+    "readlink": "perl.fs",
+    "utime": "perl.fs",
+    "chmod": "perl.fs",
+    "chown": "perl.fs",
+    "stat": "perl.fs",
+    "filetest": "perl.fs",
+    "sleep": "perl.fs",
+    "BASETIME": "perl.fs",
     # strings, numbers, time and crypt
-    "split": "_text",
-    "num": "_text",
-    "truth": "_text",
-    "time": "_time",
-    "localtime": "_time",
-    "gmtime": "_time",
-    "scalar_localtime": "_time",
-    "scalar_gmtime": "_time",
-    "crypt": "_crypt",
+    "split": "perl.text",
+    "num": "perl.text",
+    "truth": "perl.text",
+    "time": "perl.time",
+    "localtime": "perl.time",
+    "gmtime": "perl.time",
+    "scalar_localtime": "perl.time",
+    "scalar_gmtime": "perl.time",
+    "crypt": "perl.crypt",
     # alarm and %SIG
-    "alarm": "_alarm",
-    "SIG": "_alarm",
-    "local_sig": "_alarm",
+    "alarm": "perl.alarm",
+    "SIG": "perl.alarm",
+    "local_sig": "perl.alarm",
     # lock()/unlock() and Lock
-    "lock": "_api",
-    "unlock": "_api",
-    "Lock": "_api",
-    "LockError": "_api",
-    "LockTimeout": "_api",
-    "DuplicateLockError": "_api",
-    "NotLockedError": "_api",
-    "HasNotLockError": "_api",
-    "ExpiredLockError": "_api",
-    "SharedStorageWarning": "_fsinfo",
+    "lock": "locks.api",
+    "unlock": "locks.api",
+    "Lock": "locks.api",
+    "LockError": "locks.api",
+    "LockTimeout": "locks.api",
+    "DuplicateLockError": "locks.api",
+    "NotLockedError": "locks.api",
+    "HasNotLockError": "locks.api",
+    "ExpiredLockError": "locks.api",
+    "SharedStorageWarning": "perl.fsinfo",
     # semaphores and atomic replace
-    "Semaphore": "_semaphore",
-    "sem_acquire": "_semaphore",
-    "sem_release": "_semaphore",
-    "replace_file": "_replace",
+    "Semaphore": "locks.semaphore",
+    "sem_acquire": "locks.semaphore",
+    "sem_release": "locks.semaphore",
+    "replace_file": "locks.replace",
     # TOP?LOCK's "check again before renaming the work file into place"
-    "still_holding": "_toplock",
-    "rename_if_holding": "_toplock",
-    "readline": "_handle",
-    "PerlWarning": "_handle",
-    "PerlList": "_handle",
-    "lstat": "_fs",
+    "still_holding": "locks.methods.toplock",
+    "rename_if_holding": "locks.methods.toplock",
+    "readline": "perl.handle",
+    "PerlWarning": "perl.handle",
+    "PerlList": "perl.handle",
+    "lstat": "perl.fs",
 }
 
 __all__ = sorted(
@@ -99,12 +99,7 @@ _START_TIME = int(_time())
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ._alarm import (
-        SIG as SIG,
-        alarm as alarm,
-        local_sig as local_sig,
-    )
-    from ._api import (
+    from .locks.api import (
         DuplicateLockError as DuplicateLockError,
         ExpiredLockError as ExpiredLockError,
         HasNotLockError as HasNotLockError,
@@ -115,22 +110,39 @@ if TYPE_CHECKING:
         lock as lock,
         unlock as unlock,
     )
-    from ._crypt import (
+    from .locks.methods.toplock import (
+        rename_if_holding as rename_if_holding,
+        still_holding as still_holding,
+    )
+    from .locks.replace import (
+        replace_file as replace_file,
+    )
+    from .locks.semaphore import (
+        Semaphore as Semaphore,
+        sem_acquire as sem_acquire,
+        sem_release as sem_release,
+    )
+    from .perl.alarm import (
+        SIG as SIG,
+        alarm as alarm,
+        local_sig as local_sig,
+    )
+    from .perl.crypt import (
         crypt as crypt,
     )
-    from ._die import (
+    from .perl.die import (
         Die as Die,
         die as die,
         warn as warn,
     )
-    from ._errno import (
+    from .perl.errno import (
         ERRNO as ERRNO,
         OS_ERROR as OS_ERROR,
     )
-    from ._flock import (
+    from .perl.flock import (
         flock as flock,
     )
-    from ._fs import (
+    from .perl.fs import (
         BASETIME as BASETIME,
         chmod as chmod,
         chown as chown,
@@ -146,10 +158,10 @@ if TYPE_CHECKING:
         unlink as unlink,
         utime as utime,
     )
-    from ._fsinfo import (
+    from .perl.fsinfo import (
         SharedStorageWarning as SharedStorageWarning,
     )
-    from ._handle import (
+    from .perl.handle import (
         PerlFile as PerlFile,
         PerlList as PerlList,
         PerlWarning as PerlWarning,
@@ -164,29 +176,17 @@ if TYPE_CHECKING:
         tell as tell,
         truncate as truncate,
     )
-    from ._replace import (
-        replace_file as replace_file,
-    )
-    from ._semaphore import (
-        Semaphore as Semaphore,
-        sem_acquire as sem_acquire,
-        sem_release as sem_release,
-    )
-    from ._text import (
+    from .perl.text import (
         num as num,
         split as split,
         truth as truth,
     )
-    from ._time import (
+    from .perl.time import (
         gmtime as gmtime,
         localtime as localtime,
         scalar_gmtime as scalar_gmtime,
         scalar_localtime as scalar_localtime,
         time as time,
-    )
-    from ._toplock import (
-        rename_if_holding as rename_if_holding,
-        still_holding as still_holding,
     )
 
 

@@ -38,7 +38,7 @@ from _thread import allocate_lock
 from collections.abc import Callable
 from typing import TypeVar
 
-from ._jexact import register as _register_codecs
+from .perl.jexact import register as _register_codecs
 
 __all__ = [
     "convert",

@@ -23,7 +23,6 @@ from perlcompat import (
     OS_ERROR,
     SIG,
     Die,
-    _alarm,
     alarm,
     close,
     die,
@@ -36,6 +35,7 @@ from perlcompat import (
     tell,
     truncate,
 )
+from perlcompat.perl import alarm as _alarm
 
 HOLD_FLOCK = """
 alarm 20;  # a broken perlcompat fails the test instead of hanging it
@@ -582,7 +582,7 @@ def test_worker_default_with_main_handler_exits_142() -> None:
 def test_windows_emulation_default_alarm_ends_the_process() -> None:
     code = """if True:
         import perlcompat
-        from perlcompat import _alarm
+        from perlcompat.perl import alarm as _alarm
         _alarm._HAVE_SIGALRM = False
         perlcompat.alarm(0.2)
         perlcompat.sleep(10)

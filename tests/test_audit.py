@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from perlcompat._audit import iter_files, lex, read_source
-from perlcompat._audit_rules import RULES, Problem, audit
+from perlcompat.tools.audit.rules import RULES, Problem, audit
+from perlcompat.tools.audit.scan import iter_files, lex, read_source
 
 CASES = Path(__file__).parent / "audit_cases"
 SINGLE = sorted(CASES.glob("*.pl"))

@@ -17,8 +17,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings, strategies as st
 from test_audit import compile_strictly
 
-from perlcompat._audit import iter_files, parse_checked, read_source
-from perlcompat._audit_rules import Problem, audit
+from perlcompat.tools.audit.rules import Problem, audit
+from perlcompat.tools.audit.scan import iter_files, parse_checked, read_source
 
 CASES = Path(__file__).parent / "audit_cases"
 SEEDS = sorted(str(p) for p in CASES.rglob("*") if p.is_file())

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from test_audit import compile_strictly
 
-from perlcompat._audit import read_source
-from perlcompat._audit_rules import Problem, audit
+from perlcompat.tools.audit.rules import Problem, audit
+from perlcompat.tools.audit.scan import read_source
 
 CASES = Path(__file__).parent / "audit_cases"
 SINGLE = sorted(p for p in CASES.glob("*.pl") if "__END__" not in read_source(str(p)))

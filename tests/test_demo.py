@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from perlcompat import _demo
+from perlcompat.tools import demo as _demo
 
 ROOT = Path(__file__).resolve().parent.parent
 KEYS = ["idiom", "safe", "writers", "expected", "got", "lost", "seconds"]

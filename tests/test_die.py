@@ -10,7 +10,7 @@ import pytest
 from perlutil import CHILD_ENV, run_perl
 
 from perlcompat import Die, die, warn
-from perlcompat._errno import set_errno
+from perlcompat.perl.errno import set_errno
 
 
 def _line_of(marker: str) -> int:

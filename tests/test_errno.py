@@ -10,7 +10,7 @@ import pytest
 from perlutil import run_perl
 
 from perlcompat import ERRNO, OS_ERROR, open_
-from perlcompat._errno import fail, fail_from, get_errno, oserror, raise_errno, set_errno
+from perlcompat.perl.errno import fail, fail_from, get_errno, oserror, raise_errno, set_errno
 
 
 @pytest.fixture(autouse=True)

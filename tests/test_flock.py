@@ -25,7 +25,7 @@ from perlcompat import (
     open_,
     print_,
 )
-from perlcompat._errno import set_errno
+from perlcompat.perl.errno import set_errno
 
 HOLDER = """
 import sys
@@ -320,7 +320,7 @@ def test_a_failed_flush_does_not_stop_the_lock_and_close_reports_it() -> None:
 
 
 def test_lock_fd_raises_blocking_io_error_when_busy(path: Path, held: Child) -> None:
-    from perlcompat._flock import lock_fd
+    from perlcompat.perl.flock import lock_fd
 
     fd = os.open(path, os.O_RDWR)
     try:

@@ -28,7 +28,7 @@ from perlcompat import (
     unlink,
     utime,
 )
-from perlcompat._errno import set_errno
+from perlcompat.perl.errno import set_errno
 
 
 @pytest.fixture(autouse=True)

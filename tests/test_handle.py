@@ -28,7 +28,7 @@ from perlcompat import (
     tell,
     truncate,
 )
-from perlcompat._errno import set_errno
+from perlcompat.perl.errno import set_errno
 
 SJIS = "日本語のテキスト、ｶﾀｶﾅ①\n".encode("cp932")
 EUCJP = "日本語のテキスト\n".encode("euc-jp")

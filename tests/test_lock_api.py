@@ -25,7 +25,8 @@ from pathlib import Path
 import pytest
 
 import perlcompat
-from perlcompat import OS_ERROR, Lock, LockError, LockTimeout, Semaphore, _api, lock, unlock
+from perlcompat import OS_ERROR, Lock, LockError, LockTimeout, Semaphore, lock, unlock
+from perlcompat.locks import api as _api
 
 REAL_JITTER = _api._jitter
 
@@ -59,7 +60,7 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
 
     monkeypatch.setattr(_api, "time", FakeTime)
     monkeypatch.setattr(_api, "_pause", fake.pause)
-    from perlcompat import _mkdir
+    from perlcompat.locks.methods import mkdir as _mkdir
 
     monkeypatch.setattr(_mkdir.Backend, "try_acquire", fake.busy)
     monkeypatch.setattr(_mkdir.Backend, "break_stale", lambda self: False)
@@ -212,7 +213,7 @@ def test_options_are_typed_keywords(tmp_path: Path) -> None:
 
     functions: list[Callable[..., object]] = [Lock.__init__, lock, unlock, _api.Backend.__init__]
     for module in _api.METHODS.values():
-        functions.append(import_module(f"perlcompat.{module}").Backend.__init__)
+        functions.append(import_module(f"perlcompat.locks.methods.{module}").Backend.__init__)
     for function in functions:
         kinds = [p.kind for p in inspect.signature(function).parameters.values()]
         assert inspect.Parameter.VAR_KEYWORD not in kinds, function.__qualname__

@@ -25,7 +25,7 @@ import pytest
 from perlutil import Child, run_perl
 
 from perlcompat import OS_ERROR, Lock, LockError, lock, unlock
-from perlcompat._api import detect_method
+from perlcompat.locks.api import detect_method
 
 METHODS = ["mkdir", "symlink", "rename", "excl", "flock", "toplock"]
 KINDS = ["data", "aged", "hardlink", "symlink", "fifo", "directory", "other_uid"]
@@ -254,7 +254,7 @@ def test_flock_keeps_a_perl_appenders_line_written_before_it_locked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A Perl appender that gets in between our O_EXCL create and our flock: its line stays.
-    from perlcompat import _flocklock
+    from perlcompat.locks.methods import flock as _flocklock
 
     log = tmp_path / "log.txt"
     opened = _flocklock.Backend._open
@@ -381,7 +381,7 @@ def test_breaking_a_stale_rename_lock_never_renames_onto_the_free_name(
 ) -> None:
     from perlutil import run_python
 
-    from perlcompat import _stale
+    from perlcompat.locks import stale as _stale
 
     path, held = tmp_path / "lk", tmp_path / "lk.locked"
     done = run_python(DIE_HOLDING, str(path))

@@ -24,12 +24,12 @@ from perlcompat import (
     DuplicateLockError,
     ExpiredLockError,
     LockError,
-    _owner,
     lock,
     unlock,
 )
-from perlcompat._api import Lock, NotLockedError, detect_method, find_locks
-from perlcompat._flocklock import held as flock_held
+from perlcompat.locks import owner as _owner
+from perlcompat.locks.api import Lock, NotLockedError, detect_method, find_locks
+from perlcompat.locks.methods.flock import held as flock_held
 
 METHODS = ["mkdir", "symlink", "excl", "rename", "toplock", "flock"]
 FORK = multiprocessing.get_context("fork")
@@ -157,7 +157,7 @@ def test_flock_shared_locks_share_and_exclude_writers(tmp_path: Path) -> None:
     path = str(tmp_path / "lk")
     reader = Lock(path, method="flock", shared=True).acquire()
     code = (
-        "import sys; from perlcompat._api import Lock, LockError\n"
+        "import sys; from perlcompat.locks.api import Lock, LockError\n"
         "def try_(shared):\n"
         "    lk = Lock(sys.argv[1], method='flock', shared=shared, retry=1, wait=0.05)\n"
         "    try:\n"
@@ -421,7 +421,7 @@ def test_another_thread_waits_like_another_process(tmp_path: Path, method: str) 
 
 
 def test_toplock_check_again_before_the_rename(tmp_path: Path) -> None:
-    from perlcompat._toplock import rename_if_holding, still_holding
+    from perlcompat.locks.methods.toplock import rename_if_holding, still_holding
 
     path, work, data = tmp_path / "test.lock", tmp_path / "work.tmp", tmp_path / "work.dat"
     lk = Lock(str(path), method="toplock", stale=600).acquire()

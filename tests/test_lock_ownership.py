@@ -29,8 +29,9 @@ from pathlib import Path
 import pytest
 from perlutil import Child, as_unprivileged, shared_directory
 
-from perlcompat import OS_ERROR, NotLockedError, Semaphore, _owner, _stale, lock, unlock
-from perlcompat._api import Lock
+from perlcompat import OS_ERROR, NotLockedError, Semaphore, lock, unlock
+from perlcompat.locks import owner as _owner, stale as _stale
+from perlcompat.locks.api import Lock
 
 FLOCK = shutil.which("flock") or "/usr/bin/flock"
 
@@ -337,7 +338,7 @@ def test_a_pid_beyond_2_31_is_an_unknown_owner(tmp_path: Path) -> None:
 
 
 def test_seconds_validation_helper_messages() -> None:
-    from perlcompat._api import check_seconds
+    from perlcompat.locks.api import check_seconds
 
     assert check_seconds("wait", 0) == 0.0
     with pytest.raises(ValueError, match=r"^stale must be a number of seconds > 0"):

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from perlutil import Child
 
-from perlcompat._api import detect_method
+from perlcompat.locks.api import detect_method
 
 CYCLES = 120
 
@@ -211,7 +211,7 @@ def test_perl_sees_our_mkdir_lock_and_its_rmdir_unlock_works(tmp_path: Path) -> 
     """A Perl port's `sub unlock { rmdir }` can remove our (empty) lock directory."""
     from perlutil import run_perl
 
-    from perlcompat._api import Lock
+    from perlcompat.locks.api import Lock
 
     path = tmp_path / "lk"
     held = Lock(str(path)).acquire()

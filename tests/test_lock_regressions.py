@@ -24,13 +24,14 @@ from pathlib import Path
 import pytest
 from perlutil import Child
 
-from perlcompat import ExpiredLockError, _owner, _stale, lock, unlock
-from perlcompat._api import Lock
+from perlcompat import ExpiredLockError, lock, unlock
+from perlcompat.locks import owner as _owner, stale as _stale
+from perlcompat.locks.api import Lock
 
 CATCHER = """
 import os, sys
 from perlcompat import lock
-from perlcompat._api import Lock
+from perlcompat.locks.api import Lock
 with Lock(sys.argv[1], retry=1):
     try:
         print("in", flush=True)  # inside the try: SIGINT may land as soon as this is written

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from perlutil import CHILD_ENV, Child
 
-from perlcompat._flocklock import held as flock_held
+from perlcompat.locks.methods.flock import held as flock_held
 
 METHODS = ["mkdir", "symlink", "excl", "rename", "toplock", "flock"]
 
@@ -136,8 +136,8 @@ def test_sigpipe_stays_ignored_and_does_not_release(tmp_path: Path) -> None:
 def test_released_lock_after_cleanup_is_a_quiet_no_op() -> None:
     import tempfile
 
-    from perlcompat import _cleanup
-    from perlcompat._api import Lock
+    from perlcompat.locks import cleanup as _cleanup
+    from perlcompat.locks.api import Lock
 
     with tempfile.TemporaryDirectory() as directory:
         lk = Lock(os.path.join(directory, "lk"))
@@ -150,7 +150,8 @@ def test_released_lock_after_cleanup_is_a_quiet_no_op() -> None:
 
 DEFERRED = """
 import os, signal, sys
-from perlcompat import lock, _cleanup
+from perlcompat import lock
+from perlcompat.locks import cleanup as _cleanup
 assert lock(sys.argv[1]) == 1
 _cleanup.enter()  # as Lock.release does around its steps
 os.kill(os.getpid(), signal.SIGTERM)

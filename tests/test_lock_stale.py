@@ -23,9 +23,10 @@ from pathlib import Path
 import pytest
 from perlutil import Child
 
-from perlcompat import OS_ERROR, ExpiredLockError, _owner, _stale, lock, unlock
-from perlcompat._api import Lock
-from perlcompat._flocklock import held as flock_held
+from perlcompat import OS_ERROR, ExpiredLockError, lock, unlock
+from perlcompat.locks import owner as _owner, stale as _stale
+from perlcompat.locks.api import Lock
+from perlcompat.locks.methods.flock import held as flock_held
 
 FORK = multiprocessing.get_context("fork")
 STALE_METHODS = ["mkdir", "symlink", "excl", "toplock", "rename"]
@@ -126,7 +127,7 @@ def test_a_release_waits_for_a_remover_that_holds_the_second_lock(tmp_path: Path
     assert _stale.guard(str(path), exclusive=True) is None  # a second remover gives up
     release = Child.python(
         "import sys\n"
-        "from perlcompat import _stale\n"
+        "from perlcompat.locks import stale as _stale\n"
         "print('start', flush=True)\n"
         "fd = _stale.release_guard(sys.argv[1], patience=60)\n"
         "print('guarded', fd is not None, flush=True)\n",

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from perlcompat import _owner, _stale
-from perlcompat._api import Lock, find_locks
+from perlcompat.locks import owner as _owner, stale as _stale
+from perlcompat.locks.api import Lock, find_locks
 
 
 def test_owner_is_unknown_on_windows_and_kill_is_never_called(

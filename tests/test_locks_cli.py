@@ -203,7 +203,8 @@ def test_flock_held_by_perl(tmp_path: Path) -> None:
 def test_break_stale_goes_through_the_backend(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from perlcompat import _locks_cli, _mkdir
+    from perlcompat.locks.methods import mkdir as _mkdir
+    from perlcompat.tools import locks_cli as _locks_cli
 
     (tmp_path / "old.lock").mkdir()
     os.utime(tmp_path / "old.lock", (0, 1))
@@ -248,7 +249,7 @@ print "$busy\n";
 
 
 def test_scanning_never_makes_a_perl_flock_nb_loop_fail(tmp_path: Path) -> None:
-    from perlcompat import _locks_cli
+    from perlcompat.tools import locks_cli as _locks_cli
 
     (tmp_path / "data.lck").write_bytes(b"")
     perl = subprocess.Popen(
@@ -278,7 +279,7 @@ def test_scanning_never_makes_a_perl_flock_nb_loop_fail(tmp_path: Path) -> None:
 def test_without_proc_locks_the_probe_still_finds_holders(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from perlcompat import _flocklock
+    from perlcompat.locks.methods import flock as _flocklock
 
     code = (
         'use Fcntl qw(:flock); open(LOCK, "> held.lck") or die; flock(LOCK, LOCK_SH) or die; '
@@ -301,7 +302,7 @@ def test_without_proc_locks_the_probe_still_finds_holders(
 
 
 def test_unreadable_entries_are_listed_with_the_reason() -> None:
-    from perlcompat import _locks_cli
+    from perlcompat.tools import locks_cli as _locks_cli
 
     with shared_directory() as base:
         (base / "secret.lock").mkdir()
@@ -334,7 +335,7 @@ def test_unreadable_entries_are_listed_with_the_reason() -> None:
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs another user's lock: run as root")
 def test_a_stale_lock_kept_in_a_sticky_directory_says_why() -> None:
-    from perlcompat import _locks_cli
+    from perlcompat.tools import locks_cli as _locks_cli
 
     with shared_directory() as base:
         base.chmod(0o1777)

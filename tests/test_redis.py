@@ -32,10 +32,10 @@ from perlcompat import (
     ExpiredLockError,
     Lock,
     LockError,
-    _redis as redis_lock,
     lock,
     unlock,
 )
+from perlcompat.locks.methods import redis as redis_lock
 
 REPO = Path(__file__).resolve().parent.parent
 ENV = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))

@@ -24,7 +24,8 @@ from pathlib import Path
 import pytest
 from redis_server import RedisServer
 
-from perlcompat import OS_ERROR, Lock, _redis as redis_lock, lock, unlock
+from perlcompat import OS_ERROR, Lock, lock, unlock
+from perlcompat.locks.methods import redis as redis_lock
 
 REPO = Path(__file__).resolve().parent.parent
 ENV = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))

@@ -777,7 +777,7 @@ def test_a_live_writers_temp_file_is_kept(tmp_path: Path) -> None:
 
 
 def test_clean_temp_files_names_what_it_removed(tmp_path: Path) -> None:
-    from perlcompat._replace import clean_temp_files, temp_file_owner
+    from perlcompat.locks.replace import clean_temp_files, temp_file_owner
 
     dead = plant_decoys(tmp_path, "data.txt")
     orphans = [tmp_path / f".data.txt.{dead}.0123abcd.tmp", tmp_path / f".b.c.{dead}.89abcdef.tmp"]

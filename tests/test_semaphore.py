@@ -25,7 +25,7 @@ from perlcompat import (
     sem_acquire,
     sem_release,
 )
-from perlcompat._api import DuplicateLockError, NotLockedError
+from perlcompat.locks.api import DuplicateLockError, NotLockedError
 
 
 @pytest.fixture(autouse=True)

@@ -226,7 +226,7 @@ def test_clock_skew_does_not_break_a_live_lock_of_another_host(
         holder.wait()
 
 
-@pytest.mark.filterwarnings("ignore::perlcompat._fsinfo.SharedStorageWarning")  # toplock
+@pytest.mark.filterwarnings("ignore::perlcompat.perl.fsinfo.SharedStorageWarning")  # toplock
 def test_an_old_lock_is_still_broken_with_the_storage_clock(two_hosts_uncached: SharedDir) -> None:
     """The storage clock judges age: a 100 s old lock goes at stale=2 from either host."""
     shared = two_hosts_uncached
@@ -361,7 +361,7 @@ def test_flock_on_a_local_file_system_does_not_warn(tmp_path: Path) -> None:
 def fresh_fsinfo() -> None:
     """Forget which file systems were seen and warned about (mounts come and go in tests,
     and a new mount can reuse an old one's device number)."""
-    from perlcompat import _fsinfo
+    from perlcompat.perl import fsinfo as _fsinfo
 
     _fsinfo._types.clear()
     _fsinfo._warned.clear()

@@ -26,11 +26,11 @@ from perlcompat import (
     LOCK_SH,
     LOCK_UN,
     OS_ERROR,
-    _flock_windows as win,
     close,
     open_,
     print_,
 )
+from perlcompat.perl import flock_windows as win
 
 
 class FakeFlags(enum.IntFlag):
@@ -167,10 +167,10 @@ def test_old_portalocker_gives_a_clear_import_error(
 # -- flock() itself, loaded as on Windows -------------------------------------------------
 @pytest.fixture()
 def win_flock(fake: types.SimpleNamespace, monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
-    """A private copy of ``perlcompat._flock`` imported with ``sys.platform == "win32"``."""
+    """A private copy of ``perlcompat.perl.flock`` imported with ``sys.platform == "win32"``."""
     monkeypatch.setattr(sys, "platform", "win32")
-    source = Path(perlcompat.__file__).parent / "_flock.py"
-    spec = importlib.util.spec_from_file_location("perlcompat._flock_as_windows", source)
+    source = Path(perlcompat.__file__).parent / "perl" / "flock.py"
+    spec = importlib.util.spec_from_file_location("perlcompat.perl._flock_as_windows", source)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -390,7 +390,7 @@ def test_winsock_numbers_get_windows_messages(
 ) -> None:
     import os
 
-    from perlcompat._errno import strerror
+    from perlcompat.perl.errno import strerror
 
     monkeypatch.setattr(sys, "platform", "win32")
     monkeypatch.setattr(os, "strerror", lambda n: "Unknown error")  # the C library's answer
@@ -436,7 +436,8 @@ def test_replace_file_gives_up_on_a_reader_that_never_closes(
 ) -> None:
     import os
 
-    from perlcompat import _replace, replace_file
+    from perlcompat import replace_file
+    from perlcompat.locks import replace as _replace
 
     path = tmp_path / "data.txt"
     path.write_bytes(b"old\n")

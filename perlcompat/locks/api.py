@@ -1,0 +1,777 @@
+"""``lock()``/``unlock()`` and ``Lock``: the one contract every lock method implements.
+
+A *method* is a :class:`Backend` subclass in a module of its own under ``locks.methods`` (mkdir,
+symlink, rename, excl, flock, toplock, redis),
+named in :data:`METHODS` and loaded on first use.  A backend knows how to make one
+non-blocking attempt, how to release only what it holds, and how to recover a
+stale lock without ever removing a live one.  Everything else lives here, once:
+
+* **Patience.** ``lock()`` tries for ``(retry - 1) * wait`` seconds, as seed
+  003's sub does (five tries with four one-second sleeps between them: 4 s;
+  ``retry`` 0 or 1: one try), then returns 0 with ``$!`` = EWOULDBLOCK.
+  ``Lock(timeout=...)``/``acquire(timeout=...)`` give the patience in seconds
+  instead (None or -1: without limit, filelock's convention); ``retry=None``
+  waits without limit too.  A time-out raises ``LockTimeout``, also a
+  ``TimeoutError``.  Between tries it sleeps a short, jittered, growing
+  interval capped well below ``wait``, so a released lock is taken within
+  milliseconds, not a second.  With ``poll=`` (or ``PERLCOMPAT_LOCK_POLL``) it
+  sleeps that many seconds instead (jittered +-50%, so waiters do not fall in
+  step), a Perl sub's cadence, so that Perl waiters beside it get their share
+  of hand-offs (docs/locks.md has the bench).  A pending
+  ``alarm()`` is honoured between tries.
+* **Staleness.** After a failed try (at most every ``BREAK_EVERY`` seconds) the
+  backend is asked to recover a lock older than ``stale`` seconds, or one whose
+  owner on this host is dead.  The
+  backend does that race-free (see ``locks.stale``); this loop only asks.
+* **Ownership.** A lock is held by one ``Lock`` object in one thread of one
+  process.  Taking a lock this thread already holds is refused at once
+  (``DuplicateLockError``, ``$!`` = EDEADLK): locks are not re-entrant, so a
+  port that nests the same ``lock()`` fails loudly instead of waiting out its
+  own patience.  Another thread of the same process waits like another process
+  would, and cannot release the holder's lock: its ``unlock()`` returns 0
+  (``$!`` = ENOLCK), its ``release()`` raises ``NotLockedError``.  A release
+  that fails (``OSError`` from the method) leaves the lock held by its object,
+  so the lock on disk and the object never disagree and the release can be
+  retried.
+* **Cleanup.** Held locks are released at normal interpreter exit and on
+  SIGHUP/INT/PIPE/QUIT/TERM (``locks.cleanup``), then the signal does what it did.
+  A forked child does not hold (or release) its parent's locks.
+* **Tools.** ``Backend.describe()`` reports who holds the lock at a path,
+  :func:`detect_method` guesses which method made a lock found on disk, and
+  :func:`find_locks` lists the locks of a directory (``perlcompat locks``).
+* **Expiry.** Releasing a lock held longer than ``stale`` raises
+  ``ExpiredLockError`` (``unlock()`` returns 0, ``$!`` = ETIMEDOUT): another
+  process was entitled to break it, so the critical section may have overlapped.
+  A lock no longer ours is never removed.
+* **Logging.** Stale-lock removals, expired or broken locks and an ``unlock()``
+  that finds another owner's lock are logged at WARNING on the ``perlcompat``
+  logger, redis hold-offs at INFO (``locks.log``: ``logging`` is imported only
+  then); no handlers are configured.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import time
+from _thread import get_ident
+
+from ..perl.errno import fail, reraise_foreign, set_errno
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from types import TracebackType
+    from typing import Any, ClassVar, TypeVar
+
+    F = TypeVar("F", bound=Callable[..., Any])
+
+#: lock method name -> module that defines its ``Backend``.
+METHODS = {
+    "mkdir": "mkdir",
+    "symlink": "symlink",
+    "rename": "rename",
+    "excl": "excl",
+    "flock": "flock",
+    "toplock": "toplock",
+    "redis": "redis",
+}
+
+#: first and largest pause between tries, in seconds (jittered +-50%).
+BACKOFF_FIRST = 0.0005
+BACKOFF_MAX = 0.01
+#: a waiter asks the backend to break a stale lock at most this often (s).
+BREAK_EVERY = 0.005
+
+
+class LockError(OSError):
+    """A lock was not acquired within its patience (errno EWOULDBLOCK)."""
+
+    default_errno = errno.EWOULDBLOCK
+
+    def __init__(self, message: str, errno_: int | None = None) -> None:
+        number = self.default_errno if errno_ is None else errno_
+        super().__init__(number, message)
+
+
+class LockTimeout(LockError, TimeoutError):
+    """No lock within the patience: a ``LockError`` and a ``TimeoutError`` (errno EWOULDBLOCK)."""
+
+    default_errno = errno.EWOULDBLOCK
+
+
+class DuplicateLockError(LockError):
+    """This thread already holds that lock (errno EDEADLK)."""
+
+    default_errno = errno.EDEADLK
+
+
+class NotLockedError(LockError):
+    """Releasing a lock this object does not hold (errno ENOLCK)."""
+
+    default_errno = errno.ENOLCK
+
+
+HasNotLockError = NotLockedError
+
+
+class ExpiredLockError(LockError):
+    """Released after its stale limit: someone may have broken it (errno ETIMEDOUT)."""
+
+    default_errno = errno.ETIMEDOUT
+
+
+def check_seconds(name: str, value: object, *, zero: bool = True) -> float:
+    """Return *value* as float seconds; ValueError naming *name* unless finite and >= 0.
+
+    With ``zero=False`` it must be > 0.  NaN and infinity are refused: a NaN
+    deadline compares false with every time and would wait for ever.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{name} must be a number of seconds, not {value!r}")
+    seconds = float(value)
+    if seconds - seconds != 0:  # NaN or +-infinity
+        raise ValueError(f"{name} must be a finite number of seconds, not {value!r}")
+    if seconds < 0 or (not zero and seconds == 0):
+        bound = ">= 0" if zero else "> 0"
+        raise ValueError(f"{name} must be a number of seconds {bound}, not {value!r}")
+    return seconds
+
+
+class Backend:
+    """One lock method's primitive operations on one lock path (or key).
+
+    Subclasses implement :meth:`try_acquire`, :meth:`release` and
+    :meth:`break_stale`; they raise ``OSError`` (errno set, message naming the
+    path) for anything that is not "busy", and never report a lock they did not
+    take.
+    """
+
+    method: ClassVar[str] = ""
+    can_share: ClassVar[bool] = False
+    #: the keyword options this method's constructor takes beyond the common ones.
+    options: ClassVar[tuple[str, ...]] = ()
+    #: when the running ``Lock.acquire`` gives up (``time.monotonic()``), None for
+    #: never; set before the first attempt, for methods that wait on a network (redis).
+    deadline: float | None = None
+
+    def __init__(self, path: str, *, stale: float, shared: bool = False) -> None:
+        if shared and not self.can_share:
+            raise ValueError(f"lock method {self.method!r} cannot take shared locks")
+        self.path = path
+        self.stale = stale
+        self.shared = shared
+
+    def try_acquire(self) -> bool:
+        """Make one non-blocking attempt; True if the lock is now held by us."""
+        raise NotImplementedError
+
+    def release(self) -> bool:
+        """Release our lock; True if it was still ours, False if it was gone or replaced."""
+        raise NotImplementedError
+
+    def break_stale(self) -> bool:
+        """Remove the current lock if stale (age or dead owner), race-free; True if removed."""
+        raise NotImplementedError
+
+    def abandon(self) -> bool:
+        """Release for cleanup at exit or on a signal, without blocking long; as ``release``."""
+        return self.release()
+
+    def fileno(self) -> int | None:
+        """Descriptor to keep open while held (flock method), else None."""
+        return None
+
+    @property
+    def fencing_token(self) -> int | None:
+        """Monotonic token of the current hold, where the method has one."""
+        return None
+
+    def describe(self) -> dict[str, Any] | None:
+        """Describe the lock at the path for ``perlcompat locks``; None if there is none.
+
+        Keys: ``method``, ``path``, ``pid`` (int or None), ``host`` (str or None),
+        ``alive`` (True, False, or None when unknown) and ``age`` (seconds).
+        """
+        raise NotImplementedError(f"lock method {self.method!r} cannot describe its locks")
+
+
+def _backend_class(method: str) -> type[Backend]:
+    module_name = METHODS.get(method)
+    if module_name is None:
+        raise ValueError(f"unknown lock method {method!r}; choose one of {', '.join(METHODS)}")
+    from importlib import import_module
+
+    module = import_module(f"perlcompat.locks.methods.{module_name}")
+    cls: type[Backend] = module.Backend
+    return cls
+
+
+class _Unset:
+    """The type of :data:`UNSET`: an argument that was not given."""
+
+    def __repr__(self) -> str:
+        return "<default>"
+
+
+#: default of ``timeout=`` and ``retry=``: not given (-1 and None mean "wait for ever").
+UNSET = _Unset()
+#: seed 003's tries: ``Lock``'s ``retry`` when neither it nor ``timeout`` is given.
+DEFAULT_RETRY = 5
+
+
+def check_timeout(value: object) -> float | None:
+    """Return *value* as seconds, None for ever (None or -1); ValueError otherwise."""
+    if value is None or (
+        not isinstance(value, bool) and isinstance(value, (int, float)) and value == -1
+    ):
+        return None
+    return check_seconds("timeout", value)
+
+
+def check_retry(retry: object) -> int | None:
+    """Return *retry* (a whole number of tries, or None); ValueError otherwise."""
+    if retry is None:
+        return None
+    if isinstance(retry, bool) or not isinstance(retry, int) or retry < 0:
+        raise ValueError(f"retry must be a whole number >= 0 or None, not {retry!r}")
+    if retry > 2**53:
+        raise ValueError(f"retry must be a whole number <= 2**53 or None, not {retry!r}")
+    return retry
+
+
+def retry_patience(retry: int | None, wait: float) -> float | None:
+    """Seconds of seed 003's sub: *retry* tries with ``retry - 1`` sleeps of *wait*."""
+    if retry is None:
+        return None
+    return check_seconds("(retry - 1) * wait", max(retry - 1, 0) * wait)
+
+
+def poll_seconds(poll: float | None) -> float | None:
+    """*poll* checked, or ``PERLCOMPAT_LOCK_POLL`` when *poll* is None (unset or empty: None)."""
+    if poll is None:
+        text = os.environ.get("PERLCOMPAT_LOCK_POLL", "").strip()
+        if not text:
+            return None
+        try:
+            value = float(text)
+        except ValueError:
+            raise ValueError(
+                f"PERLCOMPAT_LOCK_POLL must be a number of seconds > 0, not {text!r}"
+            ) from None
+        return check_seconds("PERLCOMPAT_LOCK_POLL", value, zero=False)
+    return check_seconds("poll", poll, zero=False)
+
+
+def resolve_path(name: str | os.PathLike[str], root: str | os.PathLike[str] | None) -> str:
+    """Return the absolute lock path for *name*, refusing empty names and escapes from *root*."""
+    text = os.fspath(name)
+    if not isinstance(text, str):
+        raise TypeError(f"lock name must be str or os.PathLike[str], not {type(text).__name__}")
+    if not text or not text.strip():
+        raise ValueError("lock name is empty")
+    if "\0" in text:
+        raise ValueError(f"lock name {text!r} contains a NUL byte")
+    if root is None:
+        root = os.environ.get("PERLCOMPAT_LOCK_ROOT") or None
+    if root is None:
+        return os.path.abspath(text)
+    base = os.path.realpath(os.fspath(root))
+    path = os.path.abspath(os.path.join(base, text))
+    parent = os.path.realpath(os.path.dirname(path))
+    if os.path.commonpath([base, parent]) != base or path == base:
+        raise ValueError(f"lock name {text!r} escapes the lock root {base!r}")
+    return os.path.join(parent, os.path.basename(path))
+
+
+def detect_method(path: str | os.PathLike[str]) -> str | None:
+    """Guess which lock method made the lock found at *path*; None if there is no lock there.
+
+    Only what a lock method can have made counts, so that a tool which breaks
+    stale locks never takes a data file for one:
+
+    * an *empty* directory is an mkdir lock (a lock directory stays empty);
+    * a symlink whose target is a pid or ``"."`` (seed 000's two forms) is a
+      symlink lock;
+    * a missing *path* whose ``<path>.locked`` twin is a rename marker (a regular
+      file holding nothing or a rename record) is a held rename lock;
+    * a regular file is named by the record inside it (excl, flock); a file
+      whose every line is ``id<>time<>`` groups, with seed 001's long numeric
+      ids (or ours) and epoch times, is a toplock (``locks.methods.toplock.is_toplock_data``);
+      any other regular file is
+      taken for a flock lock file (Perl's ``open(LOCK, "> f")`` makes an empty
+      one), which is never broken: it is only a lock while someone holds it.
+
+    The owner file beside an mkdir lock and a held rename marker are parts of
+    other locks: None.
+    """
+    import stat as stat_module
+
+    from . import owner as _owner
+    from .methods.toplock import is_toplock_data
+    from .stale import is_record, lstat, read_small
+
+    text = os.fspath(path)
+    st = lstat(text)
+    if st is None:
+        twin = lstat(text + ".locked")
+        if twin is None or not stat_module.S_ISREG(twin.st_mode):
+            return None
+        marker = read_small(text + ".locked") if twin.st_size else b""
+        return "rename" if marker == b"" or is_record(marker, "rename") else None
+    if stat_module.S_ISLNK(st.st_mode):
+        try:
+            target = os.readlink(text)
+        except OSError:
+            return None
+        return "symlink" if target.isdigit() or target in (".", ":") else None
+    if stat_module.S_ISDIR(st.st_mode):
+        try:
+            return None if os.listdir(text) else "mkdir"
+        except OSError:
+            return None
+    if not stat_module.S_ISREG(st.st_mode):
+        return None
+    data = read_small(text, 65536) or b""
+    record = _owner.parse(data)
+    if record is not None:
+        kind = record["kind"]
+        return kind if kind in ("excl", "flock") else None
+    if data and is_toplock_data(data, complete=st.st_size <= len(data)):
+        return "toplock"
+    return "flock"
+
+
+def find_locks(directory: str | os.PathLike[str]) -> list[tuple[str, str]]:
+    """List (lock path, method) for every lock-like entry of *directory*, sorted by path."""
+    base = os.fspath(directory)
+    found: dict[str, str] = {}
+    for name in sorted(os.listdir(base)):
+        path = os.path.abspath(os.path.join(base, name))
+        if name.endswith(".locked") and detect_method(path[: -len(".locked")]) == "rename":
+            found[path[: -len(".locked")]] = "rename"
+            continue
+        if name.endswith(".breaker"):
+            continue
+        method = detect_method(path)
+        if method is not None:
+            found[path] = method
+    return sorted(found.items())
+
+
+# (method, path) -> the Lock holding it in this process.
+_held: dict[tuple[str, str], Lock] = {}
+
+
+class Lock:
+    """A named lock: ``acquire()``/``release()``, context manager and decorator.
+
+    ``Lock("lockdir")`` is seed 003's mkdir lock; ``method=`` picks another
+    (``"flock"`` is the recommended one where no Perl script needs a directory),
+    ``url="redis://..."`` a Redis lock.  The patience is ``timeout`` seconds
+    (None or -1: for ever) or, without it, seed 003's ``(retry - 1) * wait``
+    (giving both ``timeout`` and ``retry`` is a ValueError); ``poll`` seconds
+    between tries waits at a Perl sub's cadence (fair to Perl waiters);
+    ``stale`` is the age after which another process may break the lock.
+    Method options: ``mode`` (mkdir), ``held`` (rename), ``url`` (redis).
+    """
+
+    def __init__(
+        self,
+        name: str | os.PathLike[str] = "lockdir",
+        *,
+        method: str | None = None,
+        timeout: float | _Unset | None = UNSET,
+        retry: int | _Unset | None = UNSET,
+        wait: float = 1.0,
+        stale: float = 180.0,
+        shared: bool = False,
+        root: str | os.PathLike[str] | None = None,
+        poll: float | None = None,
+        url: str | None = None,
+        mode: int | None = None,
+        held: str | os.PathLike[str] | None = None,
+    ) -> None:
+        if not isinstance(timeout, _Unset) and not isinstance(retry, _Unset):
+            raise ValueError(
+                "give the patience as timeout= (seconds) or as retry= (tries), not both"
+                f" (timeout={timeout!r}, retry={retry!r})"
+            )
+        retry = check_retry(DEFAULT_RETRY if isinstance(retry, _Unset) else retry)
+        wait = check_seconds("wait", wait)
+        stale = check_seconds("stale", stale, zero=False)
+        if isinstance(timeout, _Unset):
+            self.timeout = retry_patience(retry, wait)
+        else:
+            self.timeout = check_timeout(timeout)
+        self.poll = poll_seconds(poll)
+        options: dict[str, Any] = {}
+        if mode is not None:
+            options["mode"] = mode
+        if held is not None:
+            options["held"] = held
+        if url is None and method is None:
+            url = os.environ.get("PERLCOMPAT_LOCK_URL") or None
+        if url is not None:
+            if method not in (None, "redis"):
+                raise ValueError(f"url= is for the redis method, not {method!r}")
+            method = "redis"
+            options["url"] = url
+            path = os.fspath(name)
+            if not path:
+                raise ValueError("lock name is empty")
+        else:
+            method = method or "mkdir"
+            path = resolve_path(name, root)
+        self.name = os.fspath(name)
+        self.method = method
+        self.retry = retry
+        self.wait = float(wait)
+        self.stale = float(stale)
+        self.shared = shared
+        self.path = path
+        cls = _backend_class(method)
+        for option in options:
+            if option not in cls.options:
+                raise TypeError(f"lock method {method!r} takes no option {option!r}")
+        self._backend = cls(path, stale=self.stale, shared=shared, **options)
+        self._owner_thread: int | None = None
+        self._since = 0.0
+        self._abandoned = False
+
+    # -- state ---------------------------------------------------------
+    @property
+    def is_locked(self) -> bool:
+        """True while this object holds the lock."""
+        return self._owner_thread is not None
+
+    @property
+    def fencing_token(self) -> int | None:
+        """The method's fencing token for the current hold (Redis), else None."""
+        return self._backend.fencing_token
+
+    @property
+    def backend(self) -> Backend:
+        """The method's primitive operations (for tools such as ``perlcompat locks``)."""
+        return self._backend
+
+    def __repr__(self) -> str:
+        state = "locked" if self.is_locked else "unlocked"
+        return f"<Lock {self.path!r} method={self.method} {state}>"
+
+    # -- acquire / release ---------------------------------------------
+    def patience(self) -> float | None:
+        """Seconds ``acquire()`` waits by default (``timeout``), None for ever."""
+        return self.timeout
+
+    def acquire(self, timeout: float | _Unset | None = UNSET) -> Lock:
+        """Take the lock within *timeout* seconds or raise ``LockTimeout`` (a TimeoutError).
+
+        *timeout* is finite seconds >= 0, or None or -1 for ever (filelock's
+        convention); not given, the object's patience (:meth:`patience`).
+        """
+        from . import cleanup as _cleanup
+
+        timeout = self.timeout if isinstance(timeout, _Unset) else check_timeout(timeout)
+        me = get_ident()
+        key = (self.method, self.path)
+        holder = _held.get(key)
+        if holder is not None and holder._owner_thread == me:
+            raise DuplicateLockError(f"this thread already holds the lock {self.path!r}")
+        deadline = None if timeout is None else time.monotonic() + timeout
+        pause = BACKOFF_FIRST
+        cap = min(BACKOFF_MAX, self.wait) if self.wait > 0 else BACKOFF_MAX
+        poll = self.poll
+        backend = self._backend
+        backend.deadline = deadline
+        next_break = 0.0
+        while True:
+            # a stopping signal waits until a lock just taken is tracked (then removed)
+            _cleanup.enter()
+            try:
+                taken = backend.try_acquire()
+                if not taken and time.monotonic() >= next_break:
+                    next_break = time.monotonic() + BREAK_EVERY
+                    taken = backend.break_stale() and backend.try_acquire()
+                if taken:
+                    self._owner_thread = me
+                    self._since = time.monotonic()
+                    self._abandoned = False
+                    _held[key] = self
+                    _cleanup.track(self)
+                    return self
+            finally:
+                _cleanup.leave()
+            now = time.monotonic()
+            if deadline is not None and now >= deadline:
+                why = getattr(backend, "why_busy", None)
+                reason = why() if why is not None else ""
+                detail = f": {reason}" if reason else ""
+                raise LockTimeout(f"lock {self.path!r} is busy (waited {timeout:g} s){detail}")
+            wait_for_release = getattr(backend, "wait_for_release", None)
+            if wait_for_release is not None:  # redis: block until a release wakes us
+                _wait_for_release(wait_for_release, None if deadline is None else deadline - now)
+                continue
+            delay = (poll if poll is not None else pause) * _jitter()
+            if deadline is not None:
+                delay = min(delay, max(deadline - now, 0.0))
+            _pause(delay)
+            pause = min(pause * 1.6, cap)
+
+    def release(self) -> None:
+        """Release the lock; ExpiredLockError if it was held past ``stale``.
+
+        Only the thread that took the lock may release it (NotLockedError
+        otherwise).  If the method fails (OSError), the lock stays held by
+        this object.  After a signal or exit cleanup released it
+        (``locks.cleanup``), the next ``release()`` is a no-op instead of
+        NotLockedError.
+        """
+        if self._owner_thread is None:
+            if self._abandoned:
+                self._abandoned = False
+                return
+            raise NotLockedError(f"lock {self.path!r} is not held by this Lock")
+        if self._owner_thread != get_ident():
+            raise NotLockedError(f"lock {self.path!r} is held by another thread")
+        import sys
+
+        cleanup = sys.modules.get("perlcompat.locks.cleanup")
+        if cleanup is not None:
+            cleanup.enter()  # a stopping signal waits until the release is complete
+        try:
+            held_for = time.monotonic() - self._since
+            # first the lock itself: if that raises, this object still holds it
+            still_ours = self._backend.release()
+            self._owner_thread = None
+            key = (self.method, self.path)
+            if _held.get(key) is self:
+                del _held[key]
+            if cleanup is not None:
+                cleanup.untrack(self)
+        finally:
+            if cleanup is not None:
+                cleanup.leave()
+        if not still_ours:
+            message = f"lock {self.path!r} was broken or replaced while held ({held_for:.3g} s)"
+        elif held_for > self.stale:
+            message = (
+                f"lock {self.path!r} was held {held_for:.3g} s, "
+                f"past its stale limit {self.stale:g} s"
+            )
+        else:
+            return
+        from . import log as _log
+
+        _log.warning("%s", message)
+        raise ExpiredLockError(message)
+
+    def extend(self, seconds: float | None = None) -> None:
+        """Renew a lease-based lock (redis) to *seconds* (default ``stale``) from now.
+
+        Raises ExpiredLockError if the lease was already lost, NotLockedError if not held.
+        """
+        if self._owner_thread is None:
+            raise NotLockedError(f"lock {self.path!r} is not held by this Lock")
+        if seconds is not None:
+            seconds = check_seconds("seconds", seconds, zero=False)
+        renew = getattr(self._backend, "extend", None)
+        if renew is None:
+            raise TypeError(f"lock method {self.method!r} has no lease to extend")
+        if not renew(seconds):
+            raise ExpiredLockError(f"lock {self.path!r} was lost before it could be extended")
+        length = self.stale if seconds is None else float(seconds)
+        self._since = time.monotonic() + length - self.stale
+
+    def __enter__(self) -> Lock:
+        return self.acquire()
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.release()
+
+    def __call__(self, func: F) -> F:
+        """Use the lock as a decorator: hold it around each call of *func*."""
+        import functools
+
+        @functools.wraps(func)
+        def locked(*args: Any, **kwargs: Any) -> Any:
+            with self:
+                return func(*args, **kwargs)
+
+        return locked  # type: ignore[return-value]
+
+    def _abandon(self) -> bool:
+        """Release without raising, for cleanup at exit or on a signal; True if it was ours."""
+        if self._owner_thread is None:
+            return False
+        self._owner_thread = None
+        self._abandoned = True
+        key = (self.method, self.path)
+        if _held.get(key) is self:
+            del _held[key]
+        try:
+            return self._backend.abandon()
+        except OSError:
+            return False
+
+    def _forget(self) -> None:
+        """In a forked child: the parent holds this lock, not us; drop it without releasing."""
+        self._owner_thread = None
+        key = (self.method, self.path)
+        if _held.get(key) is self:
+            del _held[key]
+        forget = getattr(self._backend, "_forget", None)
+        if forget is not None:
+            forget()
+
+
+def _jitter() -> float:
+    """A random factor in [0.5, 1.5) (os.urandom: no ``random`` import on the CGI path)."""
+    return 0.5 + int.from_bytes(os.urandom(2), "little") / 65536
+
+
+def _wait_for_release(wait: Callable[[float | None], None], limit: float | None) -> None:
+    """Block in the backend's wake-up wait, honouring a pending cooperative ``alarm()``."""
+    import sys
+
+    alarm_module = sys.modules.get("perlcompat.perl.alarm")
+    due = alarm_module.pending_deadline() if alarm_module is not None else None
+    if due is not None:
+        left = max(due - time.monotonic(), 0.0)
+        limit = left if limit is None else min(limit, left)
+    wait(limit)
+    if alarm_module is not None:
+        alarm_module.fire_if_due()
+
+
+def _pause(seconds: float) -> None:
+    """Sleep between tries, honouring a pending cooperative ``alarm()``."""
+    import sys
+
+    alarm_module = sys.modules.get("perlcompat.perl.alarm")
+    if alarm_module is not None:
+        alarm_module.sleep_checked(seconds)
+    else:
+        time.sleep(seconds)
+
+
+def lock(
+    name: str | os.PathLike[str] = "lockdir",
+    *,
+    method: str | None = None,
+    retry: int | None = 5,
+    wait: float = 1.0,
+    stale: float = 180.0,
+    shared: bool = False,
+    root: str | os.PathLike[str] | None = None,
+    poll: float | None = None,
+    url: str | None = None,
+    mode: int | None = None,
+    held: str | os.PathLike[str] | None = None,
+) -> int:
+    """Seed 003's ``sub lock``: 1 once *name* is locked, 0 and ``$!`` after ``(retry-1)*wait`` s.
+
+    As the sub, ``retry`` tries ``wait`` seconds apart (``retry`` 0 or 1: one
+    try); ``poll`` seconds between tries (or ``PERLCOMPAT_LOCK_POLL``) waits at
+    the sub's cadence, fair to Perl waiters.  Bad arguments (empty name,
+    unknown method, a name escaping the lock root, an option the method does
+    not take) raise ``ValueError``/``TypeError`` naming what was wrong; a busy
+    lock or an OS failure (missing or unwritable directory, a symlink planted
+    at the lock path) returns 0 with ``$!`` set.  Never returns 1 without
+    holding the lock.
+    """
+    try:
+        Lock(
+            name,
+            method=method,
+            retry=retry,
+            wait=wait,
+            stale=stale,
+            shared=shared,
+            root=root,
+            poll=poll,
+            url=url,
+            mode=mode,
+            held=held,
+        ).acquire()
+    except LockError as exc:
+        return fail(exc.errno or errno.EWOULDBLOCK)
+    except OSError as exc:
+        reraise_foreign(exc)
+        return fail(exc.errno or errno.EIO)
+    set_errno(0)
+    return 1
+
+
+def unlock(
+    name: str | os.PathLike[str] = "lockdir",
+    *,
+    method: str | None = None,
+    root: str | os.PathLike[str] | None = None,
+    url: str | None = None,
+) -> int:
+    """Seed 003's ``sub unlock``: 1 when this thread's lock is released, else 0 with ``$!``.
+
+    Without ``method=``/``url=`` it releases the lock this thread holds at
+    *name* whatever its method.  Only a lock taken by ``lock()`` in this
+    process *and thread* is removed; someone else's lock (another process's,
+    another thread's) is never touched (``$!`` = ENOLCK, and a WARNING on the
+    ``perlcompat`` logger names the method the lock on disk looks like).  A
+    release that fails leaves the lock held (0, ``$!`` set), so ``unlock()``
+    may be called again.
+    """
+    me = get_ident()
+    if url is None and method is None:
+        url = os.environ.get("PERLCOMPAT_LOCK_URL") or None
+    if url is not None or method == "redis":
+        path = os.fspath(name)
+        keys = [("redis", path)]
+    else:
+        path = resolve_path(name, root)
+        keys = [(method, path)] if method is not None else [(m, path) for m in METHODS]
+    found = [_held[key] for key in keys if key in _held and _held[key]._owner_thread == me]
+    if not found:
+        if method != "redis" and url is None:
+            _not_ours(path, method)
+        return fail(errno.ENOLCK)
+    try:
+        found[0].release()
+    except LockError as exc:
+        return fail(exc.errno or errno.ETIMEDOUT)
+    except OSError as exc:
+        reraise_foreign(exc)
+        return fail(exc.errno or errno.EIO)
+    set_errno(0)
+    return 1
+
+
+def _not_ours(path: str, method: str | None) -> None:
+    """Log why ``unlock()`` of *path* found no lock of this thread (if one is on disk)."""
+    mine = [m for (m, p), held in _held.items() if p == path and held._owner_thread == get_ident()]
+    try:
+        on_disk = detect_method(path)
+    except OSError:
+        on_disk = None
+    if not mine and on_disk is None:
+        return
+    from . import log as _log
+
+    if mine:
+        _log.warning(
+            "unlock(%r, method=%r): this thread holds it with method=%r; pass that",
+            path,
+            method,
+            mine[0],
+        )
+    else:
+        _log.warning(
+            "unlock(%r): this thread holds no lock there; the lock there looks like"
+            " a %s lock, taken by another process or thread",
+            path,
+            on_disk,
+        )

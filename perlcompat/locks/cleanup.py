@@ -1,0 +1,153 @@
+"""Release this process's locks when it is stopped (seed 000's signal trap).
+
+``track(lock)`` and ``untrack(lock)`` (called by ``locks.api.Lock``) keep the set of
+locks this process holds.  The first ``track`` registers an ``atexit`` hook
+and, from the main thread, a handler for each of SIGHUP, SIGINT, SIGPIPE,
+SIGQUIT and SIGTERM that is not ignored (Python ignores SIGPIPE: a signal that
+stops nothing needs no cleanup, and the locks stay held).
+
+Locks are released eagerly only when the process is certain to die: on a
+signal whose previous disposition was SIG_DFL, every held lock is released,
+each only if it is still ours (seed 000's ``$$ == readlink``), then SIG_DFL is
+restored and the signal sent again, so a death by signal stays a death by that
+signal (exit status, core dump).  A ``Lock`` released this way counts as
+released: its ``release()`` or ``with`` exit is then a no-op.
+
+When the previous handler is a Python callable (SIGINT's
+``default_int_handler``, or the program's own), it is just called and nothing
+is released here: the program may catch the ``KeyboardInterrupt`` (or ignore
+the signal) and carry on inside its critical section, so releasing first
+would let a second process in while it still works.  Its ``with`` exits,
+``release()`` calls and, at normal interpreter exit (an uncaught exception
+included), the ``atexit`` hook release the locks instead.
+
+A stopping signal that arrives while the main thread is between taking a
+lock and tracking it, or inside a release, is held back until that step is
+complete (``enter``/``leave``), so no lock is left behind half-released.
+
+The handlers stay installed after the last release and then only chain.  A
+handler installed later by the program replaces ours (no cleanup then).  A
+forked child holds none of its parent's locks and never releases them.
+"""
+
+from __future__ import annotations
+
+import os
+from _thread import get_ident
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import signal as _signal
+    from types import FrameType
+    from typing import Any
+
+    from .api import Lock
+else:  # the C module: ``signal`` would import ``enum`` on a CGI's every request
+    import _signal
+
+#: the signals after which seed 000 removes its lock.
+SIGNALS = ("SIGHUP", "SIGINT", "SIGPIPE", "SIGQUIT", "SIGTERM")
+
+_held: dict[int, Lock] = {}
+_previous: dict[int, Any] = {}
+_installed_pid = 0
+_atexit_done = False
+_main_ident = -1
+_depth = 0  # steps in progress in the main thread that a signal must not split
+_pending: list[int] = []
+
+
+def enter() -> None:
+    """Begin a step (take-and-track, release) that a stopping signal must not split."""
+    global _depth
+    if get_ident() == _main_ident:
+        _depth += 1
+
+
+def leave() -> None:
+    """End such a step; a signal held back meanwhile is handled now."""
+    global _depth
+    if get_ident() == _main_ident and _depth:
+        _depth -= 1
+        if not _depth and _pending:
+            signum = _pending[0]
+            _pending.clear()
+            _on_signal(signum, None)
+
+
+def track(lock_: Lock) -> None:
+    """Remember that this process holds *lock_*; install the handlers on first use."""
+    _held[id(lock_)] = lock_
+    if _installed_pid != os.getpid() or not _previous:
+        _install()
+
+
+def untrack(lock_: Lock) -> None:
+    """Forget *lock_* (released normally)."""
+    _held.pop(id(lock_), None)
+
+
+def held() -> list[Lock]:
+    """The locks this process holds, oldest first."""
+    return list(_held.values())
+
+
+def release_all() -> None:
+    """Release every lock this process holds, newest first; never raises."""
+    while _held:
+        _key, lock_ = _held.popitem()
+        try:
+            lock_._abandon()
+        except Exception:  # cleanup must reach every lock
+            continue
+
+
+def _install() -> None:
+    global _installed_pid, _atexit_done, _main_ident
+    if not _atexit_done:
+        import atexit
+
+        atexit.register(release_all)
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=_forget_all)
+        _atexit_done = True
+    _installed_pid = os.getpid()
+    for name in SIGNALS:
+        number = getattr(_signal, name, None)
+        if number is None or number in _previous:
+            continue
+        current = _signal.getsignal(number)
+        if current == _signal.SIG_IGN or current is _on_signal:
+            continue
+        try:
+            _signal.signal(number, _on_signal)
+        except ValueError:
+            return  # not the main thread: only it may set handlers; atexit still works
+        except OSError:
+            continue
+        _main_ident = get_ident()
+        _previous[number] = current
+
+
+def _on_signal(signum: int, frame: FrameType | None) -> None:
+    """Let the signal do what it would have done; release our locks first if it kills us."""
+    if _depth:
+        _pending.append(signum)  # the main thread is mid-step: finish it first
+        return
+    previous = _previous.get(signum)
+    if callable(previous):
+        previous(signum, frame)  # may be caught: ``with``/release()/atexit release
+        return
+    if previous == _signal.SIG_IGN:
+        return
+    release_all()  # SIG_DFL (or unknown): the process dies now
+    _signal.signal(signum, _signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+    os._exit(128 + signum)  # only if the signal did not end us (blocked in this thread)
+
+
+def _forget_all() -> None:
+    """In a forked child: the parent's locks are not ours; drop them without releasing."""
+    for lock_ in list(_held.values()):
+        lock_._forget()
+    _held.clear()

@@ -1,0 +1,110 @@
+"""The symlink lock (seed 000): ``symlink($$, $lockfile)``, held while the link exists.
+
+``symlink(2)`` fails if anything exists at the path, so exactly one process
+makes the link.  Its target is the holder's pid, as in seed 000, so a Perl
+script doing ``symlink($$, $f)`` / ``$$ == readlink($f)`` / ``unlink($f)`` and
+Python processes exclude each other.  Any symlink at the path is a lock (seed
+000's first version links to ``"."``); its target is never followed.
+
+The target is only a pid, so the holder is assumed to be on this host, in the
+initial pid namespace: a process in another pid namespace (a container) and
+any process judging a link on shared storage (``perl.fsinfo.is_shared``) judge it
+by age only.  A lock is stale when its link is older than ``stale`` seconds,
+or at once when that pid is dead, a zombie, or now a process that started
+after the link was made (the pid was reused).  Stale links are removed by
+``locks.stale`` (one remover at a time, identity re-checked right before the
+``unlink``).  Release removes the
+link only if it is exactly the one this holder made (device, inode, mtime,
+ctime): the pid target cannot tell two threads of one process apart, and a
+link remade after a break may reuse the inode.
+
+On Windows the method refuses with ``ValueError`` when the lock is made: a
+symlink there needs a privilege (or Developer Mode), Perl before 5.34 has no
+``symlink`` at all, and under wine ``os.symlink`` reports success and creates
+nothing.  Use the mkdir method (seed 003's ``sub lock``) instead.
+"""
+
+from __future__ import annotations
+
+import os
+import stat as stat_module
+import sys
+
+from ...perl.fsinfo import is_shared
+from .. import owner as _owner
+from ..stale import StaleBackend, busy, kind_error, lstat, same
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ..stale import Owner
+
+#: the host named for a bare pid on shared storage: none can be assumed.
+UNKNOWN_HOST = "(unknown host)"
+
+
+def _target(path: str) -> str | None:
+    try:
+        return os.readlink(path)
+    except OSError:
+        return None
+
+
+class Backend(StaleBackend):
+    """A symlink at ``path`` whose target is the holder's pid."""
+
+    method = "symlink"
+
+    def __init__(self, path: str, *, stale: float, shared: bool = False) -> None:
+        if sys.platform == "win32":
+            raise ValueError(
+                f"lock method 'symlink' does not work on Windows (lock {path!r}): symlinks "
+                "need a privilege there; use method='mkdir', Perl's mkdir lock, instead"
+            )
+        super().__init__(path, stale=stale, shared=shared)
+        self._mine: os.stat_result | None = None
+
+    def try_acquire(self) -> bool:
+        """Make the link; True if we made it."""
+        pid = str(os.getpid())
+        try:
+            os.symlink(pid, self.path)
+        except OSError as exc:
+            if busy(exc, self.path):
+                return False
+            raise
+        st = lstat(self.path)
+        if st is None:
+            return False  # removed at once by someone else
+        self._mine = st
+        return True
+
+    # release: only the very link we made (identity), never "a link naming our pid":
+    # another thread of ours (same pid) may have broken it and made its own.
+    def _undo(self) -> None:
+        os.unlink(self.path)
+
+    def _check(self, st: os.stat_result) -> None:
+        if not stat_module.S_ISLNK(st.st_mode):
+            raise kind_error(self.path, st, "symlink")
+        from ..stale import links_error  # (imported here: keeps the import block as it was)
+
+        problem = links_error(self.path, st, "symlink")  # a hard link to a symlink: not ours
+        if problem is not None:
+            raise problem
+
+    def _owner(self, st: os.stat_result) -> Owner:
+        pid = _owner.pid_of(_target(self.path))
+        if pid is None:
+            return None, None, None
+        if is_shared(st.st_dev):
+            return pid, UNKNOWN_HOST, None  # any host may have made it: age only
+        return pid, _owner.unnamed_host(), None
+
+    def _remove(self, st: os.stat_result) -> bool:
+        if not same(self.path, st):
+            return False
+        try:
+            os.unlink(self.path)
+        except OSError:
+            return False
+        return True

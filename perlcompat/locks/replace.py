@@ -1,0 +1,493 @@
+"""Atomic whole-file replace: temp file beside it, fsync, rename, under a separate lock file.
+
+``replace_file(path, data)`` writes *data* to a new file in *path*'s directory
+(so the rename stays on one filesystem), fsyncs it, gives it the old file's
+permission bits (and owner, where allowed), renames it over *path* with
+``os.replace`` and fsyncs the directory.  A reader sees the old content or the
+new, never a mix, and a crash or ``kill -9`` at any moment leaves the old or the
+new content; at worst a stray ``.<name>.<pid>.<hex>.tmp`` file remains.
+
+**The lock file.** Renaming a new file into place gives *path* a new inode.  A
+process that had opened the old file and is waiting in ``flock`` on it gets its
+lock on the orphaned inode after the rename, writes there, and its update is
+lost without an error.  So a replaced file must not be its own lock: every
+writer locks a separate file that is never replaced.  By default this function
+holds ``flock(LOCK_EX)`` on ``<path>.lck`` (nms guestbook.pl's ``$file.lck``) from
+before it reads the old content until after the rename; Perl scripts writing the
+same file must take the same lock.  ``lock=False`` is for a caller that already
+holds the lock all writers use.
+
+*data* may be a callable: it receives the old content (``""``/``b""`` when the file
+does not exist yet) and returns the new, read-modify-write under the lock.  With
+``lines=True`` it receives Perl's lines instead (``@lines = <IN>``: a list of the
+lines with their ``"\\n"``, split at ``"\\n"`` only, the last one without it if the
+file does not end with one) and may return a list of lines.  ``must_exist=True``
+is Perl's ``open(IN, "<$f") or die``: a file that cannot be opened for reading
+raises its ``OSError`` (``FileNotFoundError``) before anything is written.
+*check*, if given, is called after the new file is on disk and right before the
+rename (TOP?LOCK's "check again before renaming"); a false result removes the
+temporary file and raises ``ExpiredLockError``, leaving *path* untouched.
+
+**Only a regular file is replaced.** A symlink at *path* is refused with
+``OSError`` ELOOP (a planted link must neither be read through, leaking its
+target into a new file, nor silently turned into a detached copy), a directory
+with EISDIR, a FIFO, socket or device with EINVAL; nothing is written.  The old
+content is read with ``O_NOFOLLOW`` and the new file gets the old one's mode.
+
+**Temp files of killed writers.** A writer holds ``flock(LOCK_EX)`` on its temp
+file (POSIX) from just after creating it until after the rename.  Each writer,
+once it holds the lock, and ``perlcompat locks --break-stale`` call
+:func:`clean_temp_files`, which removes a temp file only if all of these hold,
+checked in this order: its name is exactly ``.<name>.<pid>.<8 hex>.tmp``; it is a
+regular file with one link; the pid in its name is dead on this host (``locks.owner``:
+ESRCH, a zombie, or a process that started after the file was written); its
+flock can be taken with LOCK_NB (no writer anywhere holds it, NFS included); and,
+holding that flock, the path still names the same inode with the same mtime and
+ctime.  Anything else is left alone.  (Windows: nothing is removed; a live
+writer's pid cannot be judged there.)
+
+**Windows.** Windows refuses to rename over a file that another process has
+open without FILE_SHARE_DELETE (as Python's ``open()`` and Perl's ``open`` do):
+a reader, locked or not, blocks the replace for as long as it reads.  There the
+rename is retried (short growing pauses, a pending ``alarm()`` honoured) for up
+to :data:`WINDOWS_RENAME_PATIENCE` seconds, then the ``PermissionError`` is
+raised and the temporary file removed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import sys
+
+from ..perl.errno import set_errno
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Union
+
+    Content = Union[str, bytes, bytearray, memoryview]
+    PathArg = Union[str, "os.PathLike[str]"]
+
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_O_BINARY = getattr(os, "O_BINARY", 0)
+_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_WINDOWS = sys.platform == "win32"
+
+#: seconds a replace on Windows waits for readers to close the old file.
+WINDOWS_RENAME_PATIENCE = 10.0
+
+
+def replace_file(
+    path: PathArg,
+    data: Content | Callable[[str | bytes], Content],
+    *,
+    lock: bool | PathArg = True,
+    encoding: str | None = "utf-8",
+    check: Callable[[], object] | None = None,
+    timeout: float | None = None,
+    fsync: bool = True,
+    must_exist: bool = False,
+    lines: bool = False,
+) -> int:
+    """Atomically replace *path* with *data* under ``flock`` on ``<path>.lck``; return 1.
+
+    *lock*: True for ``<path>.lck``, a path for another lock file, False for none
+    (the caller holds the writers' lock).  *encoding* encodes str (with
+    ``surrogateescape``, so undecodable legacy bytes round-trip) and decodes the old
+    content for a callable; None passes bytes.  *timeout* bounds the wait for the
+    lock (None waits, honouring ``alarm()``).  *must_exist*: refuse (``OSError``,
+    ``FileNotFoundError`` for a missing file) unless *path* can be read, as Perl's
+    ``open(IN, "<$f") or die``.  *lines*: the callable gets a list of Perl lines
+    (str, or bytes with ``encoding=None``) and may return a list.  Raises ``OSError``
+    (``$!`` set) on failure, ``LockError`` when the lock is not had within *timeout*.
+    """
+    target = os.fspath(path)
+    if not isinstance(target, str) or not target:
+        raise ValueError(f"replace_file needs a file path, not {path!r}")
+    lock_path = _lock_path(target, lock)
+    if encoding is None and isinstance(data, str):
+        raise TypeError("replace_file got str data with encoding=None; pass bytes")
+    if not callable(data) and not isinstance(data, (str, bytes, bytearray, memoryview)):
+        raise TypeError(f"replace_file data must be str, bytes or a callable, not {data!r}")
+    if lines and not callable(data):
+        raise TypeError("replace_file(lines=True) needs a callable that takes the lines")
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0
+    ):
+        raise ValueError(f"timeout must be a number of seconds >= 0 or None, not {timeout!r}")
+    lock_fd = -1
+    try:
+        if lock_path is not None:
+            lock_fd = _take_lock(lock_path, timeout)
+        _clean_quietly(target)
+        if callable(data):
+            raw = _read(target, must_exist)
+            old = raw if encoding is None else raw.decode(encoding, "surrogateescape")
+            new = data(perl_lines(old) if lines else old)  # type: ignore[arg-type]
+        else:
+            if must_exist:  # Perl's open(IN, "<$f")
+                os.close(os.open(target, os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK | _O_BINARY))
+            new = data
+        _write_and_rename(target, _encode(new, encoding), check, fsync)
+    except OSError as exc:
+        set_errno(exc.errno or errno.EIO)
+        raise
+    finally:
+        if lock_fd >= 0:
+            os.close(lock_fd)  # releases the flock
+    set_errno(0)
+    return 1
+
+
+def _lock_path(target: str, lock: object) -> str | None:
+    """The lock file for *target* named by *lock* (True, False or a path)."""
+    if lock is True:
+        return target + ".lck"
+    if lock is False:
+        return None
+    if isinstance(lock, (str, os.PathLike)):
+        lock_path = os.fspath(lock)
+        if isinstance(lock_path, str) and lock_path:
+            if os.path.abspath(lock_path) == os.path.abspath(target):
+                raise ValueError(
+                    f"the lock file must not be the replaced file {target!r}: "
+                    "a rename gives it a new inode and waiting writers lose their update"
+                )
+            return lock_path
+    raise TypeError(f"lock must be True, False or a lock file path, not {lock!r}")
+
+
+def _take_lock(lock_path: str, timeout: float | None) -> int:
+    """Open *lock_path* (no symlinks, no truncation) and ``flock(LOCK_EX)`` it; return the fd."""
+    import threading
+
+    from ..perl.errno import get_errno
+    from ..perl.flock import LOCK_EX, flock
+    from .api import DuplicateLockError, LockError, _held
+
+    mine = _held.get(("flock", os.path.abspath(lock_path)))
+    if mine is not None and mine._owner_thread == threading.get_ident():
+        raise DuplicateLockError(
+            f"this thread already holds {lock_path!r} with lock(); pass lock=False to replace_file"
+        )
+    try:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | _O_NOFOLLOW | _O_BINARY, 0o666)
+    except PermissionError:
+        fd = os.open(lock_path, os.O_RDONLY | _O_NOFOLLOW | _O_BINARY)
+    try:
+        if not flock(fd, LOCK_EX, timeout):
+            number = get_errno()
+            if number == errno.EWOULDBLOCK:
+                raise LockError(f"lock file {lock_path!r} is busy (waited {timeout:g} s)")
+            raise OSError(number, os.strerror(number), lock_path)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _read(target: str, must_exist: bool = False) -> bytes:
+    """The current content of *target*, b"" if it does not exist (unless *must_exist*).
+
+    Only a regular file is read: never through a symlink (``O_NOFOLLOW``).
+    """
+    old = _old_file(target)
+    if old is None and must_exist:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), target)
+    try:
+        fd = os.open(target, os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK | _O_BINARY)
+    except FileNotFoundError:
+        if must_exist:
+            raise
+        return b""
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _not_regular(target, errno.ELOOP, "a symlink") from None
+        raise
+    try:
+        import stat
+
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped in since the lstat
+            raise _not_regular(target, errno.EINVAL, "not a regular file")
+        chunks: list[bytes] = []
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+
+
+def perl_lines(text: str | bytes) -> list[str] | list[bytes]:
+    """Split *text* as Perl's ``<IN>`` in list context: lines with their ``"\\n"``.
+
+    Only ``"\\n"`` ends a line (``splitlines()`` also splits at \\x0b, \\x0c,
+    \\x1c-\\x1e and \\x85, bytes found inside Shift_JIS and Latin-1 text); a last
+    line without ``"\\n"`` is kept as it is.  The result is a ``PerlList``.
+    """
+    from ..perl.handle import PerlList
+
+    newline = "\n" if isinstance(text, str) else b"\n"
+    parts = text.split(newline)  # type: ignore[arg-type]
+    last = parts.pop()
+    found = PerlList([part + newline for part in parts])  # type: ignore[operator]
+    if last:
+        found.append(last)
+    return found
+
+
+def _encode(new: object, encoding: str | None) -> bytes | bytearray | memoryview:
+    """*new* as bytes: str encoded with *encoding* and surrogateescape; a list is joined."""
+    if isinstance(new, (list, tuple)):
+        if all(isinstance(item, str) for item in new):
+            new = "".join(new)
+        elif all(isinstance(item, (bytes, bytearray)) for item in new):
+            new = b"".join(new)
+        else:
+            raise TypeError(
+                "replace_file's data callable returned a list that is not all str or all bytes"
+            )
+    if isinstance(new, str):
+        if encoding is None:
+            raise TypeError("replace_file got str data with encoding=None; return bytes")
+        return new.encode(encoding, "surrogateescape")
+    if isinstance(new, (bytes, bytearray, memoryview)):
+        return new
+    raise TypeError(f"replace_file's data callable must return str or bytes, not {new!r}")
+
+
+def _write_and_rename(
+    target: str,
+    content: bytes | bytearray | memoryview,
+    check: Callable[[], object] | None,
+    fsync: bool,
+) -> None:
+    """Write *content* to a temp file beside *target*, fsync, check, rename, fsync the dir."""
+    directory = os.path.dirname(os.path.abspath(target))
+    old = _old_file(target)
+    tmp, fd = _create_temp(directory, os.path.basename(target))
+    try:
+        try:
+            if old is not None:
+                _copy_mode(fd, old)
+            view = memoryview(content).cast("B")
+            while view:
+                view = view[os.write(fd, view) :]
+            if fsync:
+                os.fsync(fd)
+            if _WINDOWS:  # (an open file cannot be renamed there)
+                os.close(fd)
+                fd = -1
+            if check is not None and not check():
+                from .api import ExpiredLockError
+
+                raise ExpiredLockError(
+                    f"check before replacing {target!r} failed (lock lost?); the file is unchanged"
+                )
+            if _WINDOWS:
+                _replace_windows(tmp, target)
+            else:
+                os.replace(tmp, target)
+        finally:
+            if fd >= 0:
+                os.close(fd)  # releases the temp file's flock, after the rename
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    if fsync and sys.platform != "win32":
+        dir_fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+
+def _old_file(target: str) -> os.stat_result | None:
+    """``lstat`` of *target* (None if absent); OSError unless it is a regular file."""
+    import stat
+
+    try:
+        old = os.lstat(target)
+    except FileNotFoundError:
+        return None
+    if stat.S_ISREG(old.st_mode):
+        return old
+    if stat.S_ISLNK(old.st_mode):
+        raise _not_regular(target, errno.ELOOP, "a symlink")
+    if stat.S_ISDIR(old.st_mode):
+        raise _not_regular(target, errno.EISDIR, "a directory")
+    raise _not_regular(target, errno.EINVAL, "not a regular file")
+
+
+def _not_regular(target: str, number: int, what: str) -> OSError:
+    return OSError(
+        number,
+        f"replace_file: {target!r} is {what}; only a regular file is replaced "
+        "(a symlink is neither followed nor replaced)",
+        target,
+    )
+
+
+def _replace_windows(tmp: str, target: str) -> None:
+    """``os.replace``, retried while another process holds *target* open (Windows)."""
+    import time
+
+    deadline = time.monotonic() + WINDOWS_RENAME_PATIENCE
+    pause = 0.0005
+    while True:
+        try:
+            os.replace(tmp, target)
+            return
+        except PermissionError:
+            if time.monotonic() >= deadline:
+                raise
+        alarm = sys.modules.get("perlcompat.perl.alarm")
+        if alarm is not None:
+            alarm.sleep_checked(pause)
+        else:
+            time.sleep(pause)
+        pause = min(pause * 2, 0.01)
+
+
+def _copy_mode(fd: int, old: os.stat_result) -> None:
+    """Give the new file *old*'s permission bits, and its owner where we may (POSIX)."""
+    if sys.platform == "win32":
+        return
+    import stat
+
+    if not stat.S_ISREG(old.st_mode):
+        return
+    os.fchmod(fd, stat.S_IMODE(old.st_mode))
+    if (old.st_uid, old.st_gid) != (os.getuid(), os.getgid()):
+        try:
+            os.fchown(fd, old.st_uid, old.st_gid)
+        except PermissionError:  # only root may give a file away; keep at least the group
+            with contextlib.suppress(PermissionError):
+                os.fchown(fd, -1, old.st_gid)
+
+
+def _create_temp(directory: str, base: str) -> tuple[str, int]:
+    """Create a new ``.<base>.<pid>.<hex>.tmp`` in *directory* with O_EXCL; return path and fd.
+
+    On POSIX the fd carries ``flock(LOCK_EX)``: the mark of a live writer that
+    :func:`clean_temp_files` respects, wherever that writer runs.
+    """
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_BINARY
+    for _ in range(100):
+        tmp = os.path.join(directory, f".{base}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+        try:
+            fd = os.open(tmp, flags, 0o666)
+        except FileExistsError:
+            continue
+        if sys.platform != "win32":
+            import fcntl
+
+            # a new file: nobody else holds it (a cleaner skips live pids); if this
+            # failed anyway, the pid in the name still protects the file
+            with contextlib.suppress(OSError):
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return tmp, fd
+    raise FileExistsError(errno.EEXIST, "could not create a unique temporary file", directory)
+
+
+# -- temp files of dead writers ---------------------------------------------------
+_HEX = frozenset("0123456789abcdef")
+
+
+def temp_file_owner(name: str, base: str | None = None) -> int | None:
+    """The writer pid if *name* is exactly one of our temp names ``.<base>.<pid>.<hex8>.tmp``.
+
+    *base*: the replaced file's name, or None for any.  None if *name* is not one.
+    """
+    if not (name.startswith(".") and name.endswith(".tmp")):
+        return None
+    parts = name[1:-4].rsplit(".", 2)
+    if len(parts) != 3:
+        return None
+    stem, pid, tag = parts
+    if not stem or (base is not None and stem != base):
+        return None
+    if len(tag) != 8 or not _HEX.issuperset(tag):
+        return None
+    if not (pid.isascii() and pid.isdigit()) or pid[0] == "0" or len(pid) > 10:
+        return None
+    return int(pid)
+
+
+def clean_temp_files(directory: str | os.PathLike[str], base: str | None = None) -> list[str]:
+    """Remove the temp files that dead ``replace_file`` writers left in *directory*.
+
+    *base* limits it to the temp files of one replaced file's name.  Returns the
+    paths removed.  Only files that pass every test in the module docstring are
+    removed; nothing is removed on Windows.  An unreadable *directory* raises OSError.
+    """
+    if sys.platform == "win32":
+        return []
+    folder = os.fspath(directory)
+    removed = []
+    with os.scandir(folder) as entries:
+        names = [entry.name for entry in entries]
+    for name in names:
+        pid = temp_file_owner(name, base)
+        if pid is not None:
+            path = os.path.join(folder, name)
+            if _remove_if_orphaned(path, pid):
+                removed.append(path)
+    return removed
+
+
+def _remove_if_orphaned(path: str, pid: int) -> bool:
+    """Remove the temp file *path* named for writer *pid* if that writer is gone; True if done."""
+    if sys.platform == "win32":
+        return False
+    import fcntl
+    import stat
+
+    from .owner import alive
+    from .stale import identity
+
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+        return False
+    if alive(pid, None, None, st.st_mtime) is not False:
+        return False
+    flags = _O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, os.O_RDWR | flags)  # (NFS grants LOCK_EX to writable fds only)
+    except PermissionError:
+        try:
+            fd = os.open(path, os.O_RDONLY | flags)
+        except OSError:
+            return False
+    except OSError:
+        return False
+    try:
+        mine = os.fstat(fd)
+        if (mine.st_dev, mine.st_ino) != (st.st_dev, st.st_ino):
+            return False
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # busy: a writer still has it
+        now = os.lstat(path)
+        if identity(now) != identity(os.fstat(fd)) or now.st_nlink != 1:
+            return False
+        os.unlink(path)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return True
+
+
+def _clean_quietly(target: str) -> None:
+    """Remove dead writers' temp files of *target*; never fails the write itself."""
+    directory = os.path.dirname(os.path.abspath(target))
+    # an unreadable directory (mode 0733): nothing to clean that we can see
+    with contextlib.suppress(OSError):
+        clean_temp_files(directory, os.path.basename(target))

@@ -1,0 +1,240 @@
+"""Counting semaphores across processes: at most *n* holders, freed when a holder dies.
+
+A semaphore named ``name`` is *n* slot files ``name.0`` .. ``name.<n-1>``.  To
+acquire, a process tries ``flock(LOCK_EX|LOCK_NB)`` on each slot in turn
+(starting at a random one) and keeps the first it gets; holding a slot is
+holding that open descriptor.  An exclusive flock has one holder, so there are
+never more than *n* holders; and the kernel drops a flock when the last
+descriptor of its open file closes, so a holder that exits, crashes or is
+killed with SIGKILL frees its slot at once: no stale state, no age guess, no
+cleanup pass.  When every slot is busy the attempt is repeated with the same
+patience as ``lock()`` (``(retry - 1) * wait`` seconds, short jittered pauses, a
+pending ``alarm()`` honoured between tries).
+
+Slot files are created if missing (mode 0666 less umask), opened with
+``O_NOFOLLOW`` and never truncated or unlinked: unlinking a flock'd file would
+let a newcomer lock a fresh inode beside a live holder.  Every participant must
+use the same *n*.  A Perl script can take part by opening ``"$name.$i"`` and
+calling ``flock($fh, LOCK_EX|LOCK_NB)`` on each slot (see docs/timeouts.md).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import random
+import time
+
+from ..perl.errno import fail, reraise_foreign, set_errno
+from ..perl.flock import LOCK_EX, LOCK_NB, LOCK_UN, lock_fd
+from .api import (
+    BACKOFF_FIRST,
+    BACKOFF_MAX,
+    UNSET,
+    DuplicateLockError,
+    LockError,
+    LockTimeout,
+    NotLockedError,
+    _pause,
+    _Unset,
+    check_seconds,
+    check_timeout,
+    resolve_path,
+    retry_patience,
+)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from types import TracebackType
+
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_O_BINARY = getattr(os, "O_BINARY", 0)
+
+
+def open_slot(path: str) -> int:
+    """Open (creating) one slot file without following symlinks or truncating it."""
+    flags = os.O_CREAT | _O_NOFOLLOW | _O_BINARY
+    try:
+        return os.open(path, os.O_RDWR | flags, 0o666)
+    except PermissionError:
+        # another user's 0644 slot: flock(2) locks read-only descriptors too
+        return os.open(path, os.O_RDONLY | _O_NOFOLLOW | _O_BINARY)
+
+
+class Semaphore:
+    """At most *n* holders of *name* across processes and threads; context manager.
+
+    ``acquire()`` raises ``LockError`` (errno EWOULDBLOCK) when no slot frees up
+    within ``(retry - 1) * wait`` seconds; ``release()`` frees the slot.  One object
+    holds at most one slot.
+    """
+
+    def __init__(
+        self,
+        name: str | os.PathLike[str],
+        n: int,
+        *,
+        retry: int | None = 5,
+        wait: float = 1.0,
+        root: str | os.PathLike[str] | None = None,
+    ) -> None:
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"semaphore size n must be a whole number >= 1, not {n!r}")
+        if retry is not None and (
+            isinstance(retry, bool) or not isinstance(retry, int) or retry < 0
+        ):
+            raise ValueError(f"retry must be a whole number >= 0 or None, not {retry!r}")
+        wait = check_seconds("wait", wait)
+        if retry is not None and retry > 2**53:
+            raise ValueError(f"retry must be a whole number <= 2**53 or None, not {retry!r}")
+        if retry is not None:
+            retry_patience(retry, wait)
+        self.name = os.fspath(name)
+        self.path = resolve_path(name, root)
+        self.n = n
+        self.retry = retry
+        self.wait = float(wait)
+        self._fd: int | None = None
+        self._slot: int | None = None
+
+    @property
+    def is_locked(self) -> bool:
+        """True while this object holds a slot."""
+        return self._fd is not None
+
+    @property
+    def slot(self) -> int | None:
+        """Index of the slot held (0 .. n-1), or None."""
+        return self._slot
+
+    def slot_path(self, index: int) -> str:
+        """Path of slot file *index*: ``"<path>.<index>"``."""
+        return f"{self.path}.{index}"
+
+    def patience(self) -> float | None:
+        """Seconds ``acquire()`` waits by default (``(retry - 1) * wait``), None for ever."""
+        return retry_patience(self.retry, self.wait)
+
+    def __repr__(self) -> str:
+        state = f"holding slot {self._slot}" if self._fd is not None else "not held"
+        return f"<Semaphore {self.path!r} n={self.n} {state}>"
+
+    def try_acquire(self) -> bool:
+        """Make one pass over the slots without waiting; True if one is now ours."""
+        if self._slot is not None:
+            raise DuplicateLockError(
+                f"this Semaphore already holds slot {self.slot_path(self._slot)!r}"
+            )
+        start = random.randrange(self.n)
+        for k in range(self.n):
+            index = (start + k) % self.n
+            fd = open_slot(self.slot_path(index))
+            try:
+                lock_fd(fd, LOCK_EX | LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                continue
+            except BaseException:
+                os.close(fd)
+                raise
+            self._fd = fd
+            self._slot = index
+            return True
+        return False
+
+    def acquire(self, timeout: float | _Unset | None = UNSET) -> Semaphore:
+        """Take a slot within *timeout* seconds or raise ``LockTimeout`` (a TimeoutError).
+
+        *timeout* is finite seconds >= 0, or None or -1 for ever; not given,
+        :meth:`patience`.
+        """
+        timeout = self.patience() if isinstance(timeout, _Unset) else check_timeout(timeout)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        pause = BACKOFF_FIRST
+        cap = min(BACKOFF_MAX, self.wait) if self.wait > 0 else BACKOFF_MAX
+        while not self.try_acquire():
+            now = time.monotonic()
+            if deadline is not None and now >= deadline:
+                raise LockTimeout(
+                    f"semaphore {self.path!r}: all {self.n} slots busy (waited {timeout:g} s)"
+                )
+            delay = pause * (0.5 + random.random())
+            if deadline is not None:
+                delay = min(delay, max(deadline - now, 0.0))
+            _pause(delay)
+            pause = min(pause * 1.6, cap)
+        return self
+
+    def release(self) -> None:
+        """Free the slot (NotLockedError if this object holds none)."""
+        fd = self._fd
+        if fd is None:
+            raise NotLockedError(f"semaphore {self.path!r} is not held by this object")
+        self._fd = None
+        self._slot = None
+        try:
+            lock_fd(fd, LOCK_UN)  # also frees it for a forked child sharing the descriptor
+        finally:
+            os.close(fd)
+
+    def __enter__(self) -> Semaphore:
+        return self.acquire()
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.release()
+
+
+# (path, thread id) -> the Semaphore sem_acquire took for that thread.
+_held: dict[tuple[str, int], Semaphore] = {}
+
+
+def sem_acquire(
+    name: str | os.PathLike[str],
+    n: int,
+    *,
+    retry: int | None = 5,
+    wait: float = 1.0,
+    root: str | os.PathLike[str] | None = None,
+) -> int:
+    """Take one of *n* slots of *name* within ``(retry-1)*wait`` s: 1, or 0 with ``$!`` set.
+
+    A thread that already holds a slot of *name* gets 0 with ``$!`` = EDEADLK
+    (release it first); all slots busy gives EWOULDBLOCK.
+    """
+    import threading
+
+    sem = Semaphore(name, n, retry=retry, wait=wait, root=root)
+    key = (sem.path, threading.get_ident())
+    if key in _held:
+        return fail(errno.EDEADLK)
+    try:
+        sem.acquire()
+    except LockError as exc:
+        return fail(exc.errno or errno.EWOULDBLOCK)
+    except OSError as exc:
+        reraise_foreign(exc)
+        return fail(exc.errno or errno.EIO)
+    _held[key] = sem
+    set_errno(0)
+    return 1
+
+
+def sem_release(name: str | os.PathLike[str], *, root: str | os.PathLike[str] | None = None) -> int:
+    """Free the slot of *name* this thread took with ``sem_acquire``: 1, or 0 (``$!`` = ENOLCK)."""
+    import threading
+
+    sem = _held.pop((resolve_path(name, root), threading.get_ident()), None)
+    if sem is None:
+        return fail(errno.ENOLCK)
+    try:
+        sem.release()
+    except OSError as exc:
+        reraise_foreign(exc)
+        return fail(exc.errno or errno.EIO)
+    set_errno(0)
+    return 1

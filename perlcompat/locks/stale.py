@@ -1,0 +1,670 @@
+"""Race-free removal of stale locks, shared by the lock-file methods.
+
+Removing a stale lock is check-then-act, and seed 000 shows the five steps that
+go wrong: A and B both see an old lock, A removes it, C makes a fresh one, B
+removes C's.  Three rules close that here:
+
+1. **One remover at a time** (seed 000's second lock, seed 004's single
+   remover).  A remover holds an exclusive ``flock`` on the lock's directory
+   (on Windows, and where the directory can be written but not read, e.g.
+   mode 0733, on a ``<lock>.breaker`` file beside the lock).  The kernel drops
+   it if the remover dies, so the second lock never goes stale itself.  A
+   remover takes it with LOCK_NB: one that finds it busy gives up this round
+   and tries again on its next wait.
+2. **Look again, then compare identity.**  Holding it, the remover judges the
+   lock from scratch (age, owner) and, immediately before ``rmdir``/``unlink``,
+   ``lstat``\\ s the path once more and compares device, inode, mtime and ctime
+   with what it judged.  Any difference: nothing is removed.
+3. **Holders release under a shared flock on the same directory** (or
+   breaker file), so between the remover's last look and its removal no
+   perlcompat holder can release (and so no successor can create a fresh lock
+   at the path).  A stale lock is stale because its owner is dead or past its
+   ``stale`` age; the only window left is a *Perl* holder, alive and past
+   ``stale``, that releases with a bare ``rmdir``/``unlink`` in the
+   microseconds between that ``lstat`` and the removal.
+
+**A release never waits long.**  Other programs can hold a flock on a
+directory too (``flock -x DIR cmd``, a backup tool), for as long as they like,
+so a release polls for the shared flock for at most :data:`RELEASE_WAIT`
+seconds; a perlcompat remover holds it exclusively only for a look and a
+removal (microseconds).  If it is still busy then, or cannot be opened at all,
+the release looks at its lock again: if the path still holds exactly the
+holder's own lock and that lock is not older than ``stale``, it is released
+anyway, because no remover can be between its look and its removal of it (a
+remover removes only a stale lock, and a live holder's lock is stale only past
+``stale``; a lock's age only grows, so one not stale now was not stale when
+the remover looked).  A lock past ``stale`` is left in place and the release
+raises ``OSError``: it is breakable, so a remover may be about to remove it,
+and the next waiter breaks it once the flock is free.  What this gives up: a
+remover that uses a *smaller* ``stale`` than the holder (or a wall clock
+stepped back between the two looks) and stalls for longer than
+:data:`RELEASE_WAIT` between its look and its removal.
+
+Processes that can read the directory use its flock, processes that cannot
+use the breaker file; the two do not exclude each other, so between them rule
+3 reduces to rule 2 (identity compared right before removal).
+
+A lock is stale when it is older than ``stale`` seconds, or when its owner
+record names a process on this host that is dead (see ``locks.owner``).  A fresh
+lock with a live or unknown owner is never removed.  Waiters look at a lock's
+owner at most every :data:`RELOOK` seconds and only after it has been held
+:data:`FIRST_LOOK` seconds, so busy hand-offs cost one ``lstat`` per wait.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat as stat_module
+import sys
+import time
+from _thread import _local
+
+from ..perl.fsinfo import is_shared
+from . import owner as _owner
+from .api import Backend
+from .winfile import open_file
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    Identity = tuple[int, int, int, int]
+    Owner = tuple["int | None", "str | None", "int | None"]
+
+#: a waiter first checks a busy lock's owner after it has been held this long (s).
+FIRST_LOOK = 0.02
+#: and again at most this often (s).
+RELOOK = 0.25
+#: a release waits at most this long (s) for the remover lock (see the module docstring).
+RELEASE_WAIT = 0.5
+#: on shared storage a lock is removed only if judged stale twice, unchanged, this far apart (s).
+SETTLE = 1.0
+
+_LOCK_SH = 1
+_LOCK_EX = 2
+_LOCK_NB = 4
+
+O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+O_BINARY = getattr(os, "O_BINARY", 0)
+#: opening a FIFO planted at a lock's side file must not block (a stopping signal waits).
+O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+
+_tls = _local()
+
+
+def identity(st: os.stat_result) -> Identity:
+    """Return what names one lock object: (device, inode, mtime ns, ctime ns)."""
+    return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def lstat(path: str) -> os.stat_result | None:
+    """``os.lstat`` that returns None when nothing is at *path*."""
+    try:
+        return os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+def read_small(path: str, limit: int = 4096) -> bytes | None:
+    """Read up to *limit* bytes of a regular file, never following a symlink nor blocking.
+
+    None if absent or not a regular file (a FIFO, a device).
+    """
+    try:
+        fd = open_file(path, os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_BINARY | O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        if not stat_module.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.read(fd, limit)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def read_fd(fd: int, limit: int = 4096) -> bytes | None:
+    """The whole of the open file *fd* from offset 0; None if longer than *limit* or unreadable."""
+    try:
+        if sys.platform == "win32":
+            os.lseek(fd, 0, os.SEEK_SET)
+            data = os.read(fd, limit + 1)
+        else:
+            data = os.pread(fd, limit + 1, 0)
+    except OSError:
+        return None
+    return None if len(data) > limit else data
+
+
+def read_same(path: str, st: os.stat_result, limit: int = 4096) -> bytes | None:
+    """Up to *limit* bytes of the file at *path* if it is still exactly *st*; None if not.
+
+    None when the path changed (another object, written to, gone) since *st*
+    was taken: the caller judges the new one on its next look.  Raises OSError
+    (naming *path*) when the file cannot be read, so it cannot be told a lock.
+    """
+    try:
+        fd = open_file(path, os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_BINARY | O_NONBLOCK)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return None  # now a symlink: the next look refuses it
+        raise OSError(
+            exc.errno, f"cannot read {path!r} to tell whether it is a lock: {exc.strerror}"
+        ) from None
+    try:
+        if _shape(os.fstat(fd)) != _shape(st):
+            return None
+        if sys.platform == "win32":
+            data = os.read(fd, limit)
+        else:
+            data = os.pread(fd, limit, 0)
+        if _shape(os.fstat(fd)) != _shape(st) or len(data) != min(st.st_size, limit):
+            return None  # rewritten while we read (timestamps can be a few ms coarse)
+        return data
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ESTALE):
+            return None  # removed after our open (network file systems ask by name): gone
+        raise OSError(
+            exc.errno, f"cannot read {path!r} to tell whether it is a lock: {exc.strerror}"
+        ) from None
+    finally:
+        os.close(fd)
+
+
+def _shape(st: os.stat_result) -> tuple[int, int, int, int, int]:
+    return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
+
+
+def write_at_zero(fd: int, data: bytes) -> None:
+    """Write *data* at offset 0 of *fd* (pwrite where there is one)."""
+    if sys.platform == "win32":
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.write(fd, data)
+    else:
+        os.pwrite(fd, data, 0)
+
+
+def unlink_quietly(path: str) -> bool:
+    """Unlink *path*; False instead of an error if that fails."""
+    try:
+        os.unlink(path)
+    except OSError:
+        return False
+    return True
+
+
+def busy(exc: OSError, path: str) -> bool:
+    """True if *exc* from an exclusive create of *path* means "taken", not "refused".
+
+    EEXIST; or EPERM/EACCES, which network file systems report for collisions
+    (sshfs), when the name is there, or when it is gone again (released in
+    between) but the directory lets us create a probe file beside it.
+    """
+    if isinstance(exc, FileExistsError):
+        return True
+    if exc.errno not in (errno.EPERM, errno.EACCES):
+        return False
+    if lstat(path) is not None:
+        return True
+    probe = f"{path}.breaking.{os.urandom(6).hex()}"
+    try:
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+    except OSError:
+        return False  # refused for real
+    os.close(fd)
+    unlink_quietly(probe)
+    return True
+
+
+def kind_error(path: str, st: os.stat_result, wanted: str) -> OSError:
+    """Return the error for a lock path occupied by something its method cannot have made."""
+    if stat_module.S_ISLNK(st.st_mode):
+        return OSError(
+            errno.ELOOP,
+            f"lock path {path!r} is a symlink, not a {wanted}; refusing to use or follow it",
+        )
+    number = errno.ENOTDIR if wanted == "directory" else errno.EEXIST
+    return OSError(number, f"lock path {path!r} exists and is not a {wanted}")
+
+
+def not_a_lock(path: str, method: str, why: str, number: int = errno.EEXIST) -> OSError:
+    """Return the error for a lock path holding something its method did not make."""
+    return OSError(
+        number, f"lock path {path!r} {why}: not a lock of method {method!r}; refusing to touch it"
+    )
+
+
+def open_error(path: str, exc: OSError, wanted: str) -> OSError:
+    """Return a clear error for a failed open of the lock file *path* (symlink, directory)."""
+    if exc.errno == errno.ELOOP:
+        return OSError(
+            errno.ELOOP,
+            f"lock path {path!r} is a symlink, not a {wanted}; refusing to use or follow it",
+        )
+    if exc.errno == errno.EISDIR:
+        return OSError(errno.EISDIR, f"lock path {path!r} is a directory, not a {wanted}")
+    return exc
+
+
+def links_error(path: str, st: os.stat_result, method: str) -> OSError | None:
+    """The error for a file with more than one hard link (EPERM), else None."""
+    if st.st_nlink > 1:
+        return not_a_lock(path, method, f"has {st.st_nlink} hard links", errno.EPERM)
+    return None
+
+
+def is_record(data: bytes | None, kind: str, blank: bool = False) -> bool:
+    """True if the whole file *data* is one owner record of *kind* (or blank, if allowed)."""
+    if not data or not data.endswith(b"\n") or data.count(b"\n") != 1:
+        return False
+    if blank and not data.strip():
+        return True
+    return _owner.parse(data, kind) is not None
+
+
+def _lock_fd(fd: int, operation: int) -> None:
+    from ..perl.flock import lock_fd
+
+    lock_fd(fd, operation)
+
+
+def _guard_open(path: str) -> int:
+    """Open the descriptor that carries the remover lock for *path*.
+
+    The lock's directory, or ``<path>.breaker`` on Windows and where the
+    directory can be written but not read (EACCES).
+    """
+    if sys.platform != "win32":
+        directory = os.path.dirname(path) or "."
+        try:
+            return os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | O_CLOEXEC)
+        except PermissionError:
+            pass  # mode 0733 and the like: the breaker file beside the lock
+    flags = os.O_RDWR | os.O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_BINARY | O_NONBLOCK
+    return os.open(path + ".breaker", flags, 0o666)
+
+
+def guard(path: str, exclusive: bool) -> int | None:
+    """Take the remover lock of *path* without waiting; the descriptor, or None if busy."""
+    try:
+        fd = _guard_open(path)
+    except OSError:
+        return None
+    try:
+        _lock_fd(fd, (_LOCK_EX if exclusive else _LOCK_SH) | _LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def release_guard(path: str, patience: float | None = None) -> int | None:
+    """Take the remover lock shared, to release a lock, waiting for a remover to finish.
+
+    Polls for at most *patience* seconds (default :data:`RELEASE_WAIT`), then
+    raises OSError (EWOULDBLOCK), as it does at once if the lock cannot be
+    opened; None only when this thread is itself inside a removal (a signal
+    handler's cleanup).
+    """
+    if getattr(_tls, "breaking", 0):
+        return None  # a signal handler interrupted this thread's own removal
+    try:
+        fd = _guard_open(path)
+    except OSError as exc:
+        raise OSError(
+            exc.errno, f"cannot open the remover lock of {path!r} to release it: {exc.strerror}"
+        ) from None
+    deadline = time.monotonic() + (RELEASE_WAIT if patience is None else patience)
+    pause = 0.0005
+    try:
+        while True:
+            try:
+                _lock_fd(fd, _LOCK_SH | _LOCK_NB)
+                return fd
+            except BlockingIOError:
+                now = time.monotonic()
+                if now >= deadline:
+                    raise
+            time.sleep(min(pause, deadline - now))
+            pause = min(pause * 2, 0.02)
+    except OSError as exc:
+        os.close(fd)
+        raise OSError(
+            exc.errno, f"cannot take the remover lock of {path!r} to release it: {exc.strerror}"
+        ) from None
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def unguard(fd: int | None) -> None:
+    """Drop a remover lock taken by :func:`guard` or :func:`release_guard`."""
+    if fd is not None:
+        os.close(fd)
+
+
+class Watch:
+    """When a waiter should look closely (owner liveness) at a busy lock."""
+
+    __slots__ = ("ident", "next_look")
+
+    def __init__(self) -> None:
+        self.ident: Identity | None = None
+        self.next_look = 0.0
+
+    def due(self, ident: Identity) -> bool:
+        """True if the lock *ident* deserves an owner check now."""
+        now = time.monotonic()
+        if ident != self.ident:
+            self.ident = ident
+            self.next_look = now + FIRST_LOOK
+        if now < self.next_look:
+            return False
+        self.next_look = now + RELOOK
+        return True
+
+
+class StaleBackend(Backend):
+    """A lock that is one object at a path, broken when stale under :func:`guard`.
+
+    Subclasses provide ``_lstat``, ``_check``, ``locks.owner`` and ``_remove``; this
+    class provides ``break_stale`` and ``describe`` on top of them.
+    """
+
+    def __init__(self, path: str, *, stale: float, shared: bool = False) -> None:
+        super().__init__(path, stale=stale, shared=shared)
+        self._watch = Watch()
+
+    # -- hooks -----------------------------------------------------------
+    def _lstat(self) -> os.stat_result | None:
+        """Stat the lock object (not following symlinks); None if there is no lock."""
+        return lstat(self.path)
+
+    def _check(self, st: os.stat_result) -> None:
+        """Raise OSError if *st* is not something this method makes."""
+
+    def _owner(self, st: os.stat_result) -> Owner:
+        """Return (pid, host, start ticks) named by the lock *st*, Nones if unknown."""
+        return None, None, None
+
+    def _age(self, st: os.stat_result) -> float:
+        """Seconds since the lock *st* was made."""
+        return time.time() - st.st_mtime
+
+    def _quick_age(self, st: os.stat_result) -> float:
+        """A cheap lower bound of :meth:`_age`, from *st* alone."""
+        return self._age(st)
+
+    def _key(self, st: os.stat_result) -> Identity:
+        """What stays the same while one holder holds (for :class:`Watch`)."""
+        return identity(st)
+
+    def _remove(self, st: os.stat_result) -> bool:
+        """Remove the lock *st* if the path still holds exactly it; True if removed."""
+        raise NotImplementedError
+
+    # -- release: our own lock, under the release guard -------------------
+    #: what we made when we took the lock (set by ``try_acquire``)
+    _mine: os.stat_result | None = None
+    #: the nonce in our owner record, if the method writes one
+    _token = ""
+
+    def _held_path(self) -> str:
+        """Where our lock object is while held."""
+        return self.path
+
+    def _still_mine(self, st: os.stat_result, mine: os.stat_result) -> bool:
+        """True if *st* is the lock object we made (*mine*)."""
+        return identity(st) == identity(mine)
+
+    def _undo(self) -> None:
+        """Remove our lock object (the path holds exactly it; the guard is held)."""
+        raise NotImplementedError
+
+    def _after_release(self) -> None:
+        """Tidy up after a release, whether or not the lock was still ours."""
+
+    def release(self) -> bool:
+        """Remove our lock if the path still holds exactly it; False if it was broken.
+
+        On shared storage a lock held past half its stale age is released under
+        the remover lock (``locks.shared``); a lock found gone at the last step was broken.
+        """
+        mine = self._mine
+        if mine is None:
+            return False
+        remover = self._shared_release_guard(mine)
+        try:
+            return self._release_local()
+        except FileNotFoundError:  # removed under us (a cached look said it was there)
+            self._mine = None
+            self._after_release()
+            return False
+        finally:
+            if remover is not None:
+                remover.release()
+
+    def _release_local(self) -> bool:
+        """The release under this host's remover flock.
+
+        If the remover lock cannot be had within :data:`RELEASE_WAIT`, a lock
+        not older than ``stale`` is released anyway, a staler one is left
+        (OSError); see the module docstring.  On OSError we still hold the lock.
+        """
+        mine = self._mine
+        if mine is None:
+            return False
+        try:
+            fd = release_guard(self.path)
+        except OSError:
+            st = lstat(self._held_path())
+            if st is not None and self._still_mine(st, mine) and self._age(st) > self.stale:
+                raise  # breakable: a remover may be between its look and its removal
+            fd = None  # not stale, so no remover is about to remove it: release unguarded
+        try:
+            st = lstat(self._held_path())
+            if st is None or not self._still_mine(st, mine):
+                self._mine = None
+                return False
+            self._undo()
+            self._mine = None
+            return True
+        finally:
+            unguard(fd)
+            if self._mine is None:
+                self._after_release()
+
+    def _record_is_ours(
+        self, st: os.stat_result, mine: os.stat_result, record_path: str, method: str
+    ) -> bool:
+        """Same inode as *mine*, and unchanged or still carrying our token in *record_path*.
+
+        On shared storage the token alone decides: client inode numbers are not stable.
+        """
+        if (st.st_dev, st.st_ino) != (mine.st_dev, mine.st_ino) and not is_shared(st.st_dev):
+            return False
+        if identity(st) == identity(mine):
+            return True
+        fields = _owner.parse(read_small(record_path) or b"", method)
+        return fields is not None and fields.get("token") == self._token
+
+    # -- shared logic ----------------------------------------------------
+    #: identity of the last lock object that passed ``_check`` (it is not checked again)
+    _passed: Identity | None = None
+
+    def _check_once(self, st: os.stat_result) -> None:
+        """``_check`` the lock *st* unless this very object already passed it."""
+        key = identity(st)
+        if key != self._passed:
+            self._check(st)
+            self._passed = key
+
+    def _is_stale(self, st: os.stat_result, clock_ns: int | None = None) -> bool:
+        age = self._age(st)
+        if clock_ns is not None:  # shared storage: the storage's clock judges (``locks.shared``)
+            from .shared import storage_age
+
+            age = storage_age(clock_ns, self._stamp_ns(st), age)
+        if age > self.stale:
+            return True
+        if sys.platform == "win32":
+            return False  # owners are unknown there: do not even open the lock to read one
+        pid, host, start = self._owner(st)
+        return _owner.alive(pid, host, start, time.time() - age) is False
+
+    def break_stale(self) -> bool:
+        """Remove the current lock if stale (age or dead owner), race-free; True if removed."""
+        st = self._lstat()
+        if st is None:
+            return False
+        self._check_once(st)
+        if self._quick_age(st) <= self.stale and not self._watch.due(self._key(st)):
+            return False
+        if not self._is_stale(st):
+            return False
+        if is_shared(st.st_dev):
+            return self._break_shared()
+        fd = guard(self.path, exclusive=True)
+        if fd is None:
+            return False
+        _tls.breaking = getattr(_tls, "breaking", 0) + 1
+        try:
+            st = self._lstat()
+            if st is None:
+                return False
+            self._check(st)
+            age = self._age(st)
+            pid, host, _start = self._owner(st)
+            if not (self._is_stale(st) and self._remove(st)):
+                return False
+        finally:
+            _tls.breaking -= 1
+            unguard(fd)
+        from . import log as _log
+
+        why = f"older than {self.stale:g} s" if age > self.stale else "its owner is dead"
+        _log.warning(
+            "removed stale %s lock %r (%s; age %.3g s, pid %s, host %s)",
+            self.method,
+            self.path,
+            why,
+            age,
+            pid,
+            host,
+        )
+        return True
+
+    # -- shared storage (``locks.shared``): remover lock, storage clock, rename handshake --
+    #: (fingerprint, monotonic time) of a lock judged stale once on shared storage
+    _suspect: tuple[tuple[object, ...], float] | None = None
+
+    def _stamp_ns(self, st: os.stat_result) -> int:
+        """The storage's time stamp (ns) that :meth:`_age` measures from."""
+        return st.st_mtime_ns
+
+    def _record_extra(self) -> bytes:
+        """Owner data kept outside the lock object, compared by the handshake (mkdir)."""
+        return b""
+
+    def _fingerprint(self, path: str, st: os.stat_result) -> tuple[object, ...]:
+        """What must be unchanged between the judgement and the move (``locks.shared``)."""
+        from .shared import fingerprint
+
+        return fingerprint(path, st, self._record_extra())
+
+    def _move_target(self) -> str:
+        """Where the handshake moves a stale lock; "" for a fresh ``<lock>.breaking.<token>``."""
+        return ""
+
+    def _discard(self, moved: str, st: os.stat_result) -> None:
+        """Remove the stale lock *st*, moved to *moved* by :meth:`_break_shared`."""
+        os.unlink(moved)
+
+    def _break_shared(self) -> bool:
+        """``break_stale`` on shared storage: rules 1-4 of ``locks.shared``; True if removed."""
+        from .shared import RemoverLock, moved_name, put_back
+
+        suspect = self._suspect
+        if suspect is not None and time.monotonic() - suspect[1] < SETTLE:
+            return False
+        remover = RemoverLock(self.path)
+        if not remover.acquire():
+            return False
+        _tls.breaking = getattr(_tls, "breaking", 0) + 1
+        try:
+            st = self._lstat()
+            if st is None:
+                return False
+            self._check(st)
+            if not self._is_stale(st, remover.clock_ns):
+                return False
+            held = self._held_path()
+            judged = self._fingerprint(held, st)
+            if suspect is None or suspect[0] != judged:
+                self._suspect = (judged, time.monotonic())  # stale twice, SETTLE apart
+                return False
+            self._suspect = None
+            if not remover.still_mine():
+                return False
+            moved = self._move_target() or moved_name(self.path)
+            try:
+                os.rename(held, moved)
+            except OSError:
+                return False  # gone (released) meanwhile
+            now = lstat(moved)
+            if now is None:
+                return False
+            if self._fingerprint(moved, now) != judged:
+                put_back(moved, held, now)  # a fresh lock: the look came from a cache
+                return False
+            self._discard(moved, now)
+            return True
+        finally:
+            _tls.breaking -= 1
+            remover.release()
+
+    def _shared_release_guard(self, mine: os.stat_result) -> Any:
+        """On shared storage, for a lock held past half its stale age: the remover lock.
+
+        Rule 5 of ``locks.shared``; None where not needed.  Raises OSError (the lock is
+        kept) if a remover holds it longer than ``RELEASE_WAIT`` and the lock is stale.
+        """
+        if self._age(mine) <= self.stale / 2 or not is_shared(mine.st_dev):
+            return None
+        from .shared import RELEASE_WAIT as SHARED_WAIT, RemoverLock
+
+        remover = RemoverLock(self.path)
+        if remover.wait(SHARED_WAIT):
+            return remover
+        if self._age(mine) > self.stale:
+            raise OSError(errno.EWOULDBLOCK, f"a remover is breaking the stale lock {self.path!r}")
+        return None  # not stale: no remover judges it so
+
+    def describe(self) -> dict[str, Any] | None:
+        """Describe the lock at the path (None if there is none), for ``perlcompat locks``."""
+        st = self._lstat()
+        if st is None:
+            return None
+        self._check(st)
+        age = self._age(st)
+        pid, host, start = self._owner(st)
+        return {
+            "method": self.method,
+            "path": self.path,
+            "pid": pid,
+            "host": host,
+            "alive": _owner.alive(pid, host, start, time.time() - age),
+            "judged": _owner.judged(pid, host),
+            "age": age,
+        }
+
+
+def same(path: str, st: os.stat_result) -> bool:
+    """True if *path* still holds exactly the object *st* (the last look before removal)."""
+    now = lstat(path)
+    return now is not None and identity(now) == identity(st)

@@ -1,0 +1,188 @@
+"""Perl's ``flock``: the same lock a running Perl script takes.
+
+On POSIX this is flock(2) through ``fcntl.flock`` (Perl 5 on Linux calls the
+flock syscall, which conflicts with ``fcntl.flock`` and not with ``lockf``).  On
+Windows it is ``LockFileEx`` over Perl's byte range 0..0xFFFF0000, through
+portalocker (see ``perl.flock_windows``), imported only there.  Perl's numbers are
+accepted as they are written in legacy scripts: ``flock(OUT, 2)``, ``5``, ``6``,
+``8``.  The handle is flushed before locking and unlocking, as perlfunc says
+(a failed flush does not stop the lock operation, as in Perl; ``close`` reports
+it).  Invalid operations give 0 with EINVAL and lock nothing: ``LOCK_SH|LOCK_EX``,
+0, ``LOCK_NB`` alone, non-integers, and numbers with the old LOCK_MAND bit (32,
+negative ones included), which Linux, and so Perl, would accept as a silent
+no-op.  Closed handles and objects without a descriptor give 0 with EBADF.
+
+A blocking request waits in the kernel; a pending ``alarm()`` whose handler
+raises interrupts it (PEP 475 retries only when the handler returns).  With
+``timeout=`` or a cooperative alarm (worker threads, Windows) it polls with
+LOCK_NB instead, so the deadline is honoured without signals.
+
+On shared storage where flock(2) excludes only this host's processes (sshfs
+and other FUSE, SMB/CIFS, NFS without lock forwarding), the first lock taken on
+each file system warns with ``SharedStorageWarning`` (``perl.fsinfo``).
+"""
+
+from __future__ import annotations
+
+import errno
+import sys
+
+from .errno import _tls, fail, fail_from, reraise_foreign
+from .fsinfo import check_flock
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+LOCK_SH = 1
+LOCK_EX = 2
+LOCK_NB = 4
+LOCK_UN = 8
+
+#: every operation flock(2) accepts: SH, EX or UN, optionally with NB.
+VALID_OPERATIONS = frozenset(
+    {LOCK_SH, LOCK_EX, LOCK_UN, LOCK_SH | LOCK_NB, LOCK_EX | LOCK_NB, LOCK_UN | LOCK_NB}
+)
+
+lock_fd: Callable[[int, int], None]
+if sys.platform == "win32":
+    from .flock_windows import lock_fd
+else:
+    from fcntl import flock as lock_fd  # Perl's numbers are the kernel's
+
+
+class _NotLoaded:
+    """Stands for PerlFile until perlcompat.perl.handle is imported."""
+
+
+#: PerlFile, for flock's fast path.  Neither module imports the other (``from
+#: perlcompat import flock`` alone stays cheap): whichever is imported second
+#: fills this in.
+_PerlFile: type = _NotLoaded
+_handle_module = sys.modules.get(__name__.rpartition(".")[0] + ".handle")
+if _handle_module is not None:
+    _PerlFile = _handle_module.PerlFile
+
+# pauses while polling for timeout= or a cooperative alarm
+_POLL_FIRST = 0.0005
+_POLL_MAX = 0.01
+
+
+def _flush(fh: object) -> None:
+    """Flush *fh*; a write error is remembered by a perlcompat handle, not raised."""
+    try:
+        fh.flush()  # type: ignore[attr-defined]
+    except OSError as exc:
+        if isinstance(exc, ValueError):  # io.UnsupportedOperation
+            raise
+        if type(getattr(fh, "_error", None)) is int:
+            fh._error = exc.errno or errno.EIO  # type: ignore[attr-defined]
+
+
+def _fileno(fh: object) -> int:
+    """Return *fh*'s descriptor after flushing it; raise OSError(EBADF) if it has none.
+
+    As Perl's ``(void)PerlIO_flush(fp)``, a failed flush does not stop the lock
+    operation; a perlcompat handle remembers the failure and ``close`` reports it.
+    """
+    if type(fh) is int:
+        if not 0 <= fh <= 0x7FFFFFFF:
+            raise OSError(errno.EBADF, f"bad file descriptor {fh}")
+        return fh
+    fileno = getattr(fh, "fileno", None)
+    if fileno is None:
+        raise OSError(errno.EBADF, "not a file handle")
+    try:
+        if getattr(fh, "flush", None) is not None:
+            _flush(fh)
+        fd = fileno()
+    except ValueError:  # closed, or no descriptor (io.UnsupportedOperation)
+        raise OSError(errno.EBADF, "closed file handle") from None
+    except OSError as exc:
+        if exc.errno is None:
+            raise OSError(errno.EBADF, str(exc)) from None
+        raise
+    if type(fd) is not int or fd < 0:
+        raise OSError(errno.EBADF, "closed file handle")
+    return fd
+
+
+def flock(fh: object, operation: int, timeout: float | None = None) -> int:
+    """Lock or unlock *fh* like Perl's ``flock``: 1 on success, else 0 with ``$!`` set.
+
+    *operation* is LOCK_SH, LOCK_EX or LOCK_UN, optionally ``| LOCK_NB``; a busy
+    LOCK_NB request gives 0 with ``$!`` = EWOULDBLOCK.  *timeout* (seconds, new
+    code only) bounds a blocking request the same way.
+    """
+    if type(operation) is not int and not (
+        isinstance(operation, int) and not isinstance(operation, bool)
+    ):
+        return fail(errno.EINVAL)
+    if operation not in VALID_OPERATIONS:
+        return fail(errno.EINVAL)
+    if timeout is not None and (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, (int, float))
+        or not timeout >= 0  # negative or NaN
+    ):
+        raise ValueError(f"flock timeout must be a number of seconds >= 0, not {timeout!r}")
+    try:
+        if type(fh) is _PerlFile:  # the common case, without the getattr()s of _fileno
+            if fh._closed:  # type: ignore[attr-defined]
+                return fail(errno.EBADF)
+            if fh._wbuf or fh._rbuf:  # type: ignore[attr-defined]
+                _flush(fh)
+            fd = fh._fd  # type: ignore[attr-defined]
+        else:
+            fd = _fileno(fh)
+        # (the middle test is _must_poll's common case, without the call)
+        if (
+            operation & (LOCK_NB | LOCK_UN)
+            or (timeout is None and _ALARM not in _modules)
+            or not _must_poll(timeout)
+        ):
+            lock_fd(fd, operation)
+        elif not _poll(fd, operation, timeout):
+            return fail(errno.EWOULDBLOCK)
+        if not operation & LOCK_UN:
+            check_flock(fd)  # shared storage: warn once that other hosts are not excluded
+    except OSError as exc:
+        reraise_foreign(exc)
+        return fail_from(exc)
+    _tls.errno = 0
+    return 1
+
+
+_ALARM = __name__.rpartition(".")[0] + ".alarm"
+_modules = sys.modules
+
+
+def _must_poll(timeout: float | None) -> bool:
+    if timeout is not None:
+        return True
+    alarm = _modules.get(_ALARM)
+    return alarm is not None and alarm.pending_deadline() is not None
+
+
+def _poll(fd: int, operation: int, timeout: float | None) -> bool:
+    """Retry ``operation | LOCK_NB`` until it succeeds (True) or *timeout* passes (False)."""
+    import time
+
+    alarm = sys.modules.get("perlcompat.perl.alarm")
+    deadline = None if timeout is None else time.monotonic() + timeout
+    pause = _POLL_FIRST
+    while True:
+        try:
+            lock_fd(fd, operation | LOCK_NB)
+            return True
+        except BlockingIOError:
+            pass
+        now = time.monotonic()
+        if deadline is not None and now >= deadline:
+            return False
+        delay = pause if deadline is None else min(pause, deadline - now)
+        if alarm is not None:
+            alarm.sleep_checked(delay)
+        else:
+            time.sleep(delay)
+        pause = min(pause * 2, _POLL_MAX)
