@@ -59,7 +59,9 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
         monotonic = staticmethod(fake.monotonic)
 
     monkeypatch.setattr(_api, "time", FakeTime)
-    monkeypatch.setattr(_api, "_pause", fake.pause)
+    from perlcompat.perl import clock as _clock
+
+    monkeypatch.setattr(_clock, "pause", fake.pause)
     from perlcompat.locks.methods import mkdir as _mkdir
 
     monkeypatch.setattr(_mkdir.Backend, "try_acquire", fake.busy)

@@ -56,6 +56,7 @@ import os
 import time
 from _thread import get_ident
 
+from ..perl import clock
 from ..perl.errno import fail, reraise_foreign, set_errno
 
 TYPE_CHECKING = False
@@ -515,7 +516,7 @@ class Lock:
             delay = (poll if poll is not None else pause) * _jitter()
             if deadline is not None:
                 delay = min(delay, max(deadline - now, 0.0))
-            _pause(delay)
+            clock.pause(delay)
             pause = min(pause * 1.6, cap)
 
     def release(self) -> None:
@@ -637,27 +638,12 @@ def _jitter() -> float:
 
 def _wait_for_release(wait: Callable[[float | None], None], limit: float | None) -> None:
     """Block in the backend's wake-up wait, honouring a pending cooperative ``alarm()``."""
-    import sys
-
-    alarm_module = sys.modules.get("perlcompat.perl.alarm")
-    due = alarm_module.pending_deadline() if alarm_module is not None else None
+    due = clock.alarm_deadline()
     if due is not None:
         left = max(due - time.monotonic(), 0.0)
         limit = left if limit is None else min(limit, left)
     wait(limit)
-    if alarm_module is not None:
-        alarm_module.fire_if_due()
-
-
-def _pause(seconds: float) -> None:
-    """Sleep between tries, honouring a pending cooperative ``alarm()``."""
-    import sys
-
-    alarm_module = sys.modules.get("perlcompat.perl.alarm")
-    if alarm_module is not None:
-        alarm_module.sleep_checked(seconds)
-    else:
-        time.sleep(seconds)
+    clock.fire_if_due()
 
 
 def lock(

@@ -61,6 +61,7 @@ import errno
 import os
 import sys
 
+from ..perl import clock
 from ..perl.errno import set_errno
 
 TYPE_CHECKING = False
@@ -346,11 +347,7 @@ def _replace_windows(tmp: str, target: str) -> None:
         except PermissionError:
             if time.monotonic() >= deadline:
                 raise
-        alarm = sys.modules.get("perlcompat.perl.alarm")
-        if alarm is not None:
-            alarm.sleep_checked(pause)
-        else:
-            time.sleep(pause)
+        clock.pause(pause)
         pause = min(pause * 2, 0.01)
 
 

@@ -25,6 +25,7 @@ import os
 import random
 import time
 
+from ..perl import clock
 from ..perl.errno import fail, reraise_foreign, set_errno
 from ..perl.flock import LOCK_EX, LOCK_NB, LOCK_UN, lock_fd
 from .api import (
@@ -35,7 +36,6 @@ from .api import (
     LockError,
     LockTimeout,
     NotLockedError,
-    _pause,
     _Unset,
     check_seconds,
     check_timeout,
@@ -161,7 +161,7 @@ class Semaphore:
             delay = pause * (0.5 + random.random())
             if deadline is not None:
                 delay = min(delay, max(deadline - now, 0.0))
-            _pause(delay)
+            clock.pause(delay)
             pause = min(pause * 1.6, cap)
         return self
 

@@ -421,3 +421,8 @@ class local_sig:
         tb: TracebackType | None,
     ) -> None:
         _raw_set(self._name, self._saved)
+
+
+from . import clock as _clock  # noqa: E402  (the waits find the alarm through it)
+
+_clock.install(sys.modules[__name__])

@@ -61,10 +61,9 @@ def reraise_foreign(exc: OSError) -> None:
     """
     if exc.errno is None:
         raise exc
-    import sys
+    from .clock import raised_by_alarm
 
-    alarm = sys.modules.get("perlcompat.perl.alarm")
-    if alarm is not None and alarm.raised_by_handler(exc):
+    if raised_by_alarm(exc):
         raise exc
 
 

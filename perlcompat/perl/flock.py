@@ -27,6 +27,7 @@ from __future__ import annotations
 import errno
 import sys
 
+from . import clock
 from .errno import _tls, fail, fail_from, reraise_foreign
 from .fsinfo import check_flock
 
@@ -138,7 +139,7 @@ def flock(fh: object, operation: int, timeout: float | None = None) -> int:
         # (the middle test is _must_poll's common case, without the call)
         if (
             operation & (LOCK_NB | LOCK_UN)
-            or (timeout is None and _ALARM not in _modules)
+            or (timeout is None and not clock.alarm_installed())
             or not _must_poll(timeout)
         ):
             lock_fd(fd, operation)
@@ -153,22 +154,14 @@ def flock(fh: object, operation: int, timeout: float | None = None) -> int:
     return 1
 
 
-_ALARM = __name__.rpartition(".")[0] + ".alarm"
-_modules = sys.modules
-
-
 def _must_poll(timeout: float | None) -> bool:
-    if timeout is not None:
-        return True
-    alarm = _modules.get(_ALARM)
-    return alarm is not None and alarm.pending_deadline() is not None
+    return timeout is not None or clock.alarm_deadline() is not None
 
 
 def _poll(fd: int, operation: int, timeout: float | None) -> bool:
     """Retry ``operation | LOCK_NB`` until it succeeds (True) or *timeout* passes (False)."""
     import time
 
-    alarm = sys.modules.get("perlcompat.perl.alarm")
     deadline = None if timeout is None else time.monotonic() + timeout
     pause = _POLL_FIRST
     while True:
@@ -181,8 +174,5 @@ def _poll(fd: int, operation: int, timeout: float | None) -> bool:
         if deadline is not None and now >= deadline:
             return False
         delay = pause if deadline is None else min(pause, deadline - now)
-        if alarm is not None:
-            alarm.sleep_checked(delay)
-        else:
-            time.sleep(delay)
+        clock.pause(delay)
         pause = min(pause * 2, _POLL_MAX)

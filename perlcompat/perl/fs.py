@@ -13,7 +13,6 @@ from __future__ import annotations
 import errno
 import os
 import stat as _stat
-import sys
 
 from .errno import fail, fail_from, set_errno
 from .handle import PerlList
@@ -275,10 +274,8 @@ def sleep(seconds: float) -> int:
         return 0
     import time
 
+    from .clock import pause
+
     start = time.monotonic()
-    alarm = sys.modules.get("perlcompat.perl.alarm")
-    if alarm is not None:
-        alarm.sleep_checked(seconds)
-    else:
-        time.sleep(seconds)
+    pause(seconds)
     return round(time.monotonic() - start)

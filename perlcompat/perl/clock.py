@@ -1,0 +1,63 @@
+"""The one place perlcompat's waits sleep: pauses and deadlines that honour ``alarm()``.
+
+Every wait (``sleep``, ``flock``'s polling, ``lock()``'s pauses between tries,
+``replace_file``'s retries) sleeps through :func:`pause` and reads a pending
+cooperative alarm through :func:`alarm_deadline`.  ``perl.alarm`` hooks itself in
+here when it is imported (:func:`install`); until then no alarm can be pending,
+so these are plain ``time`` calls and a script that never calls ``alarm`` pays
+nothing for it.  This module imports only ``time``.
+"""
+
+from __future__ import annotations
+
+import time
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Protocol
+
+    class AlarmHooks(Protocol):
+        """What ``perl.alarm`` provides to the waits (the module itself)."""
+
+        def pending_deadline(self) -> float | None: ...
+        def fire_if_due(self) -> None: ...
+        def sleep_checked(self, seconds: float) -> None: ...
+        def raised_by_handler(self, exc: BaseException) -> bool: ...
+
+
+_alarm: AlarmHooks | None = None
+
+
+def install(hooks: AlarmHooks) -> None:
+    """Route the waits through *hooks* (called once, by ``perl.alarm`` on import)."""
+    global _alarm
+    _alarm = hooks
+
+
+def alarm_installed() -> bool:
+    """True once ``alarm`` is imported: a wait may then have to wake early."""
+    return _alarm is not None
+
+
+def pause(seconds: float) -> None:
+    """Sleep *seconds*; a due cooperative alarm runs its handler (which may raise)."""
+    if _alarm is None:
+        time.sleep(max(seconds, 0.0))
+    else:
+        _alarm.sleep_checked(seconds)
+
+
+def alarm_deadline() -> float | None:
+    """``time.monotonic()`` deadline of this thread's cooperative alarm, or None."""
+    return None if _alarm is None else _alarm.pending_deadline()
+
+
+def fire_if_due() -> None:
+    """Run this thread's ALRM handler if its cooperative alarm is due (it may raise)."""
+    if _alarm is not None:
+        _alarm.fire_if_due()
+
+
+def raised_by_alarm(exc: BaseException) -> bool:
+    """True if *exc* came from a handler run through ``%SIG``/``alarm``."""
+    return _alarm is not None and _alarm.raised_by_handler(exc)
