@@ -87,6 +87,20 @@ if TYPE_CHECKING:
 
     F = TypeVar("F", bound=Callable[..., Any])
 
+__all__ = [
+    "DuplicateLockError",
+    "ExpiredLockError",
+    "HasNotLockError",
+    "Lock",
+    "LockError",
+    "LockTimeout",
+    "NotLockedError",
+    "detect_method",
+    "find_locks",
+    "lock",
+    "unlock",
+]
+
 #: first and largest pause between tries, in seconds (jittered +-50%).
 BACKOFF_FIRST = 0.0005
 BACKOFF_MAX = 0.01
@@ -187,20 +201,6 @@ def resolve_path(name: str | os.PathLike[str], root: str | os.PathLike[str] | No
         raise ValueError(f"lock name {text!r} escapes the lock root {base!r}")
     return os.path.join(parent, os.path.basename(path))
 
-
-__all__ = [
-    "DuplicateLockError",
-    "ExpiredLockError",
-    "HasNotLockError",
-    "Lock",
-    "LockError",
-    "LockTimeout",
-    "NotLockedError",
-    "detect_method",
-    "find_locks",
-    "lock",
-    "unlock",
-]
 
 # (method, path) -> the Lock object of this process that owns it.
 _owned: dict[tuple[str, str], Lock] = {}
