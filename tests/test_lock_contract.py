@@ -183,3 +183,13 @@ def test_an_empty_file_named_like_an_owner_file_stays_a_flock_lock(tmp_path: Pat
     assert contract.detect(path) == "flock"
     path.write_bytes(b"counter 12\n")  # not an owner record: a data file, flockable
     assert contract.detect(path) == "flock"
+
+
+def test_lock_and_unlock_refuse_a_url_for_another_method_alike(tmp_path: Path) -> None:
+    # one reading of (name, method, url) for both: unlock() used to ignore method= when
+    # url= was given and return 0 (ENOLCK) where Lock() refused the same arguments
+    path, url = str(tmp_path / "x"), "redis://127.0.0.1:1/0"
+    with pytest.raises(ValueError, match="url= is for the redis method, not 'mkdir'"):
+        Lock(path, method="mkdir", url=url)
+    with pytest.raises(ValueError, match="url= is for the redis method, not 'mkdir'"):
+        unlock(path, method="mkdir", url=url)
