@@ -66,12 +66,12 @@ _EXPORTS = {
     "lock": "locks.api",
     "unlock": "locks.api",
     "Lock": "locks.api",
-    "LockError": "locks.api",
-    "LockTimeout": "locks.api",
-    "DuplicateLockError": "locks.api",
-    "NotLockedError": "locks.api",
-    "HasNotLockError": "locks.api",
-    "ExpiredLockError": "locks.api",
+    "LockError": "locks.errors",
+    "LockTimeout": "locks.errors",
+    "DuplicateLockError": "locks.errors",
+    "NotLockedError": "locks.errors",
+    "HasNotLockError": "locks.errors",
+    "ExpiredLockError": "locks.errors",
     "SharedStorageWarning": "perl.fsinfo",
     # semaphores and atomic replace
     "Semaphore": "locks.semaphore",
@@ -100,15 +100,17 @@ _START_TIME = int(_time())
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from .locks.api import (
+        Lock as Lock,
+        lock as lock,
+        unlock as unlock,
+    )
+    from .locks.errors import (
         DuplicateLockError as DuplicateLockError,
         ExpiredLockError as ExpiredLockError,
         HasNotLockError as HasNotLockError,
-        Lock as Lock,
         LockError as LockError,
         LockTimeout as LockTimeout,
         NotLockedError as NotLockedError,
-        lock as lock,
-        unlock as unlock,
     )
     from .locks.methods.toplock import (
         rename_if_holding as rename_if_holding,

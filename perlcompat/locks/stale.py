@@ -62,7 +62,7 @@ from _thread import _local
 
 from ..perl.fsinfo import is_shared
 from . import owner as _owner
-from .api import Backend
+from .contract import Backend
 from .winfile import open_file
 
 TYPE_CHECKING = False
@@ -273,6 +273,10 @@ def _lock_fd(fd: int, operation: int) -> None:
     lock_fd(fd, operation)
 
 
+#: suffix of the file that carries the remover lock where the directory cannot (``_guard_open``).
+BREAKER_SUFFIX = ".breaker"
+
+
 def _guard_open(path: str) -> int:
     """Open the descriptor that carries the remover lock for *path*.
 
@@ -286,7 +290,7 @@ def _guard_open(path: str) -> int:
         except PermissionError:
             pass  # mode 0733 and the like: the breaker file beside the lock
     flags = os.O_RDWR | os.O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_BINARY | O_NONBLOCK
-    return os.open(path + ".breaker", flags, 0o666)
+    return os.open(path + BREAKER_SUFFIX, flags, 0o666)
 
 
 def guard(path: str, exclusive: bool) -> int | None:
@@ -379,6 +383,22 @@ class StaleBackend(Backend):
     def __init__(self, path: str, *, stale: float, shared: bool = False) -> None:
         super().__init__(path, stale=stale, shared=shared)
         self._watch = Watch()
+
+    # -- on disk: the breaker file beside a lock is a piece of it --------
+    @classmethod
+    def part_of(cls, path: str) -> str | None:
+        """The lock whose (empty) breaker file *path* is, else None."""
+        if not path.endswith(BREAKER_SUFFIX) or len(path) == len(BREAKER_SUFFIX):
+            return None
+        st = lstat(path)
+        if st is None or not stat_module.S_ISREG(st.st_mode) or st.st_size:
+            return None
+        return path[: -len(BREAKER_SUFFIX)]
+
+    @classmethod
+    def parts(cls, path: str) -> tuple[str, ...]:
+        """The breaker file beside the lock *path*."""
+        return (path + BREAKER_SUFFIX,)
 
     # -- hooks -----------------------------------------------------------
     def _lstat(self) -> os.stat_result | None:
