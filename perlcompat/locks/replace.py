@@ -165,8 +165,9 @@ def _take_lock(lock_path: str, timeout: float | None) -> int:
     """Open *lock_path* (no symlinks, no truncation) and ``flock(LOCK_EX)`` it; return the fd."""
     import threading
 
+    from ..perl.consts import LOCK_EX
     from ..perl.errno import get_errno
-    from ..perl.flock import LOCK_EX, flock
+    from ..perl.flock import flock
     from .api import DuplicateLockError, LockError, _held
 
     mine = _held.get(("flock", os.path.abspath(lock_path)))

@@ -42,6 +42,7 @@ import os
 import sys
 import warnings
 
+from .consts import SEEK_CUR, SEEK_END, SEEK_SET
 from .errno import _tls, fail, fail_from, reraise_foreign
 
 
@@ -74,10 +75,6 @@ if TYPE_CHECKING:
     from typing import NoReturn, Union
 
     Data = Union[str, bytes]
-
-SEEK_SET = 0
-SEEK_CUR = 1
-SEEK_END = 2
 
 _BUFSIZE = 8192
 #: the positions an off_t holds: beyond them seek and truncate fail with EINVAL, as in Perl
@@ -493,6 +490,35 @@ class PerlFile:
         if self._rbuf:
             self._drop_read()
 
+    def _flush_remembered(self) -> OSError | None:
+        """Flush an open handle as Perl's ``(void)PerlIO_flush``: a failure is returned, not raised.
+
+        The handle's error flag remembers it (``close`` reports it); an ALRM
+        handler's exception propagates.
+        """
+        try:
+            if self._wbuf:
+                self._flush_write()
+            if self._rbuf:
+                self._drop_read()
+        except OSError as exc:
+            reraise_foreign(exc)
+            self._error = exc.errno or errno.EIO
+            return exc
+        return None
+
+    def flushed_fileno(self) -> int:
+        """Flush as Perl's ``flock`` does, then return the descriptor; OSError(EBADF) if closed.
+
+        The interface ``flock`` uses: a failed flush does not stop it (the error
+        flag remembers the failure, ``close`` reports it).
+        """
+        if self._closed:
+            raise OSError(errno.EBADF, "closed file handle")
+        if self._wbuf or self._rbuf:
+            self._flush_remembered()
+        return self._fd
+
     # -- positioning -----------------------------------------------------
     def seek(self, offset: int, whence: int = SEEK_SET) -> int:
         """Move to *offset* (bytes) from *whence*; return the new position."""
@@ -608,10 +634,6 @@ class PerlFile:
 
 
 io.IOBase.register(PerlFile)
-
-_flock_module = sys.modules.get(__name__.rpartition(".")[0] + ".flock")
-if _flock_module is not None:  # flock's fast path (see perl.flock._PerlFile)
-    _flock_module._PerlFile = PerlFile  # type: ignore[attr-defined]
 
 
 # -- layers ------------------------------------------------------------------
@@ -966,11 +988,9 @@ def truncate(fh: PerlFile | int | str | os.PathLike[str], length: int) -> int:
         fd = fh._fd
         _tls.errno = 0  # as Perl's: $! is cleared, then says why a flush failed
         if fh._wbuf or fh._rbuf:
-            try:
-                fh.flush()
-            except OSError as exc:  # as Perl, cut anyway; $! says why, close reports it too
-                fh._error = exc.errno or errno.EIO
-                fail_from(exc)
+            failed = fh._flush_remembered()
+            if failed is not None:  # as Perl, cut anyway; $! says why, close reports it too
+                fail_from(failed)
     elif isinstance(fh, (str, bytes, os.PathLike)):
         if type(length) is not int or not 0 <= length <= _MAX_OFF:
             return fail(errno.EINVAL)
