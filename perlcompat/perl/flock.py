@@ -34,7 +34,7 @@ import sys
 
 from . import clock
 from .consts import LOCK_EX, LOCK_NB, LOCK_SH, LOCK_UN
-from .errno import _tls, fail, fail_from, reraise_foreign
+from .errno import errno_state, fail, fail_from, reraise_foreign
 from .fsinfo import check_flock
 
 TYPE_CHECKING = False
@@ -129,7 +129,7 @@ def flock(fh: object, operation: int, timeout: float | None = None) -> int:
     except OSError as exc:
         reraise_foreign(exc)
         return fail_from(exc)
-    _tls.errno = 0
+    errno_state.errno = 0
     return 1
 
 
