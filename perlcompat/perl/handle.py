@@ -498,6 +498,10 @@ class PerlFile:
     def flush(self) -> None:
         """Write out buffered data and drop read-ahead, as PerlIO's flush does."""
         self._check()
+        self._flush()
+
+    def _flush(self) -> None:
+        """PerlIO's flush of an open handle (``seek`` inlines it, on the hot path)."""
         if self._wbuf:
             self._flush_write()
         if self._rbuf:
@@ -510,10 +514,7 @@ class PerlFile:
         handler's exception propagates.
         """
         try:
-            if self._wbuf:
-                self._flush_write()
-            if self._rbuf:
-                self._drop_read()
+            self._flush()
         except OSError as exc:
             reraise_foreign(exc)
             self._error = exc.errno or errno.EIO
@@ -538,10 +539,7 @@ class PerlFile:
         self._check()
         if whence not in (0, 1, 2):
             raise OSError(errno.EINVAL, "Invalid argument")
-        if self._wbuf:
-            self._flush_write()
-        if self._rbuf:
-            self._drop_read()
+        self._flush()
         position = self._pos = _lseek(self._fd, offset, whence)
         self._eof = False
         return position
@@ -922,7 +920,7 @@ def seek(fh: PerlFile, position: int, whence: int = SEEK_SET) -> int:
         return fail(errno.EINVAL)  # (beyond off_t: Perl's lseek gets EINVAL too)
     if perl_file:
         try:
-            if fh._wbuf:
+            if fh._wbuf:  # (PerlFile._flush, inlined)
                 fh._flush_write()
             if fh._rbuf:
                 fh._drop_read()
