@@ -7,15 +7,15 @@ the whole public API; each entry names the module that implements it.
 
 from __future__ import annotations
 
-LOCK_SH = 1
-LOCK_EX = 2
-LOCK_NB = 4
-LOCK_UN = 8
-SEEK_SET = 0
-SEEK_CUR = 1
-SEEK_END = 2
-
 _EXPORTS = {
+    # Fcntl's :flock and :seek constants
+    "LOCK_SH": "perl.consts",
+    "LOCK_EX": "perl.consts",
+    "LOCK_NB": "perl.consts",
+    "LOCK_UN": "perl.consts",
+    "SEEK_SET": "perl.consts",
+    "SEEK_CUR": "perl.consts",
+    "SEEK_END": "perl.consts",
     # $! and die/warn
     "OS_ERROR": "perl.errno",
     "ERRNO": "perl.errno",
@@ -87,9 +87,7 @@ _EXPORTS = {
     "lstat": "perl.fs",
 }
 
-__all__ = sorted(
-    [*_EXPORTS, "LOCK_SH", "LOCK_EX", "LOCK_NB", "LOCK_UN", "SEEK_SET", "SEEK_CUR", "SEEK_END"]
-)
+__all__ = sorted(_EXPORTS)
 __version__ = "0.1.0"
 
 from time import time as _time  # noqa: E402  (a builtin module: free)
@@ -128,6 +126,15 @@ if TYPE_CHECKING:
         SIG as SIG,
         alarm as alarm,
         local_sig as local_sig,
+    )
+    from .perl.consts import (
+        LOCK_EX as LOCK_EX,
+        LOCK_NB as LOCK_NB,
+        LOCK_SH as LOCK_SH,
+        LOCK_UN as LOCK_UN,
+        SEEK_CUR as SEEK_CUR,
+        SEEK_END as SEEK_END,
+        SEEK_SET as SEEK_SET,
     )
     from .perl.crypt import (
         crypt as crypt,

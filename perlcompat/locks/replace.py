@@ -163,8 +163,9 @@ def _lock_path(target: str, lock: object) -> str | None:
 
 def _take_lock(lock_path: str, timeout: float | None) -> int:
     """Open *lock_path* (no symlinks, no truncation) and ``flock(LOCK_EX)`` it; return the fd."""
+    from ..perl.consts import LOCK_EX
     from ..perl.errno import get_errno
-    from ..perl.flock import LOCK_EX, flock
+    from ..perl.flock import flock
     from .api import DuplicateLockError, LockError, owned_here
 
     if owned_here("flock", os.path.abspath(lock_path)) is not None:

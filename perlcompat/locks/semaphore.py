@@ -26,8 +26,9 @@ import random
 import time
 
 from ..perl import clock
+from ..perl.consts import LOCK_EX, LOCK_NB, LOCK_UN
 from ..perl.errno import fail, reraise_foreign, set_errno
-from ..perl.flock import LOCK_EX, LOCK_NB, LOCK_UN, lock_fd
+from ..perl.flock import lock_fd
 from .api import (
     BACKOFF_FIRST,
     BACKOFF_MAX,

@@ -36,7 +36,8 @@ import stat as stat_module
 import sys
 import time
 
-from ...perl.flock import LOCK_EX, LOCK_NB, LOCK_SH, LOCK_UN, lock_fd
+from ...perl.consts import LOCK_EX, LOCK_NB, LOCK_SH, LOCK_UN
+from ...perl.flock import lock_fd
 from ...perl.fsinfo import check_flock
 from .. import owner as _owner
 from ..contract import Backend, register
