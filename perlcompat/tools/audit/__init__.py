@@ -9,6 +9,7 @@ A file goes source -> lexer -> parser -> program -> walker -> rules; run drives 
   runs), ``Source``, and what a walk records (``Result``, ``Ev``, ``Inst``, ``Open``).
 - ``program``: what each file defines, read before the walk (subs, constants, requires).
 - ``items``: helpers over a statement's tokens and blocks (call arguments, handles).
+- ``facts``: what tokens say without a walk: retry loops, age tests, ``my`` names.
 - ``walker``: walks each scope, recording events; finds the rules that need the walk.
 - ``suggest``: the Python line each finding suggests, in the script's own terms.
 - ``findings``: ``Finding``, ``Problem`` (a file not followed), ``Policy`` (one rule).

@@ -1,13 +1,17 @@
-"""Helpers over a statement's items (tokens and blocks): call arguments, parentheses, handles."""
+"""Helpers over a statement's items (tokens and blocks): call arguments, parentheses, handles.
+
+:func:`flat` yields the tokens of items and of the blocks among them.
+"""
 
 from __future__ import annotations
 
 from .lexer import Tok
 from .model import LOW_WORDS, NAMED_UNARY, POSTFIX
+from .parser import Block
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterable, Iterator, Sequence
 
     from .parser import Item
 
@@ -122,3 +126,16 @@ def handle_name(arg: Sequence[Item]) -> str | None:
             if item.kind == "id" and item.text not in ("my", "our", "local", "state"):
                 return item.text
     return None
+
+
+def item_at(items: Sequence[Item], k: int) -> Item | None:
+    return items[k] if 0 <= k < len(items) else None
+
+
+def flat(items: Iterable[Item]) -> Iterator[Tok]:
+    for item in items:
+        if isinstance(item, Block):
+            for stmt in item.stmts:
+                yield from flat(stmt)
+        else:
+            yield item

@@ -9,11 +9,11 @@ sub that can return 0 makes an unchecked call of it a finding.
 
 from __future__ import annotations
 
-from .items import postfix_index, tok_at
+from .items import flat, item_at, postfix_index, tok_at
 from .lexer import Tok
 from .model import EXIT_NAME, Program, Source, bare
 from .parser import Block
-from .walker import Walker, flat, item_at
+from .walker import Walker
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ whether an age test encloses the statement.  ``if``/``elsif``/``else`` branches 
 from the same state and are merged after; a branch that ends in
 ``exit``/``die``/``return``/``&error`` does not flow on, except to a labelled statement
 (``WRITE:``, reached by ``goto``).  Each built-in the audit knows has a handler
-(:data:`HANDLERS`) that turns it into events; the rules that depend on how a result is
+(``_HANDLERS``) that turns it into events; the rules that depend on how a result is
 used (unchecked-result, swallowed-flock, check-then-create) are found here.
 
 The walk is line-oriented and per sub: it does not follow data through variables beyond
@@ -21,8 +21,17 @@ from __future__ import annotations
 
 import re
 
+from .facts import labelled, lexicals, perl_int, retry_wait, stale_seconds, tests_handle
 from .findings import Finding, Policy
-from .items import call_args, first_line_of, handle_name, match_paren, postfix_index, tok_at
+from .items import (
+    call_args,
+    first_line_of,
+    handle_name,
+    item_at,
+    match_paren,
+    postfix_index,
+    tok_at,
+)
 from .lexer import Tok, lex
 from .model import (
     AGE_TESTS,
@@ -57,7 +66,7 @@ from .suggest import INTERP, LONE_VAR, lock_call, py_expr, py_name, py_string
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Iterator, Sequence
+    from collections.abc import Callable, Iterable, Sequence
     from typing import Any
 
     from .parser import Item
@@ -176,7 +185,7 @@ class Walker:
     # -- blocks and statements --------------------------------------------
     def walk(self, stmts: list[list[Item]]) -> Result:
         self.scope_stmts = stmts
-        self.lexicals |= _lexicals(stmts)
+        self.lexicals |= lexicals(stmts)
         self.remove_keys = self.scan_removals(stmts)
         self.block(stmts, self.state, STMT)
         self.res.end_held = list(self.state.held.values())
@@ -207,12 +216,12 @@ class Walker:
         leaves = False
         for items in stmts:
             if leaves:
-                if not _labelled(items):
+                if not labelled(items):
                     continue
                 leaves = False  # `WRITE: ...` after an exit is reached by `goto WRITE`
             waiting, self.pending = self.pending, {}
             for handle, finding in waiting.items():
-                if not _tests_handle(items, handle):
+                if not tests_handle(items, handle):
                     self.res.findings.append(finding)
             self.stmt(items, st, ctx)
             if self.is_exit(items):
@@ -265,8 +274,8 @@ class Walker:
                 elif rest:
                     self.expr(rest, st, ctx)
                 return
-            if _labelled(items) and len(items) > 2:
-                while _labelled(items) and len(items) > 2:
+            if labelled(items) and len(items) > 2:
+                while labelled(items) and len(items) > 2:
                     items = items[2:]  # `A: B: stmt`
                 self.stmt(items, st, ctx)
                 return
@@ -385,7 +394,7 @@ class Walker:
             if e.kind == "acquire" and e.inst is not None and e.inst.kind != "flock"
         ]
         if taken:
-            retry, wait = _retry_wait(items, self.scope_stmts)
+            retry, wait = retry_wait(items, self.scope_stmts)
             for inst in taken:
                 inst.retry = inst.retry or retry
                 inst.wait = inst.wait or wait
@@ -702,7 +711,7 @@ def _flock_op(w: Walker, arg: Sequence[Item]) -> int | None:
         if not isinstance(item, Tok):
             return None
         if item.kind == "num":
-            number = _perl_int(item.text)
+            number = perl_int(item.text)
             if number is None:
                 return None
             value |= number
@@ -722,19 +731,6 @@ def _flock_op(w: Walker, arg: Sequence[Item]) -> int | None:
         elif not item.is_op("|", "+", "(", ")"):
             return None
     return value if seen else None
-
-
-def _perl_int(text: str) -> int | None:
-    """A Perl integer literal: ``2``, ``0x1F``, ``0b101``, ``0755`` (octal), ``1_000``."""
-    text = text.replace("_", "").lower()
-    try:
-        if text.startswith(("0x", "0b")):
-            return int(text, 0)
-        if len(text) > 1 and text.startswith("0"):
-            return int(text, 8)
-        return int(text)
-    except ValueError:
-        return None
 
 
 def _op_text(arg: Sequence[Item]) -> str:
@@ -896,7 +892,7 @@ def _int_value(w: Walker, arg: Sequence[Item], names: dict[str, int]) -> int | N
         return None
     tok = toks[0]
     if tok.kind == "num":
-        return _perl_int(tok.text)
+        return perl_int(tok.text)
     if tok.kind == "id":
         return names.get(tok.text.split("::")[-1])
     if tok.kind == "var":
@@ -987,10 +983,6 @@ def _h_eval(w: Walker, items: Sequence[Item], i: int, st: State, ctx: Ctx) -> in
     return i + 2
 
 
-def item_at(items: Sequence[Item], k: int) -> Item | None:
-    return items[k] if 0 <= k < len(items) else None
-
-
 if TYPE_CHECKING:
     from collections.abc import Callable
 
@@ -1061,7 +1053,7 @@ def _cond_facts(w: Walker, cond: Sequence[Item]) -> _Facts:
             negated = prev is not None and (prev.is_op("!") or prev.is_id("not"))
             tests.append((w.path(path_items).key, negated))
     if facts.age:
-        facts.stale_after = _stale_seconds(toks)
+        facts.stale_after = stale_seconds(toks)
         if facts.stale_after:
             w.res.stale_at[facts.line] = facts.stale_after
     if not disjunction:
@@ -1070,164 +1062,6 @@ def _cond_facts(w: Walker, cond: Sequence[Item]) -> _Facts:
         if len(tests) == 1 and not tests[0][1] and len(plain) == 2:
             facts.single_present = tests[0][0]
     return facts
-
-
-def _labelled(items: list[Item]) -> bool:
-    """True if statement *items* starts with a label (``WRITE:``): ``goto`` can reach it."""
-    first, second = tok_at(items, 0), tok_at(items, 1)
-    return (
-        first is not None
-        and first.kind == "id"
-        and not first.extra
-        and "'" not in first.text
-        and ":" not in first.text
-        and second is not None
-        and second.is_op(":")
-    )
-
-
-def _arith(toks: Sequence[Tok]) -> float | None:
-    """The value of ``600``, ``600 / 86400``, ``3 * 60``: numbers joined by ``*`` and ``/``."""
-    value: float | None = None
-    op = ""
-    for tok in toks:
-        if tok.kind == "num":
-            number = _perl_int(tok.text)
-            try:
-                x = float(number) if number is not None else float(tok.text.replace("_", ""))
-            except ValueError:
-                return None
-            if value is None:
-                value = x
-            elif op == "*":
-                value *= x
-            elif op == "/" and x:
-                value /= x
-            else:
-                return None
-            op = ""
-        elif tok.is_op("*", "/") and value is not None and not op:
-            op = tok.text
-        elif tok.kind == "re" and value is not None:
-            return None
-        else:
-            break
-    return value
-
-
-def flat(items: Iterable[Item]) -> Iterator[Tok]:
-    for item in items:
-        if isinstance(item, Block):
-            for stmt in item.stmts:
-                yield from flat(stmt)
-        else:
-            yield item
-
-
-def _retry_wait(loop: list[Item], scope: list[list[Item]]) -> tuple[int, float]:
-    """A lock retry loop's tries and pause: ``foreach (1 .. 5)``, ``$retry = 5; --$retry``,
-    ``if (++$n > 5)``; ``sleep(1)``.  (0, 0) for a loop that does not sleep: not a retry
-    loop (a ``foreach`` over lines that takes a lock inside it)."""
-    toks = list(flat(loop))
-    wait = 0.0
-    retry = 0
-    for k, tok in enumerate(toks):
-        nxt = toks[k + 1 : k + 3]
-        if tok.is_id("sleep", "select") and nxt:
-            num = nxt[1] if nxt[0].is_op("(") and len(nxt) > 1 else nxt[0]
-            value = _perl_int(num.text) if num.kind == "num" else None
-            if value:
-                wait = float(value)
-        if tok.is_op("..") and 0 < k < len(toks) - 1 and toks[k + 1].kind == "num":
-            retry = _perl_int(toks[k + 1].text) or retry
-    if not wait:
-        return 0, 0.0
-    if not retry:
-        for k, tok in enumerate(toks):
-            if not tok.is_op("<", "<=", ">", ">=", "=="):
-                continue
-            left = toks[k - 1] if k else None
-            right = toks[k + 1] if k + 1 < len(toks) else None
-            pairs: list[tuple[Tok | None, Tok | None]] = [(right, left), (left, right)]
-            for side, other in pairs:
-                if side is None or side.kind != "num":
-                    continue
-                value = _perl_int(side.text) or 0
-                if value > 0 and value <= 1000:
-                    retry = value
-                elif value == 0 and other is not None and other.kind == "var":
-                    retry = _assigned_int(scope, other.text) or retry
-    return retry, wait
-
-
-def _assigned_int(stmts: list[list[Item]], var: str) -> int:
-    """N of a ``$var = N`` statement in *stmts* (nested blocks too), or 0."""
-    for stmt in stmts:
-        toks = list(flat(stmt))
-        for k in range(len(toks) - 2):
-            if (
-                toks[k].kind == "var"
-                and toks[k].text == var
-                and toks[k + 1].is_op("=")
-                and toks[k + 2].kind == "num"
-            ):
-                return _perl_int(toks[k + 2].text) or 0
-    return 0
-
-
-def _stale_seconds(toks: list[Tok]) -> int:
-    """The age, in seconds, an age test compares with: ``-M $f > 600/86400``, ``time - 180``."""
-    for k, tok in enumerate(toks):
-        if tok.kind == "ft" and tok.text in AGE_TESTS:
-            for j in range(k + 1, len(toks)):
-                if toks[j].is_op(">", ">=", "<", "<="):
-                    days = _arith(toks[j + 1 :])
-                    return round(days * 86400) if days is not None and days > 0 else 0
-            return 0
-    for k, tok in enumerate(toks):  # `time - $mtime > 60 * 10`
-        if tok.is_op(">", ">="):
-            value = _arith(toks[k + 1 :])
-            if value is not None and value >= 1:
-                return round(value)
-    nums = [_perl_int(t.text) for t in toks if t.kind == "num"]
-    seconds = [n for n in nums if n is not None and 10 <= n != 86400]
-    return max(seconds) if seconds else 0
-
-
-def _tests_handle(items: list[Item], handle: str) -> bool:
-    """True if statement *items* tests the handle variable: ``unless ($fh)``, ``$fh or die``."""
-    toks = [t for t in items if isinstance(t, Tok)]
-    if not any(t.kind == "var" and t.text == handle for t in toks):
-        return False
-    first = toks[0] if toks else None
-    if first is not None and first.is_id("if", "unless"):
-        return True
-    if postfix_index(items) > 0:
-        return True
-    return any(t.is_id("or", "and", "defined") or t.is_op("||", "&&", "!") for t in toks)
-
-
-def _lexicals(stmts: Iterable[list[Item]]) -> set[str]:
-    """Names declared with ``my``/``state`` anywhere in *stmts*."""
-    names: set[str] = set()
-    for items in stmts:
-        declaring = False
-        depth = 0
-        for item in items:
-            if isinstance(item, Block):
-                names |= _lexicals(item.stmts)
-                continue
-            if item.is_id("my", "state"):
-                declaring, depth = True, 0
-            elif declaring:
-                if item.kind == "var" and item.text[:1] in "$@%":
-                    names.add(item.text[1:])
-                    declaring = depth > 0
-                elif item.is_op("("):
-                    depth += 1
-                elif not item.is_op(","):
-                    declaring = False  # `)` ends `my ($a, $b)`; anything else ends `my $a`
-    return names
 
 
 def _normalize(key: str) -> str:
