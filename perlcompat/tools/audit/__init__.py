@@ -10,7 +10,9 @@ A file goes source -> lexer -> parser -> program -> walker -> rules; run drives 
 - ``program``: what each file defines, read before the walk (subs, constants, requires).
 - ``items``: helpers over a statement's tokens and blocks (call arguments, handles).
 - ``facts``: what tokens say without a walk: retry loops, age tests, ``my`` names.
-- ``walker``: walks each scope, recording events; finds the rules that need the walk.
+- ``walker``: walks each scope statement by statement, recording events (``Walker``).
+- ``handlers``: what each Perl built-in (``open``, ``flock``, ``rename``...) does to the walk;
+  finds the rules that need the walk (unchecked-result, swallowed-flock, check-then-create).
 - ``suggest``: the Python line each finding suggests, in the script's own terms.
 - ``findings``: ``Finding``, ``Problem`` (a file not followed), ``Policy`` (one rule).
 - ``rules/``: one module per rule (its ``POLICY``: name, severity, description, and its

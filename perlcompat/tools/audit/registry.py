@@ -2,8 +2,9 @@
 
 A rule is a :class:`.findings.Policy` (name, default severity, one-line description)
 declared in its own module under :mod:`.rules`, beside the code that finds it.  Three are
-found during the walk, where a result's use is known (:mod:`.walker`); the others judge
-the walked scopes: per scope in :data:`SCOPE_CHECKS` order, then across all files.
+found during the walk, where a result's use is known (:mod:`.handlers`, :mod:`.walker`);
+the others judge the walked scopes: per scope in :data:`SCOPE_CHECKS` order, then across
+all files (lock-order, unknown-sub).
 To add a rule: a module in ``rules/`` with ``POLICY`` and ``check(res, judge)``, and a
 line in :data:`POLICIES` and :data:`SCOPE_CHECKS`.
 """

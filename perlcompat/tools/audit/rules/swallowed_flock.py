@@ -1,6 +1,6 @@
 """swallowed-flock: ``eval "flock(...)"`` or ``eval { flock(...) }``, its failure hidden.
 
-Found during the walk (:mod:`..walker`, the ``flock`` handler inside an ignored ``eval``).
+Found during the walk (:mod:`..handlers`, ``flock`` inside an ``eval`` whose result is ignored).
 """
 
 from __future__ import annotations
