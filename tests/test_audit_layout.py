@@ -109,3 +109,21 @@ def test_every_rule_is_in_the_docs_table() -> None:
     docs = (PACKAGE.parent / "docs" / "audit.md").read_text(encoding="utf-8")
     for name in RULES:
         assert re.search(rf"\b{re.escape(name)}\b", docs), name
+
+
+def test_audit_modules_import_only_those_listed_above_them() -> None:
+    """The order of ``tools/audit/__init__.py``'s module list is the import order."""
+    import perlcompat.tools.audit as package
+
+    listed = re.findall(r"^- ``(\w+)/?``", package.__doc__ or "", re.M)
+    files = {p.stem for p in (PACKAGE / "tools" / "audit").glob("*.py")} - {"__init__"}
+    assert sorted(listed) == sorted(files | {"rules"})
+    prefix = "perlcompat.tools.audit."
+    for name, deps in graph().items():
+        if not name.startswith(prefix):
+            continue
+        own = name[len(prefix) :].split(".")[0]
+        for dep in deps:
+            top = dep[len(prefix) :].split(".")[0] if dep.startswith(prefix) else ""
+            if top and top != own:
+                assert listed.index(top) < listed.index(own), (name, dep)
