@@ -7,6 +7,12 @@ tens of thousands of cases take seconds.  Requests and answers are
 length-prefixed, so any bytes pass.  Debian's jcode.pl says ``defined %hash``,
 which Perl >= 5.22 refuses: a copy with ``unless defined %`` -> ``unless %``
 (the edit live sites made) is what runs.
+
+jcode.pl's ``tr`` keeps the table of its last call and reuses it while *from*
+and *to* stay the same, even when *opt* changed (``d`` or not decides the
+table); perlcompat.jcode builds the table from all three.  The driver forgets
+the table before each ``tr``, so every answer is what a fresh perl process
+gives and does not depend on the calls before it.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ while (defined($head = <STDIN>)) {
         ($m, $c) = &jcode'getcode(*s);
         $r = "$m," . (defined $c ? $c : 'undef');
     } elsif ($op eq 'tr') {
+        undef $jcode::prev_from;  # forget the last table: see the module docstring
         $r = &jcode'tr(*s, pack('H*', $a1), pack('H*', $a2), $a3);
     } elsif ($op eq 'convert') {
         $r = &jcode'convert(*s, $a1, $a2, $a3);
