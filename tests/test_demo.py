@@ -157,3 +157,21 @@ def test_help_and_bad_arguments() -> None:
     assert run_demo("--help").returncode == 0
     bad = run_demo("--no-such-flag")
     assert bad.returncode == 2 and "usage: perlcompat demo" in bad.stderr
+
+
+def test_writers_import_this_perlcompat_from_any_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The writers (``python -S``) find the package through the PYTHONPATH the demo sets.
+
+    Run as an installed ``perlcompat demo`` is: from another directory, no PYTHONPATH.
+    """
+    [row] = [r for r in _demo.ROWS if r.idiom == "counter: perlcompat +< flock"]
+    monkeypatch.setattr(_demo, "ROWS", (row,))
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    monkeypatch.chdir(tmp_path)
+    status = _demo.main(["--quick", "--json"])
+    out, err = capsys.readouterr()
+    assert "writer" not in err, err
+    [result] = json.loads(out)
+    assert status == 0 and result["lost"] == 0 and result["got"] == result["expected"] > 0

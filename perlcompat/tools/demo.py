@@ -484,7 +484,9 @@ def _start(
 ) -> list[Popen[bytes]]:
     import subprocess
 
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    from .. import __file__ as package_init  # perlcompat/__init__.py
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(package_init)))  # holds perlcompat/
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
     for name in ("PERLCOMPAT_LOCK_ROOT", "PERLCOMPAT_LOCK_URL"):  # the rows name their locks
