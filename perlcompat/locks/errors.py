@@ -19,6 +19,10 @@ class LockError(OSError):
         number = self.default_errno if errno_ is None else errno_
         super().__init__(number, message)
 
+    def __reduce__(self) -> tuple[object, ...]:
+        # OSError's own gives cls(errno, message): the arguments swapped for this __init__.
+        return type(self), (self.strerror, self.errno), self.__dict__ or None
+
 
 class LockTimeout(LockError, TimeoutError):
     """No lock within the patience: a ``LockError`` and a ``TimeoutError`` (errno EWOULDBLOCK)."""
