@@ -18,7 +18,7 @@ stale lock without ever removing a live one.  Everything else lives here, once:
   sleeps that many seconds instead (jittered +-50%, so waiters do not fall in
   step), a Perl sub's cadence, so that Perl waiters beside it get their share
   of hand-offs (docs/locks.md has the bench).  A pending
-  ``alarm()`` is honoured between tries.
+  ``alarm()`` is honoured between tries.  The loop is ``locks.retry.tries``.
 * **Staleness.** After a failed try (at most every ``BREAK_EVERY`` seconds) the
   backend is asked to recover a lock older than ``stale`` seconds, or one whose
   owner on this host is dead.  The
@@ -58,6 +58,7 @@ from _thread import get_ident
 
 from ..perl import clock
 from ..perl.errno import fail, reraise_foreign, set_errno
+from . import retry as _retry
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -78,9 +79,9 @@ METHODS = {
     "redis": "redis",
 }
 
-#: first and largest pause between tries, in seconds (jittered +-50%).
-BACKOFF_FIRST = 0.0005
-BACKOFF_MAX = 0.01
+#: first and largest pause between tries, in seconds (jittered +-50%; ``locks.retry``).
+BACKOFF_FIRST = _retry.FIRST
+BACKOFF_MAX = _retry.MAX
 #: a waiter asks the backend to break a stale lock at most this often (s).
 BREAK_EVERY = 0.005
 
@@ -479,14 +480,20 @@ class Lock:
         holder = _held.get(key)
         if holder is not None and holder._owner_thread == me:
             raise DuplicateLockError(f"this thread already holds the lock {self.path!r}")
-        deadline = None if timeout is None else time.monotonic() + timeout
-        pause = BACKOFF_FIRST
-        cap = min(BACKOFF_MAX, self.wait) if self.wait > 0 else BACKOFF_MAX
-        poll = self.poll
+        deadline = _retry.deadline_after(timeout)
         backend = self._backend
         backend.deadline = deadline
         next_break = 0.0
-        while True:
+        wait_for_release = getattr(backend, "wait_for_release", None)
+        block: Callable[[float | None], None] | None = None
+        if wait_for_release is not None:  # redis: block until a release wakes us
+
+            def wake(left: float | None) -> None:
+                _wait_for_release(wait_for_release, left)
+
+            block = wake
+        cap = _retry.cap_for(self.wait)
+        for _ in _retry.tries(deadline, cap=cap, poll=self.poll, block=block):
             # a stopping signal waits until a lock just taken is tracked (then removed)
             _cleanup.enter()
             try:
@@ -503,21 +510,10 @@ class Lock:
                     return self
             finally:
                 _cleanup.leave()
-            now = time.monotonic()
-            if deadline is not None and now >= deadline:
-                why = getattr(backend, "why_busy", None)
-                reason = why() if why is not None else ""
-                detail = f": {reason}" if reason else ""
-                raise LockTimeout(f"lock {self.path!r} is busy (waited {timeout:g} s){detail}")
-            wait_for_release = getattr(backend, "wait_for_release", None)
-            if wait_for_release is not None:  # redis: block until a release wakes us
-                _wait_for_release(wait_for_release, None if deadline is None else deadline - now)
-                continue
-            delay = (poll if poll is not None else pause) * _jitter()
-            if deadline is not None:
-                delay = min(delay, max(deadline - now, 0.0))
-            clock.pause(delay)
-            pause = min(pause * 1.6, cap)
+        why = getattr(backend, "why_busy", None)
+        reason = why() if why is not None else ""
+        detail = f": {reason}" if reason else ""
+        raise LockTimeout(f"lock {self.path!r} is busy (waited {timeout:g} s){detail}")
 
     def release(self) -> None:
         """Release the lock; ExpiredLockError if it was held past ``stale``.
@@ -629,11 +625,6 @@ class Lock:
         forget = getattr(self._backend, "_forget", None)
         if forget is not None:
             forget()
-
-
-def _jitter() -> float:
-    """A random factor in [0.5, 1.5) (os.urandom: no ``random`` import on the CGI path)."""
-    return 0.5 + int.from_bytes(os.urandom(2), "little") / 65536
 
 
 def _wait_for_release(wait: Callable[[float | None], None], limit: float | None) -> None:

@@ -60,13 +60,22 @@ import sys
 import time
 from _thread import _local
 
+from ..perl.flock import LOCK_EX as _LOCK_EX, LOCK_NB as _LOCK_NB, LOCK_SH as _LOCK_SH
 from ..perl.fsinfo import is_shared
+from ..perl.osflags import (
+    O_BINARY as O_BINARY,
+    O_CLOEXEC as O_CLOEXEC,
+    O_DIRECTORY,
+    O_NOFOLLOW as O_NOFOLLOW,
+    O_NONBLOCK as O_NONBLOCK,
+)
 from . import owner as _owner
 from .api import Backend
 from .winfile import open_file
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
     Identity = tuple[int, int, int, int]
@@ -80,16 +89,6 @@ RELOOK = 0.25
 RELEASE_WAIT = 0.5
 #: on shared storage a lock is removed only if judged stale twice, unchanged, this far apart (s).
 SETTLE = 1.0
-
-_LOCK_SH = 1
-_LOCK_EX = 2
-_LOCK_NB = 4
-
-O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-O_BINARY = getattr(os, "O_BINARY", 0)
-#: opening a FIFO planted at a lock's side file must not block (a stopping signal waits).
-O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 _tls = _local()
 
@@ -129,11 +128,7 @@ def read_small(path: str, limit: int = 4096) -> bytes | None:
 def read_fd(fd: int, limit: int = 4096) -> bytes | None:
     """The whole of the open file *fd* from offset 0; None if longer than *limit* or unreadable."""
     try:
-        if sys.platform == "win32":
-            os.lseek(fd, 0, os.SEEK_SET)
-            data = os.read(fd, limit + 1)
-        else:
-            data = os.pread(fd, limit + 1, 0)
+        data = read_at_zero(fd, limit + 1)
     except OSError:
         return None
     return None if len(data) > limit else data
@@ -159,10 +154,7 @@ def read_same(path: str, st: os.stat_result, limit: int = 4096) -> bytes | None:
     try:
         if _shape(os.fstat(fd)) != _shape(st):
             return None
-        if sys.platform == "win32":
-            data = os.read(fd, limit)
-        else:
-            data = os.pread(fd, limit, 0)
+        data = read_at_zero(fd, limit)
         if _shape(os.fstat(fd)) != _shape(st) or len(data) != min(st.st_size, limit):
             return None  # rewritten while we read (timestamps can be a few ms coarse)
         return data
@@ -178,6 +170,14 @@ def read_same(path: str, st: os.stat_result, limit: int = 4096) -> bytes | None:
 
 def _shape(st: os.stat_result) -> tuple[int, int, int, int, int]:
     return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
+
+
+def read_at_zero(fd: int, limit: int) -> bytes:
+    """Up to *limit* bytes of *fd* from offset 0 (pread where there is one)."""
+    if sys.platform == "win32":
+        os.lseek(fd, 0, os.SEEK_SET)
+        return os.read(fd, limit)
+    return os.pread(fd, limit, 0)
 
 
 def write_at_zero(fd: int, data: bytes) -> None:
@@ -282,7 +282,7 @@ def _guard_open(path: str) -> int:
     if sys.platform != "win32":
         directory = os.path.dirname(path) or "."
         try:
-            return os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | O_CLOEXEC)
+            return os.open(directory, os.O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         except PermissionError:
             pass  # mode 0733 and the like: the breaker file beside the lock
     flags = os.O_RDWR | os.O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_BINARY | O_NONBLOCK
@@ -290,17 +290,38 @@ def _guard_open(path: str) -> int:
 
 
 def guard(path: str, exclusive: bool) -> int | None:
-    """Take the remover lock of *path* without waiting; the descriptor, or None if busy."""
+    """Take the remover lock of *path* without waiting; the descriptor, or None if busy.
+
+    Raises OSError (its errno kept, the message naming *path*) when the remover
+    lock cannot be taken at all: it cannot be opened, or the file system refuses
+    the flock (NFS refuses LOCK_EX on a directory opened read-only: EBADF; or
+    ENOLCK), so that a stale lock there is reported, not waited on for ever.
+    """
     try:
         fd = _guard_open(path)
-    except OSError:
-        return None
+    except OSError as exc:
+        raise _guard_error(path, exc, "open") from None
     try:
         _lock_fd(fd, (_LOCK_EX if exclusive else _LOCK_SH) | _LOCK_NB)
-    except OSError:
+    except BlockingIOError:
         os.close(fd)
         return None
+    except OSError as exc:
+        os.close(fd)
+        raise _guard_error(path, exc, "take") from None
+    except BaseException:
+        os.close(fd)
+        raise
     return fd
+
+
+def _guard_error(path: str, exc: OSError, verb: str) -> OSError:
+    return OSError(
+        exc.errno,
+        f"cannot {verb} the remover lock of {path!r} (a flock on its directory or"
+        f" {os.path.basename(path)}.breaker): {exc.strerror}; its stale lock cannot be"
+        " broken safely here",
+    )
 
 
 def release_guard(path: str, patience: float | None = None) -> int | None:
@@ -346,6 +367,63 @@ def unguard(fd: int | None) -> None:
     """Drop a remover lock taken by :func:`guard` or :func:`release_guard`."""
     if fd is not None:
         os.close(fd)
+
+
+class RemoverGuard:
+    """One remover at a time for one lock path: what ``break_stale`` serializes with.
+
+    Two kinds, chosen in one place (:func:`remover_guard`): :class:`FlockGuard`
+    on local storage, ``locks.shared.RemoverLock`` on shared storage.
+    :meth:`acquire` never waits: False if another remover holds the guard, and
+    OSError if the guard cannot be taken at all here (a refused open or lock),
+    so a stale lock is reported instead of silently never broken.
+    """
+
+    __slots__ = ()
+
+    #: looks may come from a client cache: judge twice, move the lock before removing it
+    cached: bool = False
+    #: the storage's clock when taken (ns), where the guard has one; None: the local clock
+    clock_ns: int | None = None
+
+    def acquire(self) -> bool:
+        """Take the guard without waiting; False if busy, OSError if refused."""
+        raise NotImplementedError
+
+    def still_mine(self) -> bool:
+        """True if the guard is still ours right before a removal."""
+        return True
+
+    def release(self) -> None:
+        """Drop the guard (a no-op if not taken)."""
+        raise NotImplementedError
+
+
+class FlockGuard(RemoverGuard):
+    """The local remover guard: an exclusive flock on the lock's directory (:func:`guard`)."""
+
+    __slots__ = ("_fd", "path")
+
+    def __init__(self, lock_path: str) -> None:
+        self.path = lock_path
+        self._fd: int | None = None
+
+    def acquire(self) -> bool:
+        self._fd = guard(self.path, exclusive=True)
+        return self._fd is not None
+
+    def release(self) -> None:
+        fd, self._fd = self._fd, None
+        unguard(fd)
+
+
+def remover_guard(path: str, st: os.stat_result) -> RemoverGuard:
+    """The remover guard for the lock *st* at *path*: the one place its kind is chosen."""
+    if is_shared(st.st_dev):
+        from .shared import RemoverLock
+
+        return RemoverLock(path)
+    return FlockGuard(path)
 
 
 class Watch:
@@ -527,10 +605,10 @@ class StaleBackend(Backend):
             return False
         if not self._is_stale(st):
             return False
-        if is_shared(st.st_dev):
-            return self._break_shared()
-        fd = guard(self.path, exclusive=True)
-        if fd is None:
+        remover = remover_guard(self.path, st)
+        if remover.cached and self._settling():
+            return False
+        if not remover.acquire():
             return False
         _tls.breaking = getattr(_tls, "breaking", 0) + 1
         try:
@@ -540,11 +618,13 @@ class StaleBackend(Backend):
             self._check(st)
             age = self._age(st)
             pid, host, _start = self._owner(st)
-            if not (self._is_stale(st) and self._remove(st)):
+            if not self._is_stale(st, remover.clock_ns):
+                return False
+            if not (self._move_away(st, remover) if remover.cached else self._remove(st)):
                 return False
         finally:
             _tls.breaking -= 1
-            unguard(fd)
+            remover.release()
         from . import log as _log
 
         why = f"older than {self.stale:g} s" if age > self.stale else "its owner is dead"
@@ -582,51 +662,44 @@ class StaleBackend(Backend):
         return ""
 
     def _discard(self, moved: str, st: os.stat_result) -> None:
-        """Remove the stale lock *st*, moved to *moved* by :meth:`_break_shared`."""
+        """Remove the stale lock *st*, moved to *moved* by :meth:`_move_away`."""
         os.unlink(moved)
 
-    def _break_shared(self) -> bool:
-        """``break_stale`` on shared storage: rules 1-4 of ``locks.shared``; True if removed."""
-        from .shared import RemoverLock, moved_name, put_back
+    def _settling(self) -> bool:
+        """True within ``SETTLE`` s of judging a lock stale once (rule 3 of ``locks.shared``)."""
+        suspect = self._suspect
+        return suspect is not None and time.monotonic() - suspect[1] < SETTLE
+
+    def _move_away(self, st: os.stat_result, remover: RemoverGuard) -> bool:
+        """The removal on shared storage, under *remover*: rules 3 and 4 of ``locks.shared``.
+
+        The lock *st*, judged stale, is removed only if it was judged so unchanged
+        ``SETTLE`` seconds ago, and then by a rename handshake; True if removed.
+        """
+        from .shared import moved_name, put_back
 
         suspect = self._suspect
-        if suspect is not None and time.monotonic() - suspect[1] < SETTLE:
+        held = self._held_path()
+        judged = self._fingerprint(held, st)
+        if suspect is None or suspect[0] != judged:
+            self._suspect = (judged, time.monotonic())  # stale twice, SETTLE apart
             return False
-        remover = RemoverLock(self.path)
-        if not remover.acquire():
+        self._suspect = None
+        if not remover.still_mine():
             return False
-        _tls.breaking = getattr(_tls, "breaking", 0) + 1
+        moved = self._move_target() or moved_name(self.path)
         try:
-            st = self._lstat()
-            if st is None:
-                return False
-            self._check(st)
-            if not self._is_stale(st, remover.clock_ns):
-                return False
-            held = self._held_path()
-            judged = self._fingerprint(held, st)
-            if suspect is None or suspect[0] != judged:
-                self._suspect = (judged, time.monotonic())  # stale twice, SETTLE apart
-                return False
-            self._suspect = None
-            if not remover.still_mine():
-                return False
-            moved = self._move_target() or moved_name(self.path)
-            try:
-                os.rename(held, moved)
-            except OSError:
-                return False  # gone (released) meanwhile
-            now = lstat(moved)
-            if now is None:
-                return False
-            if self._fingerprint(moved, now) != judged:
-                put_back(moved, held, now)  # a fresh lock: the look came from a cache
-                return False
-            self._discard(moved, now)
-            return True
-        finally:
-            _tls.breaking -= 1
-            remover.release()
+            os.rename(held, moved)
+        except OSError:
+            return False  # gone (released) meanwhile
+        now = lstat(moved)
+        if now is None:
+            return False
+        if self._fingerprint(moved, now) != judged:
+            put_back(moved, held, now)  # a fresh lock: the look came from a cache
+            return False
+        self._discard(moved, now)
+        return True
 
     def _shared_release_guard(self, mine: os.stat_result) -> Any:
         """On shared storage, for a lock held past half its stale age: the remover lock.
@@ -668,3 +741,19 @@ def same(path: str, st: os.stat_result) -> bool:
     """True if *path* still holds exactly the object *st* (the last look before removal)."""
     now = lstat(path)
     return now is not None and identity(now) == identity(st)
+
+
+def remove_same(path: str, st: os.stat_result, remove: Callable[[str], object] = os.unlink) -> bool:
+    """``remove(path)`` if *path* still holds exactly the object *st*; True if removed.
+
+    The removal step of every ``_remove`` (rule 2): the identity is compared
+    right before it, and nothing is removed (False) if the path holds anything
+    else, nothing, or if the removal fails.
+    """
+    if not same(path, st):
+        return False
+    try:
+        remove(path)
+    except OSError:
+        return False
+    return True

@@ -38,7 +38,7 @@ from ..stale import (
     not_a_lock,
     read_same,
     read_small,
-    same,
+    remove_same,
 )
 from ..winfile import busy_create, open_file, retry_busy
 
@@ -123,10 +123,4 @@ class Backend(StaleBackend):
         return _owner.owner_of(_owner.parse(read_small(self.path) or b"", "excl"))
 
     def _remove(self, st: os.stat_result) -> bool:
-        if not same(self.path, st):
-            return False
-        try:
-            os.unlink(self.path)
-        except OSError:
-            return False
-        return True
+        return remove_same(self.path, st)

@@ -54,7 +54,7 @@ from ..stale import (
     read_fd,
     read_same,
     read_small,
-    same,
+    remove_same,
     unguard,
 )
 from ..winfile import busy_create, change_time, open_file, retry_busy
@@ -309,17 +309,11 @@ class Backend(StaleBackend):
         return _owner.owner_of(_owner.parse(read_small(self.held) or b"", "rename"))
 
     def _remove(self, st: os.stat_result) -> bool:
-        if not same(self.held, st):
-            return False
         if lstat(self.path) is not None:  # a marker at the free name too: never rename onto it
-            try:
-                os.unlink(self.held)
-            except OSError:
-                return False
-            return True
+            return remove_same(self.held, st)
+        return remove_same(self.held, st, self._give_back)
+
+    def _give_back(self, held: str) -> None:
+        """Empty the stale marker at *held* and rename it to the free name."""
         self._clear()
-        try:
-            os.rename(self.held, self.path)
-        except OSError:
-            return False
-        return True
+        os.rename(held, self.path)

@@ -32,7 +32,7 @@ import sys
 
 from ...perl.fsinfo import is_shared
 from .. import owner as _owner
-from ..stale import StaleBackend, busy, kind_error, lstat, same
+from ..stale import StaleBackend, busy, kind_error, lstat, remove_same
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -101,10 +101,4 @@ class Backend(StaleBackend):
         return pid, _owner.unnamed_host(), None
 
     def _remove(self, st: os.stat_result) -> bool:
-        if not same(self.path, st):
-            return False
-        try:
-            os.unlink(self.path)
-        except OSError:
-            return False
-        return True
+        return remove_same(self.path, st)

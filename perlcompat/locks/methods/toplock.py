@@ -53,10 +53,12 @@ from ..stale import (
     lstat,
     not_a_lock,
     open_error,
+    read_at_zero,
     read_same,
     read_small,
     release_guard,
     unguard,
+    unlink_quietly,
 )
 from ..winfile import BUSY_PATIENCE, busy_create, open_file, retry_busy
 
@@ -180,10 +182,7 @@ def _look(path: str) -> tuple[os.stat_result | None, bytes | None]:
 
 
 def _read_head(fd: int, limit: int = 4096) -> bytes:
-    if sys.platform != "win32":
-        return os.pread(fd, limit, 0)
-    os.lseek(fd, 0, os.SEEK_SET)
-    return os.read(fd, limit)
+    return read_at_zero(fd, limit)
 
 
 #: seconds an empty file of another user's may be a lock being made (its line follows).
@@ -344,11 +343,7 @@ class Backend(StaleBackend):
             return False
         if not self._is_stale(now) or first_line(read_small(self.path)) != judged:
             return False
-        try:
-            os.unlink(self.path)
-        except OSError:
-            return False
-        return True
+        return unlink_quietly(self.path)
 
 
 def _toplock_backend(lock_: Lock) -> Backend:
