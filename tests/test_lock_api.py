@@ -26,8 +26,7 @@ import pytest
 
 import perlcompat
 from perlcompat import OS_ERROR, Lock, LockError, LockTimeout, Semaphore, lock, unlock
-from perlcompat.locks import api as _api
-from perlcompat.locks import retry as _retry
+from perlcompat.locks import api as _api, retry as _retry
 
 REAL_JITTER = _retry.jitter
 
