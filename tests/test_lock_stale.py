@@ -24,7 +24,7 @@ import pytest
 from perlutil import Child
 
 from perlcompat import OS_ERROR, ExpiredLockError, lock, unlock
-from perlcompat.locks import owner as _owner, stale as _stale
+from perlcompat.locks import guards as _guards, owner as _owner, stale as _stale
 from perlcompat.locks.api import Lock
 from perlcompat.locks.methods.flock import held as flock_held
 
@@ -83,7 +83,7 @@ def test_five_step_race_leaves_the_fresh_lock_alone(
     else:
         plant_aged(path, method)
     a, b, c = (Lock(str(path), method=method, stale=60).backend for _ in range(3))
-    real_guard = _stale.guard
+    real_guard = _guards.guard
     steps: list[str] = []
 
     def interleave(lock_path: str, exclusive: bool) -> int | None:
@@ -94,7 +94,7 @@ def test_five_step_race_leaves_the_fresh_lock_alone(
             assert c.try_acquire()  # 4. C makes a fresh lock
         return real_guard(lock_path, exclusive)
 
-    monkeypatch.setattr(_stale, "guard", interleave)
+    monkeypatch.setattr(_guards, "guard", interleave)
     assert b.break_stale() is False  # 5. B looks again and leaves C's lock alone
     assert steps == ["A removes", "C locks"]
     assert lock_exists(path, method)
@@ -466,14 +466,14 @@ def test_a_refused_remover_flock_is_reported_not_taken_for_busy(
 ) -> None:
     path = tmp_path / "lk"
     plant_aged(path, method)
-    real_lock_fd = _stale._lock_fd
+    real_lock_fd = _guards._lock_fd
 
     def refuse_exclusive(fd: int, operation: int) -> None:
         if operation & 2:  # LOCK_EX, as NFS refuses it on a read-only descriptor
             raise OSError(number, os.strerror(number))
         real_lock_fd(fd, operation)
 
-    monkeypatch.setattr(_stale, "_lock_fd", refuse_exclusive)
+    monkeypatch.setattr(_guards, "_lock_fd", refuse_exclusive)
     backend = Lock(str(path), method=method, stale=60).backend
     assert isinstance(_stale.remover_guard(str(path), os.lstat(path)), _stale.FlockGuard)
     with pytest.raises(OSError) as caught:

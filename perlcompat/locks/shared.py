@@ -54,7 +54,8 @@ import stat as stat_module
 import time
 
 from ..perl.osflags import O_BINARY, O_CLOEXEC, O_NOFOLLOW
-from .stale import RemoverGuard, busy, lstat, read_small, unlink_quietly
+from .files import busy, lstat, read_small, unlink_quietly
+from .guards import RemoverGuard
 
 #: suffix of the remover lock (and, with a token after it, of probes and moved locks).
 BREAKING = ".breaking"
