@@ -49,6 +49,7 @@ sshfs ``cache=no,entry_timeout=0,attr_timeout=0``) the second cannot happen.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat as stat_module
 import time
@@ -63,6 +64,9 @@ BREAKING = ".breaking"
 BREAKER_STALE = 10.0
 #: a releasing holder waits at most this long (s) for the remover lock.
 RELEASE_WAIT = 2.0
+
+#: errors of a create that say "not now" rather than "never here".
+_TRANSIENT = frozenset({errno.ESTALE, errno.EAGAIN, errno.EINTR})
 
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_BINARY
 
@@ -127,6 +131,8 @@ class RemoverLock(RemoverGuard):
             try:
                 st = _create(self.path, token)
             except OSError as exc:
+                if exc.errno in _TRANSIENT:
+                    return False  # try again on the next wait
                 if not busy(exc, self.path):
                     raise OSError(
                         exc.errno,
