@@ -521,3 +521,9 @@ def test_a_refused_shared_storage_remover_lock_is_reported(
     assert "remover lock" in str(caught.value)
     assert path.exists()
     assert _shared.RemoverLock(str(path)).wait(0.05) is False  # a release decides by age
+
+    def stale_handle(lock_path: str, token: str) -> os.stat_result:
+        raise OSError(errno.ESTALE, os.strerror(errno.ESTALE))
+
+    monkeypatch.setattr(_shared, "_create", stale_handle)
+    assert _shared.RemoverLock(str(path)).acquire() is False  # "not now": the next wait tries
