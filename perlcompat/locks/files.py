@@ -126,6 +126,20 @@ def write_at_zero(fd: int, data: bytes) -> None:
         os.pwrite(fd, data, 0)
 
 
+#: seconds an empty file of another user's may be a lock being made (its line follows).
+OTHERS_EMPTY_GRACE = 1.0
+
+
+def root_and_not_mine(st: os.stat_result) -> bool:
+    """True if we are root and the file *st* belongs to another user (POSIX).
+
+    Root never writes into, nor takes for a lock, another user's file that no
+    record proves a lock: it may be theirs.
+    """
+    geteuid = getattr(os, "geteuid", None)
+    return geteuid is not None and geteuid() == 0 and st.st_uid != 0
+
+
 def unlink_quietly(path: str) -> bool:
     """Unlink *path*; False instead of an error if that fails."""
     try:

@@ -38,7 +38,7 @@ def jitter() -> float:
 
 def pick(n: int) -> int:
     """A random whole number in [0, n), from ``os.urandom`` (n >= 1)."""
-    return int.from_bytes(os.urandom(8), "little") % n
+    return int.from_bytes(os.urandom(8), "little") % n if n > 1 else 0
 
 
 def deadline_after(timeout: float | None) -> float | None:

@@ -69,6 +69,7 @@ from ..perl.osflags import O_BINARY, O_CLOEXEC, O_NOFOLLOW, O_NONBLOCK
 from . import owner as _owner
 from .api import Backend
 from .files import (
+    OTHERS_EMPTY_GRACE,
     busy,
     identity,
     is_record,
@@ -82,6 +83,7 @@ from .files import (
     read_same,
     read_small,
     remove_same,
+    root_and_not_mine,
     same,
     unlink_quietly,
     write_at_zero,
@@ -107,6 +109,7 @@ if TYPE_CHECKING:
 #: what the lock methods take from here (the files and guards primitives re-exported).
 __all__ = [
     "FIRST_LOOK",
+    "OTHERS_EMPTY_GRACE",
     "O_BINARY",
     "O_CLOEXEC",
     "O_NOFOLLOW",
@@ -134,6 +137,7 @@ __all__ = [
     "release_guard",
     "remove_same",
     "remover_guard",
+    "root_and_not_mine",
     "same",
     "unguard",
     "unlink_quietly",

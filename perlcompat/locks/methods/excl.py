@@ -30,6 +30,7 @@ from ..stale import (
     O_BINARY,
     O_CLOEXEC,
     O_NOFOLLOW,
+    OTHERS_EMPTY_GRACE,
     StaleBackend,
     busy,
     is_record,
@@ -39,6 +40,7 @@ from ..stale import (
     read_same,
     read_small,
     remove_same,
+    root_and_not_mine,
 )
 from ..winfile import busy_create, open_file, retry_busy
 
@@ -47,16 +49,6 @@ if TYPE_CHECKING:
     from ..stale import Owner
 
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_BINARY
-
-
-#: seconds an empty file of another user's may be a lock being made (its line follows).
-OTHERS_EMPTY_GRACE = 1.0
-
-
-def root_and_not_mine(st: os.stat_result) -> bool:
-    """True if we are root and the file *st* belongs to another user (POSIX)."""
-    geteuid = getattr(os, "geteuid", None)
-    return geteuid is not None and geteuid() == 0 and st.st_uid != 0
 
 
 class Backend(StaleBackend):

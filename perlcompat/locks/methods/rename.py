@@ -55,6 +55,7 @@ from ..stale import (
     read_same,
     read_small,
     remove_same,
+    root_and_not_mine,
     unguard,
 )
 from ..winfile import busy_create, change_time, open_file, retry_busy
@@ -70,17 +71,12 @@ HELD_SUFFIX = ".locked"
 _WRITE = os.O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_BINARY | O_NONBLOCK
 
 
-def _euid() -> int:
-    geteuid = getattr(os, "geteuid", None)
-    return -1 if geteuid is None else int(geteuid())
-
-
 def _marker_problem(path: str, st: os.stat_result, *, free: bool) -> OSError | None:
     """Why the object *st* at *path* cannot be a rename marker (kind, links, owner), or None."""
     if not stat_module.S_ISREG(st.st_mode):
         return kind_error(path, st, "regular file")
     problem = links_error(path, st, "rename")
-    if problem is None and free and _euid() == 0 and st.st_uid != 0:
+    if problem is None and free and root_and_not_mine(st):
         problem = not_a_lock(
             path, "rename", f"belongs to uid {st.st_uid}, and we are root", errno.EPERM
         )

@@ -47,6 +47,7 @@ from ..stale import (
     O_CLOEXEC,
     O_NOFOLLOW,
     O_NONBLOCK,
+    OTHERS_EMPTY_GRACE,
     StaleBackend,
     kind_error,
     links_error,
@@ -57,6 +58,7 @@ from ..stale import (
     read_same,
     read_small,
     release_guard,
+    root_and_not_mine,
     unguard,
     unlink_quietly,
 )
@@ -183,16 +185,6 @@ def _look(path: str) -> tuple[os.stat_result | None, bytes | None]:
 
 def _read_head(fd: int, limit: int = 4096) -> bytes:
     return read_at_zero(fd, limit)
-
-
-#: seconds an empty file of another user's may be a lock being made (its line follows).
-OTHERS_EMPTY_GRACE = 1.0
-
-
-def root_and_not_mine(st: os.stat_result) -> bool:
-    """True if we are root and the file *st* belongs to another user (POSIX)."""
-    geteuid = getattr(os, "geteuid", None)
-    return geteuid is not None and geteuid() == 0 and st.st_uid != 0
 
 
 class Backend(StaleBackend):
