@@ -32,6 +32,8 @@ from ..perl.osflags import O_BINARY, O_CLOEXEC, O_DIRECTORY, O_NOFOLLOW, O_NONBL
 
 #: a release waits at most this long (s) for the remover lock (see ``locks.stale``).
 RELEASE_WAIT = 0.5
+#: suffix of the file that carries the remover lock where the directory cannot.
+BREAKER_SUFFIX = ".breaker"
 
 _tls = _local()
 
@@ -62,7 +64,7 @@ def _guard_open(path: str) -> int:
         except PermissionError:
             pass  # mode 0733 and the like: the breaker file beside the lock
     flags = os.O_RDWR | os.O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_BINARY | O_NONBLOCK
-    return os.open(path + ".breaker", flags, 0o666)
+    return os.open(path + BREAKER_SUFFIX, flags, 0o666)
 
 
 def guard(path: str, exclusive: bool) -> int | None:
@@ -95,7 +97,7 @@ def _guard_error(path: str, exc: OSError, verb: str) -> OSError:
     return OSError(
         exc.errno,
         f"cannot {verb} the remover lock of {path!r} (a flock on its directory or"
-        f" {os.path.basename(path)}.breaker): {exc.strerror}; its stale lock cannot be"
+        f" {os.path.basename(path)}{BREAKER_SUFFIX}): {exc.strerror}; its stale lock cannot be"
         " broken safely here",
     )
 

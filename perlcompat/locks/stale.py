@@ -89,6 +89,7 @@ from .files import (
     write_at_zero,
 )
 from .guards import (
+    BREAKER_SUFFIX,
     RELEASE_WAIT,
     FlockGuard,
     RemoverGuard,
@@ -108,6 +109,7 @@ if TYPE_CHECKING:
 
 #: what the lock methods take from here (the files and guards primitives re-exported).
 __all__ = [
+    "BREAKER_SUFFIX",
     "FIRST_LOOK",
     "OTHERS_EMPTY_GRACE",
     "O_BINARY",
