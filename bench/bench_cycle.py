@@ -23,7 +23,10 @@ with its ratio to raw (targets: perlcompat <= 1.5x raw, faster than portalocker)
 and the median CPU time all workers spent in the loop (user + system; steadier on
 a busy machine).  Every run must end with the counter at procs * cycles.
 
-    python bench/bench_cycle.py [--procs 4] [--cycles 1500] [--rounds 5]
+    python bench/bench_cycle.py [--procs 4] [--cycles 1500] [--rounds 5] [--against DIR]
+
+``--against DIR`` adds the perlcompat row again with another copy of the package
+first on ``PYTHONPATH`` (say an older checkout), measured in the same rounds.
 """
 
 from __future__ import annotations
@@ -115,11 +118,12 @@ CYCLES = {
     "python open('r+') + fcntl.flock": cycle_python_open,
 }
 PERL_ROW = "perl (the +< idiom)"
+AGAINST = " [--against]"
 
 
 def worker(name: str, path: str, cycles: int) -> None:
     """Child process: import what the row needs, wait for "go", run, report."""
-    run = CYCLES[name]
+    run = CYCLES[name.removesuffix(AGAINST)]
     run(path, 0)  # import everything before the clock starts
     sys.stdout.write("ready\n")
     sys.stdout.flush()
@@ -130,7 +134,9 @@ def worker(name: str, path: str, cycles: int) -> None:
     sys.stdout.flush()
 
 
-def run_row(name: str, python: str, path: str, procs: int, cycles: int) -> tuple[float, float]:
+def run_row(
+    name: str, python: str, path: str, procs: int, cycles: int, against: str | None = None
+) -> tuple[float, float]:
     """Run one row once; return (seconds from "go" to the last "done", CPU seconds of all)."""
     with open(path, "w") as fh:
         fh.write("0")
@@ -138,8 +144,12 @@ def run_row(name: str, python: str, path: str, procs: int, cycles: int) -> tuple
         argv = ["perl", "-e", PERL, path, str(cycles)]
     else:
         argv = [python, os.path.abspath(__file__), "--worker", name, path, str(cycles)]
+    env = None
+    if name.endswith(AGAINST) and against:
+        env = {**os.environ, "PYTHONPATH": os.path.abspath(against)}
     children = [
-        subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE) for _ in range(procs)
+        subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+        for _ in range(procs)
     ]
     for child in children:
         assert child.stdout is not None
@@ -176,9 +186,12 @@ def main() -> int:
     parser.add_argument("--cycles", type=int, default=1500)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--python", default=sys.executable)
+    parser.add_argument("--against", metavar="DIR", help="also time the perlcompat in DIR")
     args = parser.parse_args()
 
     rows = list(CYCLES)
+    if args.against:
+        rows.insert(2, "perlcompat (the +< idiom)" + AGAINST)
     if shutil.which("perl"):
         rows.insert(2, PERL_ROW)
     workdir = tempfile.mkdtemp(prefix="perlcompat-bench-")
@@ -188,7 +201,9 @@ def main() -> int:
     try:
         for _ in range(args.rounds):
             for name in rows:
-                elapsed, cpu = run_row(name, args.python, path, args.procs, args.cycles)
+                elapsed, cpu = run_row(
+                    name, args.python, path, args.procs, args.cycles, args.against
+                )
                 times[name].append(elapsed)
                 cpus[name].append(cpu)
     finally:
@@ -201,14 +216,21 @@ def main() -> int:
     base = statistics.median(times[rows[0]])
     base_cpu = statistics.median(cpus[rows[0]])
     print(
-        f"{'row':36} {'seconds':>8} {'(min)':>7} {'ratio to raw':>13}   {'CPU s':>6} {'ratio':>6}"
+        f"{'row':40} {'seconds':>8} {'(min)':>7} {'ratio to raw':>13}   {'CPU s':>6} {'ratio':>6}"
     )
     for name in rows:
         median = statistics.median(times[name])
         cpu = statistics.median(cpus[name])
         print(
-            f"{name:36} {median:8.3f} {min(times[name]):7.3f} {median / base:12.2f}x"
+            f"{name:40} {median:8.3f} {min(times[name]):7.3f} {median / base:12.2f}x"
             f"   {cpu:6.3f} {cpu / base_cpu:5.2f}x"
+        )
+    if args.against:
+        here, there = "perlcompat (the +< idiom)", "perlcompat (the +< idiom)" + AGAINST
+        print(
+            f"\nthis checkout against {args.against}: "
+            f"{statistics.median(times[here]) / statistics.median(times[there]):.2f}x wall, "
+            f"{statistics.median(cpus[here]) / statistics.median(cpus[there]):.2f}x CPU"
         )
     return 0
 

@@ -7,7 +7,11 @@ median and minimum wall time, the median CPU time (user + system, from
 to a bare ``python -c pass`` (target for ``import perlcompat``: <= 1.15x).
 ``perl -e1`` is shown for scale, and portalocker's import for contrast.
 
-    python bench/bench_import.py [--runs 60] [--python PATH] [--importtime]
+    python bench/bench_import.py [--runs 60] [--python PATH] [--importtime] [--against DIR]
+
+``--against DIR`` adds each perlcompat row again with another copy of the
+package first on ``PYTHONPATH`` (say an older checkout: ``git archive REV | tar
+-x -C DIR``), so a change's import cost is measured beside the code before it.
 
 Measure in a clean venv: a site-packages whose .pth files import things at
 start-up inflates every row and hides the difference.
@@ -43,10 +47,10 @@ ROWS = [
 ]
 
 
-def _time_once(argv: list[str]) -> tuple[float, float]:
+def _time_once(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
     """Run *argv*; return (wall seconds, CPU seconds user+system of the child)."""
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL)
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, env=env)
     _pid, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -60,6 +64,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=60)
     parser.add_argument("--python", default=sys.executable)
     parser.add_argument("--importtime", action="store_true", help="show -X importtime too")
+    parser.add_argument("--against", metavar="DIR", help="also time the perlcompat in DIR")
     args = parser.parse_args()
 
     workdir = tempfile.mkdtemp(prefix="perlcompat-bench-")
@@ -67,18 +72,25 @@ def main() -> int:
     with open(counter, "w") as fh:
         fh.write("0")
     # the counter path is passed to every row (only the lock-cycle row uses it)
-    rows = [(name, [args.python, "-c", code, counter]) for name, code in ROWS]
+    rows = [(name, [args.python, "-c", code, counter], None) for name, code in ROWS]
+    if args.against:
+        env = {**os.environ, "PYTHONPATH": os.path.abspath(args.against)}
+        rows += [
+            (f"{name} [--against]", argv, env)
+            for name, argv, _env in rows
+            if "perlcompat" in argv[2]
+        ]
     perl = shutil.which("perl")
     if perl:
-        rows.append(("perl -MFcntl=:flock -e1", [perl, "-MFcntl=:flock", "-e1"]))
-    for _name, argv in rows:  # warm up: bytecode caches, page cache
+        rows.append(("perl -MFcntl=:flock -e1", [perl, "-MFcntl=:flock", "-e1"], None))
+    for _name, argv, env in rows:  # warm up: bytecode caches, page cache
         for _ in range(3):
-            _time_once(argv)
-    wall: dict[str, list[float]] = {name: [] for name, _ in rows}
-    cpu: dict[str, list[float]] = {name: [] for name, _ in rows}
+            _time_once(argv, env)
+    wall: dict[str, list[float]] = {name: [] for name, _, _ in rows}
+    cpu: dict[str, list[float]] = {name: [] for name, _, _ in rows}
     for _ in range(args.runs):
-        for name, argv in rows:
-            seconds, cpu_seconds = _time_once(argv)
+        for name, argv, env in rows:
+            seconds, cpu_seconds = _time_once(argv, env)
             wall[name].append(seconds)
             cpu[name].append(cpu_seconds)
 
@@ -92,14 +104,22 @@ def main() -> int:
     print(f"load average at the end: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
     base_wall = statistics.median(wall[rows[0][0]])
     base_cpu = statistics.median(cpu[rows[0][0]])
-    print(f"{'row':58} {'wall ms':>8} {'(min)':>7} {'ratio':>6}   {'CPU ms':>7} {'ratio':>6}")
-    for name, _argv in rows:
+    print(f"{'row':70} {'wall ms':>8} {'(min)':>7} {'ratio':>6}   {'CPU ms':>7} {'ratio':>6}")
+    for name, _argv, _env in rows:
         median = statistics.median(wall[name])
         cpu_median = statistics.median(cpu[name])
         print(
-            f"{name:58} {median * 1000:8.2f} {min(wall[name]) * 1000:7.2f}"
+            f"{name:70} {median * 1000:8.2f} {min(wall[name]) * 1000:7.2f}"
             f" {median / base_wall:5.2f}x   {cpu_median * 1000:7.2f} {cpu_median / base_cpu:5.2f}x"
         )
+    if args.against:
+        print(f"\nthis checkout against {args.against} (median wall, CPU):")
+        for name, _argv, env in rows:
+            if env is not None:
+                here = name.removesuffix(" [--against]")
+                ratio = statistics.median(wall[here]) / statistics.median(wall[name])
+                cpu_ratio = statistics.median(cpu[here]) / statistics.median(cpu[name])
+                print(f"  {here:56} {ratio:5.2f}x   {cpu_ratio:5.2f}x")
     if args.importtime:
         proc = subprocess.run(
             [args.python, "-X", "importtime", "-c", ROWS[2][1]],

@@ -7,15 +7,15 @@ the whole public API; each entry names the module that implements it.
 
 from __future__ import annotations
 
-LOCK_SH = 1
-LOCK_EX = 2
-LOCK_NB = 4
-LOCK_UN = 8
-SEEK_SET = 0
-SEEK_CUR = 1
-SEEK_END = 2
-
 _EXPORTS = {
+    # Fcntl's :flock and :seek constants
+    "LOCK_SH": "perl.consts",
+    "LOCK_EX": "perl.consts",
+    "LOCK_NB": "perl.consts",
+    "LOCK_UN": "perl.consts",
+    "SEEK_SET": "perl.consts",
+    "SEEK_CUR": "perl.consts",
+    "SEEK_END": "perl.consts",
     # $! and die/warn
     "OS_ERROR": "perl.errno",
     "ERRNO": "perl.errno",
@@ -66,12 +66,12 @@ _EXPORTS = {
     "lock": "locks.api",
     "unlock": "locks.api",
     "Lock": "locks.api",
-    "LockError": "locks.api",
-    "LockTimeout": "locks.api",
-    "DuplicateLockError": "locks.api",
-    "NotLockedError": "locks.api",
-    "HasNotLockError": "locks.api",
-    "ExpiredLockError": "locks.api",
+    "LockError": "locks.errors",
+    "LockTimeout": "locks.errors",
+    "DuplicateLockError": "locks.errors",
+    "NotLockedError": "locks.errors",
+    "HasNotLockError": "locks.errors",
+    "ExpiredLockError": "locks.errors",
     "SharedStorageWarning": "perl.fsinfo",
     # semaphores and atomic replace
     "Semaphore": "locks.semaphore",
@@ -87,9 +87,7 @@ _EXPORTS = {
     "lstat": "perl.fs",
 }
 
-__all__ = sorted(
-    [*_EXPORTS, "LOCK_SH", "LOCK_EX", "LOCK_NB", "LOCK_UN", "SEEK_SET", "SEEK_CUR", "SEEK_END"]
-)
+__all__ = sorted(_EXPORTS)
 __version__ = "0.1.0"
 
 from time import time as _time  # noqa: E402  (a builtin module: free)
@@ -100,15 +98,17 @@ _START_TIME = int(_time())
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from .locks.api import (
+        Lock as Lock,
+        lock as lock,
+        unlock as unlock,
+    )
+    from .locks.errors import (
         DuplicateLockError as DuplicateLockError,
         ExpiredLockError as ExpiredLockError,
         HasNotLockError as HasNotLockError,
-        Lock as Lock,
         LockError as LockError,
         LockTimeout as LockTimeout,
         NotLockedError as NotLockedError,
-        lock as lock,
-        unlock as unlock,
     )
     from .locks.methods.toplock import (
         rename_if_holding as rename_if_holding,
@@ -126,6 +126,15 @@ if TYPE_CHECKING:
         SIG as SIG,
         alarm as alarm,
         local_sig as local_sig,
+    )
+    from .perl.consts import (
+        LOCK_EX as LOCK_EX,
+        LOCK_NB as LOCK_NB,
+        LOCK_SH as LOCK_SH,
+        LOCK_UN as LOCK_UN,
+        SEEK_CUR as SEEK_CUR,
+        SEEK_END as SEEK_END,
+        SEEK_SET as SEEK_SET,
     )
     from .perl.crypt import (
         crypt as crypt,

@@ -38,7 +38,8 @@ from _thread import allocate_lock
 from collections.abc import Callable
 from typing import TypeVar
 
-from .perl.jexact import register as _register_codecs
+# jcode.pl's Shift_JIS <-> EUC-JP arithmetic lives with the exact codecs, which use it too
+from .perl.jexact import GETA as _GETA, e2s as _e2s, register as _register_codecs, s2e as _s2e
 
 __all__ = [
     "convert",
@@ -115,45 +116,11 @@ _re_z2h_euc = re.compile(_EUC_C + b"|" + _EUC_KANA)
 
 _HI2LO = bytes.maketrans(bytes(range(0xA1, 0xFF)), bytes(range(0x21, 0x7F)))
 _LO2HI = bytes.maketrans(bytes(range(0x21, 0x7F)), bytes(range(0xA1, 0xFF)))
-_GETA = b"\x81\xac"  # jcode.pl's $undef_sjis, for X 0212 characters in Shift_JIS
 
 #: the JIS escapes jcode.pl writes (``jis_inout`` changes them)
 _esc = {"0208": b"\x1b$B", "asc": b"\x1b(B"}
 _ESC_KANA = b"\x1b(I"
 _ESC_0212 = b"\x1b$(D"
-
-
-# -- two-byte arithmetic -------------------------------------------------------
-def _s2e(code: bytes) -> bytes:
-    """One Shift_JIS character (or half-width kana byte) as EUC-JP, jcode.pl's arithmetic."""
-    c1 = code[0]
-    if 0xA1 <= c1 <= 0xDF:
-        return bytes((0x8E, c1))
-    c2 = code[1]
-    if c2 >= 0x9F:
-        c1 = c1 * 2 - (0xE0 if c1 >= 0xE0 else 0x60)
-        c2 += 2
-    else:
-        c1 = c1 * 2 - (0xE1 if c1 >= 0xE0 else 0x61)
-        c2 += 0x60 + (c2 < 0x7F)
-    return bytes((c1 & 0xFF, c2 & 0xFF))
-
-
-def _e2s(code: bytes) -> bytes:
-    """One EUC-JP character as Shift_JIS (X 0212 -> geta), jcode.pl's arithmetic."""
-    c1 = code[0]
-    if c1 == 0x8E:
-        return code[1:2]
-    if c1 == 0x8F:
-        return _GETA
-    c2 = code[1]
-    if c1 % 2:
-        c1 = (c1 >> 1) + (0x31 if c1 < 0xDF else 0x71)
-        c2 -= 0x60 + (c2 < 0xE0)
-    else:
-        c1 = (c1 >> 1) + (0x30 if c1 < 0xDF else 0x70)
-        c2 -= 2
-    return bytes((c1 & 0xFF, c2 & 0xFF))
 
 
 class _Memo(dict[bytes, bytes]):

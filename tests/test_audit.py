@@ -20,8 +20,11 @@ from pathlib import Path
 
 import pytest
 
-from perlcompat.tools.audit.rules import RULES, Problem, audit
-from perlcompat.tools.audit.scan import iter_files, lex, read_source
+from perlcompat.tools.audit.findings import Problem
+from perlcompat.tools.audit.lexer import lex
+from perlcompat.tools.audit.registry import RULES
+from perlcompat.tools.audit.run import audit
+from perlcompat.tools.audit.source import iter_files, read_source
 
 CASES = Path(__file__).parent / "audit_cases"
 SINGLE = sorted(CASES.glob("*.pl"))

@@ -17,8 +17,10 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings, strategies as st
 from test_audit import compile_strictly
 
-from perlcompat.tools.audit.rules import Problem, audit
-from perlcompat.tools.audit.scan import iter_files, parse_checked, read_source
+from perlcompat.tools.audit.findings import Problem
+from perlcompat.tools.audit.parser import parse_checked
+from perlcompat.tools.audit.run import audit
+from perlcompat.tools.audit.source import iter_files, read_source
 
 CASES = Path(__file__).parent / "audit_cases"
 SEEDS = sorted(str(p) for p in CASES.rglob("*") if p.is_file())

@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 from test_audit import compile_strictly
 
-from perlcompat.tools.audit.rules import Problem, audit
-from perlcompat.tools.audit.scan import read_source
+from perlcompat.tools.audit.findings import Problem
+from perlcompat.tools.audit.run import audit
+from perlcompat.tools.audit.source import read_source
 
 CASES = Path(__file__).parent / "audit_cases"
 SINGLE = sorted(p for p in CASES.glob("*.pl") if "__END__" not in read_source(str(p)))

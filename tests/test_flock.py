@@ -319,6 +319,59 @@ def test_a_failed_flush_does_not_stop_the_lock_and_close_reports_it() -> None:
     assert OS_ERROR == errno.ENOSPC
 
 
+# -- the handle interface: flushed_fileno() ----------------------------------------------------
+def test_a_handle_gives_flock_its_descriptor_through_flushed_fileno(path: Path) -> None:
+    """flock takes what ``flushed_fileno()`` returns; it needs no ``fileno`` and no PerlFile."""
+    fd = os.open(path, os.O_RDWR)
+
+    class Handle:
+        calls = 0
+
+        def flushed_fileno(self) -> int:
+            self.calls += 1
+            return fd
+
+    handle = Handle()
+    try:
+        assert flock(handle, LOCK_EX | LOCK_NB) == 1
+        assert handle.calls == 1
+        assert flock_holders(path) == [(os.getpid(), "WRITE", False)]
+        assert flock(handle, LOCK_UN) == 1
+        assert handle.calls == 2
+        assert flock_holders(path) == []
+    finally:
+        os.close(fd)
+
+
+def test_an_alarm_handler_raising_in_flocks_flush_propagates() -> None:
+    """A write that blocks in flock's flush is interrupted by ALRM; the handler's error escapes."""
+    from perlcompat import alarm, local_sig
+
+    def on_alarm(_name: str) -> None:
+        raise TimeoutError("the ALRM handler's")  # an OSError without errno
+
+    for as_python_file in (False, True):
+        reader, writer = os.pipe()
+        os.set_blocking(writer, True)
+        if as_python_file:
+            fh: object = os.fdopen(writer, "wb", buffering=1 << 20)
+        else:
+            fh = PerlFile(writer, "pipe", ">", text=False)
+        for _ in range(40):  # 320 kB kept in the handle's buffer: more than a pipe holds
+            fh.write(b"x" * 8000)  # type: ignore[attr-defined]
+        try:
+            with local_sig("ALRM", on_alarm), pytest.raises(TimeoutError, match="ALRM handler"):
+                alarm(0.2)
+                flock(fh, LOCK_EX)  # the flush blocks: the pipe is full, nobody reads
+        finally:
+            alarm(0)
+            os.close(reader)
+            try:  # noqa: SIM105
+                fh.close()  # type: ignore[attr-defined]
+            except OSError:  # EPIPE: the reader is gone
+                pass
+
+
 def test_lock_fd_raises_blocking_io_error_when_busy(path: Path, held: Child) -> None:
     from perlcompat.perl.flock import lock_fd
 

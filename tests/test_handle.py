@@ -424,6 +424,38 @@ def test_close_reports_a_failed_flush() -> None:
     assert fh.closed
 
 
+def test_flushed_fileno_writes_out_drops_read_ahead_and_refuses_closed_handles(
+    tmp_path: Path,
+) -> None:
+    """The interface ``flock`` uses: flush as PerlIO does, then the descriptor (or EBADF)."""
+    path = tmp_path / "f"
+    path.write_bytes(b"one\ntwo\n")
+    fh = _open("+<", path)
+    assert fh.readline() == "one\n"  # the whole file is in the read buffer
+    fd = fh.flushed_fileno()
+    assert fd == fh.fileno()
+    assert os.lseek(fd, 0, os.SEEK_CUR) == 4  # read-ahead dropped: the OS is where the reader is
+    assert print_(fh, "TWO\n") == 1
+    assert path.read_bytes() == b"one\ntwo\n"  # still buffered
+    assert fh.flushed_fileno() == fd
+    assert path.read_bytes() == b"one\nTWO\n"
+    assert close(fh) == 1
+    failed = open_("<", tmp_path / "missing")
+    for closed in (fh, failed):
+        with pytest.raises(OSError) as info:
+            closed.flushed_fileno()
+        assert info.value.errno == errno.EBADF
+
+
+def test_flushed_fileno_does_not_raise_a_failed_write_close_reports_it() -> None:
+    fh = _open(">", "/dev/full")
+    assert print_(fh, "small") == 1  # buffered
+    assert fh.flushed_fileno() >= 0  # as Perl's (void)PerlIO_flush before flock
+    set_errno(0)
+    assert close(fh) == 0
+    assert OS_ERROR == errno.ENOSPC
+
+
 def test_printf(tmp_path: Path) -> None:
     path = tmp_path / "p"
     fh = _open(">", path)

@@ -65,8 +65,8 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
     monkeypatch.setattr(_clock, "pause", fake.pause)
     from perlcompat.locks.methods import mkdir as _mkdir
 
-    monkeypatch.setattr(_mkdir.Backend, "try_acquire", fake.busy)
-    monkeypatch.setattr(_mkdir.Backend, "break_stale", lambda self: False)
+    monkeypatch.setattr(_mkdir.MkdirBackend, "try_acquire", fake.busy)
+    monkeypatch.setattr(_mkdir.MkdirBackend, "break_stale", lambda self: False)
     monkeypatch.delenv("PERLCOMPAT_LOCK_POLL", raising=False)
     monkeypatch.setattr(_retry, "jitter", lambda: 1.0)  # the jitter's mean; tested below
     return fake
@@ -212,11 +212,17 @@ def acquire_and_release(waiter: Lock, forever: None) -> object:
 def test_options_are_typed_keywords(tmp_path: Path) -> None:
     # no **options anywhere on the way to a backend: mypy then flags a misspelled keyword
     import inspect
-    from importlib import import_module
 
-    functions: list[Callable[..., object]] = [Lock.__init__, lock, unlock, _api.Backend.__init__]
-    for module in _api.METHODS.values():
-        functions.append(import_module(f"perlcompat.locks.methods.{module}").Backend.__init__)
+    from perlcompat.locks import contract
+
+    functions: list[Callable[..., object]] = [
+        Lock.__init__,
+        lock,
+        unlock,
+        contract.Backend.__init__,
+    ]
+    for name in contract.names():
+        functions.append(contract.backend_class(name).__init__)
     for function in functions:
         kinds = [p.kind for p in inspect.signature(function).parameters.values()]
         assert inspect.Parameter.VAR_KEYWORD not in kinds, function.__qualname__

@@ -257,16 +257,16 @@ def test_flock_keeps_a_perl_appenders_line_written_before_it_locked(
     from perlcompat.locks.methods import flock as _flocklock
 
     log = tmp_path / "log.txt"
-    opened = _flocklock.Backend._open
+    opened = _flocklock.FlockBackend._open
 
-    def open_then_perl_appends(self: _flocklock.Backend) -> tuple[int, bool]:
+    def open_then_perl_appends(self: _flocklock.FlockBackend) -> tuple[int, bool]:
         fd, created = opened(self)
         assert created
         done = run_perl(PERL_APPENDER, str(log))
         assert done.returncode == 0, done.stderr
         return fd, created
 
-    monkeypatch.setattr(_flocklock.Backend, "_open", open_then_perl_appends)
+    monkeypatch.setattr(_flocklock.FlockBackend, "_open", open_then_perl_appends)
     with Lock(str(log), method="flock"), open(log, "ab") as stream:
         stream.write(b"python line\n")
     assert log.read_bytes() == b"perl line\npython line\n"

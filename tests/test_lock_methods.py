@@ -29,7 +29,7 @@ from perlcompat import (
 )
 from perlcompat.locks import owner as _owner
 from perlcompat.locks.api import Lock, NotLockedError, detect_method, find_locks
-from perlcompat.locks.methods.flock import held as flock_held
+from perlcompat.locks.methods.flock import is_flocked as flock_held
 
 METHODS = ["mkdir", "symlink", "excl", "rename", "toplock", "flock"]
 FORK = multiprocessing.get_context("fork")

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from perlutil import CHILD_ENV, Child
 
-from perlcompat.locks.methods.flock import held as flock_held
+from perlcompat.locks.methods.flock import is_flocked as flock_held
 
 METHODS = ["mkdir", "symlink", "excl", "rename", "toplock", "flock"]
 
@@ -142,7 +142,7 @@ def test_released_lock_after_cleanup_is_a_quiet_no_op() -> None:
     with tempfile.TemporaryDirectory() as directory:
         lk = Lock(os.path.join(directory, "lk"))
         with lk:
-            assert lk in _cleanup.held()
+            assert lk in _cleanup.tracked()
             _cleanup.release_all()  # what a signal or exit does
             assert not os.path.exists(os.path.join(directory, "lk"))
         assert not lk.is_locked

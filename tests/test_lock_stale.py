@@ -26,7 +26,7 @@ from perlutil import Child
 from perlcompat import OS_ERROR, ExpiredLockError, lock, unlock
 from perlcompat.locks import guards as _guards, owner as _owner, stale as _stale
 from perlcompat.locks.api import Lock
-from perlcompat.locks.methods.flock import held as flock_held
+from perlcompat.locks.methods.flock import is_flocked as flock_held
 
 FORK = multiprocessing.get_context("fork")
 STALE_METHODS = ["mkdir", "symlink", "excl", "toplock", "rename"]

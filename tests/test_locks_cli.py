@@ -210,11 +210,11 @@ def test_break_stale_goes_through_the_backend(
     os.utime(tmp_path / "old.lock", (0, 1))
     calls: list[tuple[str, float]] = []
 
-    def fake(self: _mkdir.Backend) -> bool:
+    def fake(self: _mkdir.MkdirBackend) -> bool:
         calls.append((self.path, self.stale))
         return True
 
-    monkeypatch.setattr(_mkdir.Backend, "break_stale", fake)
+    monkeypatch.setattr(_mkdir.MkdirBackend, "break_stale", fake)
     rows = _locks_cli.survey(str(tmp_path), 42.0, break_stale=True)
     assert [r["removed"] for r in rows] == [True]
     assert calls == [(os.path.realpath(tmp_path / "old.lock"), 42.0)]
@@ -292,8 +292,8 @@ def test_without_proc_locks_the_probe_still_finds_holders(
         assert _flocklock.flock_holders(os.stat(held_path)) == [holder.pid]
         monkeypatch.setattr(_flocklock, "PROC_LOCKS", str(tmp_path / "no-proc-locks"))
         assert _flocklock.flock_holders(os.stat(held_path)) is None
-        assert _flocklock.held(held_path) is True
-        assert _flocklock.held(str(tmp_path / "free.lck")) is False
+        assert _flocklock.is_flocked(held_path) is True
+        assert _flocklock.is_flocked(str(tmp_path / "free.lck")) is False
     finally:
         holder.release()
 

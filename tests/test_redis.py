@@ -218,10 +218,10 @@ def test_release_never_deletes_a_successor_lock(server: RedisServer, name: str) 
 def test_lease_runs_out_on_the_server_and_release_reports_it(
     server: RedisServer, name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(redis_lock.Backend, "WAIT_CAP", 3.0)
+    monkeypatch.setattr(redis_lock.RedisBackend, "WAIT_CAP", 3.0)
     asked = time.monotonic()  # before the grant: the lease ends no sooner than 0.6 s after
     assert lock(name, url=server.url, stale=0.6) == 1
-    waiter = redis_lock.Backend(name, stale=0.6, url=server.url)
+    waiter = redis_lock.RedisBackend(name, stale=0.6, url=server.url)
     assert not waiter.try_acquire()  # the lease is still running
     waiter.wait_for_release(None)  # the server's TTL ends the wait, not WAIT_CAP
     woke = time.monotonic() - asked
@@ -236,7 +236,7 @@ def test_extend_renews_the_lease_and_fails_once_it_was_lost(server: RedisServer,
     held = Lock(name, url=server.url, stale=2)
     held.acquire()
     backend = held.backend
-    assert isinstance(backend, redis_lock.Backend)
+    assert isinstance(backend, redis_lock.RedisBackend)
     with server.client() as client:
         client.pexpire(key_of(name), 1000)  # about to run out (but not before extend() asks)
         assert backend.extend() is True
@@ -278,9 +278,9 @@ def test_describe_names_the_holder(server: RedisServer, name: str) -> None:
 def test_a_release_wakes_a_blocked_waiter_at_once(
     server: RedisServer, name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(redis_lock.Backend, "WAIT_CAP", 5.0)
-    holder = redis_lock.Backend(name, stale=30, url=server.url)
-    waiter = redis_lock.Backend(name, stale=30, url=server.url)
+    monkeypatch.setattr(redis_lock.RedisBackend, "WAIT_CAP", 5.0)
+    holder = redis_lock.RedisBackend(name, stale=30, url=server.url)
+    waiter = redis_lock.RedisBackend(name, stale=30, url=server.url)
     assert holder.try_acquire()
     assert not waiter.try_acquire()
     woke: list[float] = []
@@ -442,7 +442,7 @@ def test_restart_while_held_holds_off_new_grants_for_the_max_lease(
     assert token_before is not None
     killed = time.monotonic()
     own_server.restart()  # empty memory: the lock key and the fence are gone
-    contender = redis_lock.Backend(name, stale=stale, url=url)
+    contender = redis_lock.RedisBackend(name, stale=stale, url=url)
     with pytest.warns(RuntimeWarning, match="no record of its locks"):
         assert not contender.try_acquire()
     assert contender.held_off
@@ -749,9 +749,9 @@ def test_no_redis_process_leaks_a_key(server: RedisServer, name: str, style: str
 def test_wait_for_release_gives_up_with_the_timeout(
     server: RedisServer, name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(redis_lock.Backend, "WAIT_CAP", 5.0)
-    holder = redis_lock.Backend(name, stale=30, url=server.url)
-    waiter = redis_lock.Backend(name, stale=30, url=server.url)
+    monkeypatch.setattr(redis_lock.RedisBackend, "WAIT_CAP", 5.0)
+    holder = redis_lock.RedisBackend(name, stale=30, url=server.url)
+    waiter = redis_lock.RedisBackend(name, stale=30, url=server.url)
     assert holder.try_acquire() and not waiter.try_acquire()
     started = time.monotonic()
     waiter.wait_for_release(0.2)
@@ -824,7 +824,7 @@ def test_hold_off_after_a_lost_epoch_counts_from_the_server_start(
             url = url.replace("redis://", "redis://noinfo:pw@")
         run_id = client.info("server")["run_id"]
     before = uptime_of(own_server)
-    backend = redis_lock.Backend(name, stale=2, url=url)
+    backend = redis_lock.RedisBackend(name, stale=2, url=url)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert not backend.try_acquire()
@@ -846,7 +846,7 @@ def test_every_key_belongs_to_one_lock_and_kind() -> None:
     names = ["q", "q:wake", "q:fence", "q:waiting", "wake:q", "lock:q", "fence:q", "epoch", ""]
     keys = {redis_lock.EPOCH_KEY}
     for name in names:
-        backend = redis_lock.Backend(name or "x", stale=1, url="redis://127.0.0.1:1/0")
+        backend = redis_lock.RedisBackend(name or "x", stale=1, url="redis://127.0.0.1:1/0")
         keys |= {backend.key, backend._fence_key, backend._waiting_key, backend._wake_key}
     assert len(keys) == 4 * len(names) + 1
 
@@ -947,7 +947,7 @@ def test_a_perl_script_records_the_epoch_itself(
 def test_a_foreign_key_without_ttl_is_busy_and_does_not_spin(
     server: RedisServer, name: str
 ) -> None:
-    waiter = redis_lock.Backend(name, stale=30, url=server.url)
+    waiter = redis_lock.RedisBackend(name, stale=30, url=server.url)
     with server.client() as client:
         client.set(key_of(name), "set by hand")
         assert not waiter.try_acquire()

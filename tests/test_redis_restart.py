@@ -345,7 +345,7 @@ def test_clients_must_agree_on_the_max_lease(own_server: RedisServer, name: str)
 
 def test_the_max_lease_query_is_not_passed_to_redis_py(own_server: RedisServer, name: str) -> None:
     url = own_server.url + "?socket_timeout=3&max_lease=7"
-    backend = redis_lock.Backend(name, stale=7, url=url)
+    backend = redis_lock.RedisBackend(name, stale=7, url=url)
     assert backend.max_lease == 7
     assert backend._server.read_cap == 3
     with warnings.catch_warnings():
@@ -383,7 +383,7 @@ def test_a_stopped_server_times_out_within_the_patience(
 def test_a_stopped_server_ends_a_wait_for_release_within_the_patience(
     own_server: RedisServer, name: str
 ) -> None:
-    other = redis_lock.Backend(name, stale=30, url=own_server.url)
+    other = redis_lock.RedisBackend(name, stale=30, url=own_server.url)
     assert other.try_acquire()
 
     def pause_once_waiting() -> None:  # stop the server while the waiter blocks in BLPOP

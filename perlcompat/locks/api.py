@@ -1,10 +1,11 @@
-"""``lock()``/``unlock()`` and ``Lock``: the one contract every lock method implements.
+"""``lock()``/``unlock()`` and ``Lock``: patience, ownership and cleanup, once for every method.
 
-A *method* is a :class:`Backend` subclass in a module of its own under ``locks.methods`` (mkdir,
-symlink, rename, excl, flock, toplock, redis),
-named in :data:`METHODS` and loaded on first use.  A backend knows how to make one
-non-blocking attempt, how to release only what it holds, and how to recover a
-stale lock without ever removing a live one.  Everything else lives here, once:
+A *method* is a ``Backend`` (``locks.contract``: the declared contract, the
+registry of methods and their on-disk detection) in a module of its own under
+``locks.methods`` (mkdir, symlink, rename, excl, flock, toplock, redis), loaded
+on first use.  A backend knows how to make one non-blocking attempt, how to
+release only what it holds, and how to recover a stale lock without ever
+removing a live one.  Everything else lives here, once:
 
 * **Patience.** ``lock()`` tries for ``(retry - 1) * wait`` seconds, as seed
   003's sub does (five tries with four one-second sleeps between them: 4 s;
@@ -37,8 +38,9 @@ stale lock without ever removing a live one.  Everything else lives here, once:
   SIGHUP/INT/PIPE/QUIT/TERM (``locks.cleanup``), then the signal does what it did.
   A forked child does not hold (or release) its parent's locks.
 * **Tools.** ``Backend.describe()`` reports who holds the lock at a path,
-  :func:`detect_method` guesses which method made a lock found on disk, and
-  :func:`find_locks` lists the locks of a directory (``perlcompat locks``).
+  :func:`detect_method` (``contract.detect``) tells which method made a lock
+  found on disk, and :func:`find_locks` lists the locks of a directory
+  (``perlcompat locks``).
 * **Expiry.** Releasing a lock held longer than ``stale`` raises
   ``ExpiredLockError`` (``unlock()`` returns 0, ``$!`` = ETIMEDOUT): another
   process was entitled to break it, so the critical section may have overlapped.
@@ -59,68 +61,52 @@ from _thread import get_ident
 from ..perl import clock
 from ..perl.errno import fail, reraise_foreign, set_errno
 from . import retry as _retry
+from .contract import (
+    DEFAULT_METHOD,
+    URL_METHOD,
+    backend_class,
+    detect as detect_method,
+    find_locks,
+    names,
+)
+from .errors import (
+    DuplicateLockError,
+    ExpiredLockError,
+    HasNotLockError,
+    LockError,
+    LockTimeout,
+    NotLockedError,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from types import TracebackType
-    from typing import Any, ClassVar, TypeVar
+    from typing import Any, TypeVar
+
+    from .contract import Backend
 
     F = TypeVar("F", bound=Callable[..., Any])
 
-#: lock method name -> module that defines its ``Backend``.
-METHODS = {
-    "mkdir": "mkdir",
-    "symlink": "symlink",
-    "rename": "rename",
-    "excl": "excl",
-    "flock": "flock",
-    "toplock": "toplock",
-    "redis": "redis",
-}
+__all__ = [
+    "DuplicateLockError",
+    "ExpiredLockError",
+    "HasNotLockError",
+    "Lock",
+    "LockError",
+    "LockTimeout",
+    "NotLockedError",
+    "detect_method",
+    "find_locks",
+    "lock",
+    "unlock",
+]
 
 #: first and largest pause between tries, in seconds (jittered +-50%; ``locks.retry``).
 BACKOFF_FIRST = _retry.FIRST
 BACKOFF_MAX = _retry.MAX
 #: a waiter asks the backend to break a stale lock at most this often (s).
 BREAK_EVERY = 0.005
-
-
-class LockError(OSError):
-    """A lock was not acquired within its patience (errno EWOULDBLOCK)."""
-
-    default_errno = errno.EWOULDBLOCK
-
-    def __init__(self, message: str, errno_: int | None = None) -> None:
-        number = self.default_errno if errno_ is None else errno_
-        super().__init__(number, message)
-
-
-class LockTimeout(LockError, TimeoutError):
-    """No lock within the patience: a ``LockError`` and a ``TimeoutError`` (errno EWOULDBLOCK)."""
-
-    default_errno = errno.EWOULDBLOCK
-
-
-class DuplicateLockError(LockError):
-    """This thread already holds that lock (errno EDEADLK)."""
-
-    default_errno = errno.EDEADLK
-
-
-class NotLockedError(LockError):
-    """Releasing a lock this object does not hold (errno ENOLCK)."""
-
-    default_errno = errno.ENOLCK
-
-
-HasNotLockError = NotLockedError
-
-
-class ExpiredLockError(LockError):
-    """Released after its stale limit: someone may have broken it (errno ETIMEDOUT)."""
-
-    default_errno = errno.ETIMEDOUT
 
 
 def check_seconds(name: str, value: object, *, zero: bool = True) -> float:
@@ -138,75 +124,6 @@ def check_seconds(name: str, value: object, *, zero: bool = True) -> float:
         bound = ">= 0" if zero else "> 0"
         raise ValueError(f"{name} must be a number of seconds {bound}, not {value!r}")
     return seconds
-
-
-class Backend:
-    """One lock method's primitive operations on one lock path (or key).
-
-    Subclasses implement :meth:`try_acquire`, :meth:`release` and
-    :meth:`break_stale`; they raise ``OSError`` (errno set, message naming the
-    path) for anything that is not "busy", and never report a lock they did not
-    take.
-    """
-
-    method: ClassVar[str] = ""
-    can_share: ClassVar[bool] = False
-    #: the keyword options this method's constructor takes beyond the common ones.
-    options: ClassVar[tuple[str, ...]] = ()
-    #: when the running ``Lock.acquire`` gives up (``time.monotonic()``), None for
-    #: never; set before the first attempt, for methods that wait on a network (redis).
-    deadline: float | None = None
-
-    def __init__(self, path: str, *, stale: float, shared: bool = False) -> None:
-        if shared and not self.can_share:
-            raise ValueError(f"lock method {self.method!r} cannot take shared locks")
-        self.path = path
-        self.stale = stale
-        self.shared = shared
-
-    def try_acquire(self) -> bool:
-        """Make one non-blocking attempt; True if the lock is now held by us."""
-        raise NotImplementedError
-
-    def release(self) -> bool:
-        """Release our lock; True if it was still ours, False if it was gone or replaced."""
-        raise NotImplementedError
-
-    def break_stale(self) -> bool:
-        """Remove the current lock if stale (age or dead owner), race-free; True if removed."""
-        raise NotImplementedError
-
-    def abandon(self) -> bool:
-        """Release for cleanup at exit or on a signal, without blocking long; as ``release``."""
-        return self.release()
-
-    def fileno(self) -> int | None:
-        """Descriptor to keep open while held (flock method), else None."""
-        return None
-
-    @property
-    def fencing_token(self) -> int | None:
-        """Monotonic token of the current hold, where the method has one."""
-        return None
-
-    def describe(self) -> dict[str, Any] | None:
-        """Describe the lock at the path for ``perlcompat locks``; None if there is none.
-
-        Keys: ``method``, ``path``, ``pid`` (int or None), ``host`` (str or None),
-        ``alive`` (True, False, or None when unknown) and ``age`` (seconds).
-        """
-        raise NotImplementedError(f"lock method {self.method!r} cannot describe its locks")
-
-
-def _backend_class(method: str) -> type[Backend]:
-    module_name = METHODS.get(method)
-    if module_name is None:
-        raise ValueError(f"unknown lock method {method!r}; choose one of {', '.join(METHODS)}")
-    from importlib import import_module
-
-    module = import_module(f"perlcompat.locks.methods.{module_name}")
-    cls: type[Backend] = module.Backend
-    return cls
 
 
 class _Unset:
@@ -286,83 +203,39 @@ def resolve_path(name: str | os.PathLike[str], root: str | os.PathLike[str] | No
     return os.path.join(parent, os.path.basename(path))
 
 
-def detect_method(path: str | os.PathLike[str]) -> str | None:
-    """Guess which lock method made the lock found at *path*; None if there is no lock there.
+# (method, path) -> the Lock object of this process that owns it.
+_owned: dict[tuple[str, str], Lock] = {}
 
-    Only what a lock method can have made counts, so that a tool which breaks
-    stale locks never takes a data file for one:
 
-    * an *empty* directory is an mkdir lock (a lock directory stays empty);
-    * a symlink whose target is a pid or ``"."`` (seed 000's two forms) is a
-      symlink lock;
-    * a missing *path* whose ``<path>.locked`` twin is a rename marker (a regular
-      file holding nothing or a rename record) is a held rename lock;
-    * a regular file is named by the record inside it (excl, flock); a file
-      whose every line is ``id<>time<>`` groups, with seed 001's long numeric
-      ids (or ours) and epoch times, is a toplock (``locks.methods.toplock.is_toplock_data``);
-      any other regular file is
-      taken for a flock lock file (Perl's ``open(LOCK, "> f")`` makes an empty
-      one), which is never broken: it is only a lock while someone holds it.
+def owned_here(method: str, path: str) -> Lock | None:
+    """The ``Lock`` by which this thread owns the lock *path* of *method*, else None."""
+    owner = _owned.get((method, path))
+    return owner if owner is not None and owner._owner_thread == get_ident() else None
 
-    The owner file beside an mkdir lock and a held rename marker are parts of
-    other locks: None.
+
+def _locate(
+    name: str | os.PathLike[str],
+    method: str | None,
+    url: str | None,
+    root: str | os.PathLike[str] | None,
+) -> tuple[str | None, str, str | None]:
+    """(method, lock path or key, url) of *name*, as ``Lock`` and ``unlock()`` read them.
+
+    ``url=`` (or ``PERLCOMPAT_LOCK_URL`` when neither ``method=`` nor ``url=``
+    is given) selects the redis method, whose key is *name* as given; any other
+    method locks the path :func:`resolve_path` makes of *name*.  The method
+    stays None when not given (``Lock`` takes the default, ``unlock()`` any).
     """
-    import stat as stat_module
-
-    from . import owner as _owner
-    from .methods.toplock import is_toplock_data
-    from .stale import is_record, lstat, read_small
-
-    text = os.fspath(path)
-    st = lstat(text)
-    if st is None:
-        twin = lstat(text + ".locked")
-        if twin is None or not stat_module.S_ISREG(twin.st_mode):
-            return None
-        marker = read_small(text + ".locked") if twin.st_size else b""
-        return "rename" if marker == b"" or is_record(marker, "rename") else None
-    if stat_module.S_ISLNK(st.st_mode):
-        try:
-            target = os.readlink(text)
-        except OSError:
-            return None
-        return "symlink" if target.isdigit() or target in (".", ":") else None
-    if stat_module.S_ISDIR(st.st_mode):
-        try:
-            return None if os.listdir(text) else "mkdir"
-        except OSError:
-            return None
-    if not stat_module.S_ISREG(st.st_mode):
-        return None
-    data = read_small(text, 65536) or b""
-    record = _owner.parse(data)
-    if record is not None:
-        kind = record["kind"]
-        return kind if kind in ("excl", "flock") else None
-    if data and is_toplock_data(data, complete=st.st_size <= len(data)):
-        return "toplock"
-    return "flock"
-
-
-def find_locks(directory: str | os.PathLike[str]) -> list[tuple[str, str]]:
-    """List (lock path, method) for every lock-like entry of *directory*, sorted by path."""
-    base = os.fspath(directory)
-    found: dict[str, str] = {}
-    for name in sorted(os.listdir(base)):
-        path = os.path.abspath(os.path.join(base, name))
-        if name.endswith(".locked") and detect_method(path[: -len(".locked")]) == "rename":
-            found[path[: -len(".locked")]] = "rename"
-            continue
-        if name.endswith(".breaker"):
-            continue
-        method = detect_method(path)
-        if method is not None:
-            found[path] = method
-    return sorted(found.items())
-
-
-# (method, path) -> the Lock holding it in this process.
-_held: dict[tuple[str, str], Lock] = {}
+    if url is None and method is None:
+        url = os.environ.get("PERLCOMPAT_LOCK_URL") or None
+    if url is None and method != URL_METHOD:
+        return method, resolve_path(name, root), None
+    if method not in (None, URL_METHOD):
+        raise ValueError(f"url= is for the {URL_METHOD} method, not {method!r}")
+    key = os.fspath(name)
+    if not key:
+        raise ValueError("lock name is empty")
+    return URL_METHOD, key, url
 
 
 class Lock:
@@ -407,24 +280,15 @@ class Lock:
         else:
             self.timeout = check_timeout(timeout)
         self.poll = poll_seconds(poll)
+        method, path, url = _locate(name, method, url, root)
+        method = method or DEFAULT_METHOD
         options: dict[str, Any] = {}
         if mode is not None:
             options["mode"] = mode
         if held is not None:
             options["held"] = held
-        if url is None and method is None:
-            url = os.environ.get("PERLCOMPAT_LOCK_URL") or None
         if url is not None:
-            if method not in (None, "redis"):
-                raise ValueError(f"url= is for the redis method, not {method!r}")
-            method = "redis"
             options["url"] = url
-            path = os.fspath(name)
-            if not path:
-                raise ValueError("lock name is empty")
-        else:
-            method = method or "mkdir"
-            path = resolve_path(name, root)
         self.name = os.fspath(name)
         self.method = method
         self.retry = retry
@@ -432,7 +296,7 @@ class Lock:
         self.stale = float(stale)
         self.shared = shared
         self.path = path
-        cls = _backend_class(method)
+        cls = backend_class(method)
         for option in options:
             if option not in cls.options:
                 raise TypeError(f"lock method {method!r} takes no option {option!r}")
@@ -477,19 +341,17 @@ class Lock:
         timeout = self.timeout if isinstance(timeout, _Unset) else check_timeout(timeout)
         me = get_ident()
         key = (self.method, self.path)
-        holder = _held.get(key)
-        if holder is not None and holder._owner_thread == me:
+        if owned_here(self.method, self.path) is not None:
             raise DuplicateLockError(f"this thread already holds the lock {self.path!r}")
         deadline = _retry.deadline_after(timeout)
         backend = self._backend
         backend.deadline = deadline
         next_break = 0.0
-        wait_for_release = getattr(backend, "wait_for_release", None)
         block: Callable[[float | None], None] | None = None
-        if wait_for_release is not None:  # redis: block until a release wakes us
+        if backend.waits_for_release:  # redis: block until a release wakes us
 
             def wake(left: float | None) -> None:
-                _wait_for_release(wait_for_release, left)
+                _wait_for_release(backend, left)
 
             block = wake
         cap = _retry.cap_for(self.wait)
@@ -505,13 +367,12 @@ class Lock:
                     self._owner_thread = me
                     self._since = time.monotonic()
                     self._abandoned = False
-                    _held[key] = self
+                    _owned[key] = self
                     _cleanup.track(self)
                     return self
             finally:
                 _cleanup.leave()
-        why = getattr(backend, "why_busy", None)
-        reason = why() if why is not None else ""
+        reason = backend.why_busy()
         detail = f": {reason}" if reason else ""
         raise LockTimeout(f"lock {self.path!r} is busy (waited {timeout:g} s){detail}")
 
@@ -540,12 +401,7 @@ class Lock:
             held_for = time.monotonic() - self._since
             # first the lock itself: if that raises, this object still holds it
             still_ours = self._backend.release()
-            self._owner_thread = None
-            key = (self.method, self.path)
-            if _held.get(key) is self:
-                del _held[key]
-            if cleanup is not None:
-                cleanup.untrack(self)
+            self._disown()
         finally:
             if cleanup is not None:
                 cleanup.leave()
@@ -572,10 +428,9 @@ class Lock:
             raise NotLockedError(f"lock {self.path!r} is not held by this Lock")
         if seconds is not None:
             seconds = check_seconds("seconds", seconds, zero=False)
-        renew = getattr(self._backend, "extend", None)
-        if renew is None:
+        if not self._backend.supports_extend:
             raise TypeError(f"lock method {self.method!r} has no lease to extend")
-        if not renew(seconds):
+        if not self._backend.extend(seconds):
             raise ExpiredLockError(f"lock {self.path!r} was lost before it could be extended")
         length = self.stale if seconds is None else float(seconds)
         self._since = time.monotonic() + length - self.stale
@@ -606,11 +461,8 @@ class Lock:
         """Release without raising, for cleanup at exit or on a signal; True if it was ours."""
         if self._owner_thread is None:
             return False
-        self._owner_thread = None
+        self._disown()
         self._abandoned = True
-        key = (self.method, self.path)
-        if _held.get(key) is self:
-            del _held[key]
         try:
             return self._backend.abandon()
         except OSError:
@@ -618,22 +470,27 @@ class Lock:
 
     def _forget(self) -> None:
         """In a forked child: the parent holds this lock, not us; drop it without releasing."""
+        self._disown()
+        self._backend.forget()
+
+    def _disown(self) -> None:
+        """This object no longer holds the lock: not owned, not tracked for cleanup."""
         self._owner_thread = None
         key = (self.method, self.path)
-        if _held.get(key) is self:
-            del _held[key]
-        forget = getattr(self._backend, "_forget", None)
-        if forget is not None:
-            forget()
+        if _owned.get(key) is self:
+            del _owned[key]
+        from . import cleanup as _cleanup  # imported by the acquire that made us owner
+
+        _cleanup.untrack(self)
 
 
-def _wait_for_release(wait: Callable[[float | None], None], limit: float | None) -> None:
+def _wait_for_release(backend: Backend, limit: float | None) -> None:
     """Block in the backend's wake-up wait, honouring a pending cooperative ``alarm()``."""
     due = clock.alarm_deadline()
     if due is not None:
         left = max(due - time.monotonic(), 0.0)
         limit = left if limit is None else min(limit, left)
-    wait(limit)
+    backend.wait_for_release(limit)
     clock.fire_if_due()
 
 
@@ -702,18 +559,11 @@ def unlock(
     release that fails leaves the lock held (0, ``$!`` set), so ``unlock()``
     may be called again.
     """
-    me = get_ident()
-    if url is None and method is None:
-        url = os.environ.get("PERLCOMPAT_LOCK_URL") or None
-    if url is not None or method == "redis":
-        path = os.fspath(name)
-        keys = [("redis", path)]
-    else:
-        path = resolve_path(name, root)
-        keys = [(method, path)] if method is not None else [(m, path) for m in METHODS]
-    found = [_held[key] for key in keys if key in _held and _held[key]._owner_thread == me]
+    method, path, url = _locate(name, method, url, root)
+    owners = (owned_here(m, path) for m in ([method] if method else names()))
+    found = [owner for owner in owners if owner is not None]
     if not found:
-        if method != "redis" and url is None:
+        if method != URL_METHOD:
             _not_ours(path, method)
         return fail(errno.ENOLCK)
     try:
@@ -729,7 +579,7 @@ def unlock(
 
 def _not_ours(path: str, method: str | None) -> None:
     """Log why ``unlock()`` of *path* found no lock of this thread (if one is on disk)."""
-    mine = [m for (m, p), held in _held.items() if p == path and held._owner_thread == get_ident()]
+    mine = [m for m in names() if owned_here(m, path) is not None]
     try:
         on_disk = detect_method(path)
     except OSError:

@@ -48,7 +48,7 @@ else:  # the C module: ``signal`` would import ``enum`` on a CGI's every request
 #: the signals after which seed 000 removes its lock.
 SIGNALS = ("SIGHUP", "SIGINT", "SIGPIPE", "SIGQUIT", "SIGTERM")
 
-_held: dict[int, Lock] = {}
+_tracked: dict[int, Lock] = {}
 _previous: dict[int, Any] = {}
 _installed_pid = 0
 _atexit_done = False
@@ -77,25 +77,25 @@ def leave() -> None:
 
 def track(lock_: Lock) -> None:
     """Remember that this process holds *lock_*; install the handlers on first use."""
-    _held[id(lock_)] = lock_
+    _tracked[id(lock_)] = lock_
     if _installed_pid != os.getpid() or not _previous:
         _install()
 
 
 def untrack(lock_: Lock) -> None:
     """Forget *lock_* (released normally)."""
-    _held.pop(id(lock_), None)
+    _tracked.pop(id(lock_), None)
 
 
-def held() -> list[Lock]:
-    """The locks this process holds, oldest first."""
-    return list(_held.values())
+def tracked() -> list[Lock]:
+    """The locks tracked for cleanup (those this process holds), oldest first."""
+    return list(_tracked.values())
 
 
 def release_all() -> None:
     """Release every lock this process holds, newest first; never raises."""
-    while _held:
-        _key, lock_ = _held.popitem()
+    while _tracked:
+        _key, lock_ = _tracked.popitem()
         try:
             lock_._abandon()
         except Exception:  # cleanup must reach every lock
@@ -148,6 +148,6 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
 
 def _forget_all() -> None:
     """In a forked child: the parent's locks are not ours; drop them without releasing."""
-    for lock_ in list(_held.values()):
+    for lock_ in list(_tracked.values()):
         lock_._forget()
-    _held.clear()
+    _tracked.clear()

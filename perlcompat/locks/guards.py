@@ -27,7 +27,8 @@ import sys
 import time
 from _thread import _local
 
-from ..perl.flock import LOCK_EX, LOCK_NB, LOCK_SH, lock_fd
+from ..perl.consts import LOCK_EX, LOCK_NB, LOCK_SH
+from ..perl.flock import lock_fd
 from ..perl.osflags import O_BINARY, O_CLOEXEC, O_DIRECTORY, O_NOFOLLOW, O_NONBLOCK
 
 #: a release waits at most this long (s) for the remover lock (see ``locks.stale``).

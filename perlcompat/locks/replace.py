@@ -161,14 +161,12 @@ def _lock_path(target: str, lock: object) -> str | None:
 
 def _take_lock(lock_path: str, timeout: float | None) -> int:
     """Open *lock_path* (no symlinks, no truncation) and ``flock(LOCK_EX)`` it; return the fd."""
-    import threading
-
+    from ..perl.consts import LOCK_EX
     from ..perl.errno import get_errno
-    from ..perl.flock import LOCK_EX, flock
-    from .api import DuplicateLockError, LockError, _held
+    from ..perl.flock import flock
+    from .api import DuplicateLockError, LockError, owned_here
 
-    mine = _held.get(("flock", os.path.abspath(lock_path)))
-    if mine is not None and mine._owner_thread == threading.get_ident():
+    if owned_here("flock", os.path.abspath(lock_path)) is not None:
         raise DuplicateLockError(
             f"this thread already holds {lock_path!r} with lock(); pass lock=False to replace_file"
         )

@@ -23,8 +23,9 @@ from __future__ import annotations
 import errno
 import os
 
+from ..perl.consts import LOCK_EX, LOCK_NB, LOCK_UN
 from ..perl.errno import fail, reraise_foreign, set_errno
-from ..perl.flock import LOCK_EX, LOCK_NB, LOCK_UN, lock_fd
+from ..perl.flock import lock_fd
 from ..perl.osflags import O_BINARY, O_CLOEXEC, O_NOFOLLOW
 from . import retry as _retry
 from .api import (

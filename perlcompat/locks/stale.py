@@ -61,13 +61,14 @@ from __future__ import annotations
 
 import errno
 import os
+import stat as stat_module
 import sys
 import time
 
 from ..perl.fsinfo import is_shared
 from ..perl.osflags import O_BINARY, O_CLOEXEC, O_NOFOLLOW, O_NONBLOCK
 from . import owner as _owner
-from .api import Backend
+from .contract import Backend
 from .files import (
     OTHERS_EMPTY_GRACE,
     busy,
@@ -194,6 +195,22 @@ class StaleBackend(Backend):
     def __init__(self, path: str, *, stale: float, shared: bool = False) -> None:
         super().__init__(path, stale=stale, shared=shared)
         self._watch = Watch()
+
+    # -- on disk: the breaker file beside a lock is a piece of it --------
+    @classmethod
+    def part_of(cls, path: str) -> str | None:
+        """The lock whose (empty) breaker file *path* is, else None."""
+        if not path.endswith(BREAKER_SUFFIX) or len(path) == len(BREAKER_SUFFIX):
+            return None
+        st = lstat(path)
+        if st is None or not stat_module.S_ISREG(st.st_mode) or st.st_size:
+            return None
+        return path[: -len(BREAKER_SUFFIX)]
+
+    @classmethod
+    def parts(cls, path: str) -> tuple[str, ...]:
+        """The breaker file beside the lock *path*."""
+        return (path + BREAKER_SUFFIX,)
 
     # -- hooks -----------------------------------------------------------
     def _lstat(self) -> os.stat_result | None:

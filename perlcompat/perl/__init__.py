@@ -1,1 +1,29 @@
-"""TODO."""
+"""The Perl built-ins a port calls, with Perl's arguments, return values and ``$!``.
+
+One module a group of perlfunc entries (the public names are exported lazily by
+``perlcompat``):
+
+* ``errno``: ``$!`` as ``OS_ERROR``/``ERRNO``, and the ``fail`` helpers every
+  built-in returns through.
+* ``die``: ``die`` and ``warn`` (``Die``; an uncaught one exits as Perl does).
+* ``consts``: Fcntl's ``LOCK_SH/EX/NB/UN`` and ``SEEK_SET/CUR/END``, defined here only.
+* ``osflags``: the ``os.open`` flags (``O_NOFOLLOW``, ``O_CLOEXEC`` ...), 0 where absent.
+* ``handle``: ``open_`` and ``PerlFile`` (PerlIO's buffers and layers), ``close``,
+  ``print_``, ``printf``, ``readline``, ``seek``, ``tell``, ``truncate``, ``binmode``, ``eof``.
+* ``flock``: ``flock`` on a handle, file object or fd (``PerlFile.flushed_fileno()``).
+* ``flock_windows``: ``flock``'s ``LockFileEx`` over Perl's byte range (portalocker).
+* ``fs``: ``mkdir``, ``rmdir``, ``rename``, ``unlink``, ``symlink``, ``readlink``, ``stat``,
+  ``lstat``, the file tests, ``utime``, ``chmod``, ``chown``, ``sleep``, ``BASETIME``.
+* ``fsinfo``: which file system a path is on; ``SharedStorageWarning``.
+* ``alarm``: ``alarm``, ``%SIG`` as ``SIG``, ``local $SIG{...}`` as ``local_sig``.
+* ``clock``: the one place waits sleep and read a pending alarm.
+* ``text``: ``split``, a string's number (``num``), a value's truth (``truth``).
+* ``time``: ``time``, ``localtime``, ``gmtime`` and their scalar forms.
+* ``crypt``: ``crypt`` through the C library.
+* ``jexact``: the ``sjis-exact`` and ``euc-jp-exact`` codecs (byte round trips).
+
+Imports: the standard library and ``perl/`` only (``fs`` reads ``$^T`` from the
+top package); never ``perlcompat.locks`` or ``perlcompat.tools``, which build on
+this part.  Heavy modules load on first use, so importing a built-in stays cheap.
+This file imports nothing.
+"""

@@ -28,12 +28,15 @@ with no handler (``"DEFAULT"``) ends the process, as in Perl ("Alarm clock").
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import sys
 import threading
 import time
 from _thread import _local
+
+from . import clock as _clock
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -96,9 +99,10 @@ def alarm(seconds: float) -> int | None:
     """
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
         raise TypeError(f"alarm needs a number of seconds, not {seconds!r}")
-    from .fs import out_of_range
+    if _clock.out_of_range("alarm", seconds):
+        from .errno import set_errno
 
-    if out_of_range("alarm", seconds):
+        set_errno(errno.EINVAL)
         return None
     if _real():
         return _whole(_setitimer(float(seconds)))
@@ -423,6 +427,4 @@ class local_sig:
         _raw_set(self._name, self._saved)
 
 
-from . import clock as _clock  # noqa: E402  (the waits find the alarm through it)
-
-_clock.install(sys.modules[__name__])
+_clock.install(sys.modules[__name__])  # the waits find the alarm through perl.clock

@@ -5,7 +5,9 @@ Every wait (``sleep``, ``flock``'s polling, ``lock()``'s pauses between tries,
 cooperative alarm through :func:`alarm_deadline`.  ``perl.alarm`` hooks itself in
 here when it is imported (:func:`install`); until then no alarm can be pending,
 so these are plain ``time`` calls and a script that never calls ``alarm`` pays
-nothing for it.  This module imports only ``time``.
+nothing for it.  :func:`out_of_range` is the check ``sleep`` and ``alarm`` share
+for the seconds they are given.  This module imports only ``time`` (and ``warnings``
+when it refuses a number).
 """
 
 from __future__ import annotations
@@ -61,3 +63,25 @@ def fire_if_due() -> None:
 def raised_by_alarm(exc: BaseException) -> bool:
     """True if *exc* came from a handler run through ``%SIG``/``alarm``."""
     return _alarm is not None and _alarm.raised_by_handler(exc)
+
+
+#: Perl's sleep and alarm take a C int: from 2**31 seconds on they fail with EINVAL
+MAX_SECONDS = 2**31
+
+
+def out_of_range(name: str, seconds: float) -> bool:
+    """Check *seconds* for ``sleep``/``alarm``: True (with a RuntimeWarning) if Perl refuses it.
+
+    Negative, infinite or >= 2**31 seconds: Perl warns and fails with EINVAL,
+    so the caller returns Perl's value with ``$!`` = EINVAL.  A non-number or NaN
+    (which Perl would silently take as 0) raises ValueError.
+    """
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds != seconds:
+        raise ValueError(f"{name} needs a number of seconds, not {seconds!r}")
+    if 0 <= seconds < MAX_SECONDS:
+        return False
+    import warnings
+
+    what = "negative argument" if seconds < 0 else "argument too large"
+    warnings.warn(f"{name}() with {what} ({seconds!r})", RuntimeWarning, stacklevel=3)
+    return True

@@ -24,29 +24,31 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import NoReturn
 
-_tls = _local()
+#: the calling thread's ``$!`` number is ``errno_state.errno`` (0 when unset); the hot
+#: paths of ``perl.handle`` and ``perl.flock`` assign it directly, others call :func:`fail`.
+errno_state = _local()
 
 
 def get_errno() -> int:
     """Return the calling thread's ``$!`` number."""
-    number: int = getattr(_tls, "errno", 0)
+    number: int = getattr(errno_state, "errno", 0)
     return number
 
 
 def set_errno(number: int) -> None:
     """Set the calling thread's ``$!`` number."""
-    _tls.errno = int(number)
+    errno_state.errno = int(number)
 
 
 def fail(number: int) -> int:
     """Set ``$!`` to *number* and return Perl's false value 0."""
-    _tls.errno = number
+    errno_state.errno = number
     return 0
 
 
 def fail_from(exc: OSError) -> int:
     """Set ``$!`` from an ``OSError`` and return 0."""
-    _tls.errno = exc.errno or 0
+    errno_state.errno = exc.errno or 0
     return 0
 
 

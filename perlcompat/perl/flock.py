@@ -12,6 +12,11 @@ it).  Invalid operations give 0 with EINVAL and lock nothing: ``LOCK_SH|LOCK_EX`
 negative ones included), which Linux, and so Perl, would accept as a silent
 no-op.  Closed handles and objects without a descriptor give 0 with EBADF.
 
+*fh* is a ``PerlFile`` (or any handle with a ``flushed_fileno()`` method, which
+flushes as PerlIO does and returns the descriptor or raises OSError(EBADF)), a
+Python file object (``flush()`` then ``fileno()``) or a descriptor.  This module
+does not import ``perl.handle``: ``from perlcompat import flock`` stays cheap.
+
 A blocking request waits in the kernel; a pending ``alarm()`` whose handler
 raises interrupts it (PEP 475 retries only when the handler returns).  With
 ``timeout=`` or a cooperative alarm (worker threads, Windows) it polls with
@@ -28,17 +33,13 @@ import errno
 import sys
 
 from . import clock
-from .errno import _tls, fail, fail_from, reraise_foreign
+from .consts import LOCK_EX, LOCK_NB, LOCK_SH, LOCK_UN
+from .errno import errno_state, fail, fail_from, reraise_foreign
 from .fsinfo import check_flock
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-
-LOCK_SH = 1
-LOCK_EX = 2
-LOCK_NB = 4
-LOCK_UN = 8
 
 #: every operation flock(2) accepts: SH, EX or UN, optionally with NB.
 VALID_OPERATIONS = frozenset(
@@ -51,40 +52,16 @@ if sys.platform == "win32":
 else:
     from fcntl import flock as lock_fd  # Perl's numbers are the kernel's
 
-
-class _NotLoaded:
-    """Stands for PerlFile until perlcompat.perl.handle is imported."""
-
-
-#: PerlFile, for flock's fast path.  Neither module imports the other (``from
-#: perlcompat import flock`` alone stays cheap): whichever is imported second
-#: fills this in.
-_PerlFile: type = _NotLoaded
-_handle_module = sys.modules.get(__name__.rpartition(".")[0] + ".handle")
-if _handle_module is not None:
-    _PerlFile = _handle_module.PerlFile
-
 # pauses while polling for timeout= or a cooperative alarm
 _POLL_FIRST = 0.0005
 _POLL_MAX = 0.01
 
 
-def _flush(fh: object) -> None:
-    """Flush *fh*; a write error is remembered by a perlcompat handle, not raised."""
-    try:
-        fh.flush()  # type: ignore[attr-defined]
-    except OSError as exc:
-        if isinstance(exc, ValueError):  # io.UnsupportedOperation
-            raise
-        if type(getattr(fh, "_error", None)) is int:
-            fh._error = exc.errno or errno.EIO  # type: ignore[attr-defined]
-
-
 def _fileno(fh: object) -> int:
-    """Return *fh*'s descriptor after flushing it; raise OSError(EBADF) if it has none.
+    """Return the descriptor of *fh*, a descriptor or a file object (flushed first).
 
-    As Perl's ``(void)PerlIO_flush(fp)``, a failed flush does not stop the lock
-    operation; a perlcompat handle remembers the failure and ``close`` reports it.
+    OSError(EBADF) if it has none.  As Perl's ``(void)PerlIO_flush(fp)``, a
+    failed flush does not stop the lock operation.
     """
     if type(fh) is int:
         if not 0 <= fh <= 0x7FFFFFFF:
@@ -94,8 +71,14 @@ def _fileno(fh: object) -> int:
     if fileno is None:
         raise OSError(errno.EBADF, "not a file handle")
     try:
-        if getattr(fh, "flush", None) is not None:
-            _flush(fh)
+        flush = getattr(fh, "flush", None)
+        if flush is not None:
+            flush()
+    except ValueError:  # closed (io.UnsupportedOperation too)
+        raise OSError(errno.EBADF, "closed file handle") from None
+    except OSError as exc:  # not fatal, as in Perl; an ALRM handler's error propagates
+        reraise_foreign(exc)
+    try:
         fd = fileno()
     except ValueError:  # closed, or no descriptor (io.UnsupportedOperation)
         raise OSError(errno.EBADF, "closed file handle") from None
@@ -128,13 +111,9 @@ def flock(fh: object, operation: int, timeout: float | None = None) -> int:
     ):
         raise ValueError(f"flock timeout must be a number of seconds >= 0, not {timeout!r}")
     try:
-        if type(fh) is _PerlFile:  # the common case, without the getattr()s of _fileno
-            if fh._closed:  # type: ignore[attr-defined]
-                return fail(errno.EBADF)
-            if fh._wbuf or fh._rbuf:  # type: ignore[attr-defined]
-                _flush(fh)
-            fd = fh._fd  # type: ignore[attr-defined]
-        else:
+        try:  # a PerlFile, the common case: it flushes itself as Perl does
+            fd = fh.flushed_fileno()  # type: ignore[attr-defined]
+        except AttributeError:  # an fd or a Python file object
             fd = _fileno(fh)
         # (the middle test is _must_poll's common case, without the call)
         if (
@@ -150,7 +129,7 @@ def flock(fh: object, operation: int, timeout: float | None = None) -> int:
     except OSError as exc:
         reraise_foreign(exc)
         return fail_from(exc)
-    _tls.errno = 0
+    errno_state.errno = 0
     return 1
 
 

@@ -17,16 +17,12 @@ from __future__ import annotations
 
 import errno
 
+from .consts import LOCK_EX, LOCK_NB, LOCK_UN
 from .errno import strerror
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
-
-LOCK_SH = 1
-LOCK_EX = 2
-LOCK_NB = 4
-LOCK_UN = 8
 
 _locker: Any = None
 

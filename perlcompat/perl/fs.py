@@ -37,26 +37,23 @@ def mkdir(path: PathArg, mode: int = 0o777) -> int:
     """
     if type(mode) is not int or not 0 <= mode <= 0o177777:
         raise ValueError(f"mkdir mode must be permission bits like 0o755, not {mode!r}")
-    try:
-        os.mkdir(path, mode)
-    except OSError as exc:
-        return fail_from(exc)
-    return 1
+    return _perl_call(os.mkdir, path, mode)
 
 
 def rmdir(path: PathArg) -> int:
     """Remove an empty directory: 1, or 0 with ``OS_ERROR`` set."""
-    try:
-        os.rmdir(path)
-    except OSError as exc:
-        return fail_from(exc)
-    return 1
+    return _perl_call(os.rmdir, path)
 
 
 def rename(old: PathArg, new: PathArg) -> int:
     """Rename *old* to *new*, replacing *new* as POSIX rename(2) does: 1, or 0."""
+    return _perl_call(os.replace, old, new)
+
+
+def _perl_call(call: Callable[..., object], *args: object) -> int:
+    """Run one system call the Perl way: 1, or 0 with ``OS_ERROR`` set from its OSError."""
     try:
-        os.replace(old, new)
+        call(*args)
     except OSError as exc:
         return fail_from(exc)
     return 1
@@ -70,13 +67,9 @@ def _each(paths: tuple[PathArg, ...], change: Callable[[PathArg], object]) -> in
     done = 0
     for path in paths:
         try:
-            change(path)
-        except OSError as exc:
-            fail_from(exc)
+            done += _perl_call(change, path)
         except (OverflowError, ValueError):
             fail(errno.EINVAL)
-        else:
-            done += 1
     return done
 
 
@@ -101,12 +94,9 @@ def chown(uid: int, gid: int, *paths: PathArg) -> int:
 def symlink(old: PathArg, new: PathArg) -> int:
     """Create symbolic link *new* pointing to *old* (``symlink($$, $lock)``): 1, or 0."""
     try:
-        os.symlink(os.fspath(old) if not isinstance(old, int) else str(old), new)
-    except OSError as exc:
-        return fail_from(exc)
+        return _perl_call(os.symlink, os.fspath(old) if not isinstance(old, int) else str(old), new)
     except NotImplementedError:
         return fail(errno.ENOSYS)
-    return 1
 
 
 def readlink(path: str | os.PathLike[str]) -> str | None:
@@ -240,29 +230,6 @@ def filetest(op: str, target: object) -> int | float | None:
 _TESTS = ("-e", "-f", "-d", "-l", "-r", "-w", "-x", "-s", "-z", "-M", "-A", "-C")
 
 
-#: Perl's sleep and alarm take a C int: from 2**31 seconds on they fail with EINVAL
-MAX_SECONDS = 2**31
-
-
-def out_of_range(name: str, seconds: float) -> bool:
-    """Check *seconds* for ``sleep``/``alarm``: True (with a RuntimeWarning) if Perl refuses it.
-
-    Negative, infinite or >= 2**31 seconds: Perl warns and fails with EINVAL,
-    so the caller returns Perl's value with ``$!`` = EINVAL.  A non-number or NaN
-    (which Perl would silently take as 0) raises ValueError.
-    """
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds != seconds:
-        raise ValueError(f"{name} needs a number of seconds, not {seconds!r}")
-    if 0 <= seconds < MAX_SECONDS:
-        return False
-    import warnings
-
-    what = "negative argument" if seconds < 0 else "argument too large"
-    warnings.warn(f"{name}() with {what} ({seconds!r})", RuntimeWarning, stacklevel=3)
-    set_errno(errno.EINVAL)
-    return True
-
-
 def sleep(seconds: float) -> int:
     """Sleep *seconds* (fractions allowed); return the whole seconds slept, as Perl does.
 
@@ -270,11 +237,11 @@ def sleep(seconds: float) -> int:
     Perl, negative, infinite or huge (>= 2**31) *seconds* return 0 at once with
     ``OS_ERROR`` = EINVAL and a RuntimeWarning; a non-number or NaN raises ValueError.
     """
-    if out_of_range("sleep", seconds):
-        return 0
-    import time
+    from .clock import out_of_range, pause
 
-    from .clock import pause
+    if out_of_range("sleep", seconds):
+        return fail(errno.EINVAL)
+    import time
 
     start = time.monotonic()
     pause(seconds)

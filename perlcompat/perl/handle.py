@@ -42,7 +42,8 @@ import os
 import sys
 import warnings
 
-from .errno import _tls, fail, fail_from, reraise_foreign
+from .consts import SEEK_CUR, SEEK_END, SEEK_SET
+from .errno import errno_state, fail, fail_from, reraise_foreign
 
 
 def _perlqq(exc: UnicodeError) -> tuple[bytes, int]:
@@ -74,10 +75,6 @@ if TYPE_CHECKING:
     from typing import NoReturn, Union
 
     Data = Union[str, bytes]
-
-SEEK_SET = 0
-SEEK_CUR = 1
-SEEK_END = 2
 
 _BUFSIZE = 8192
 #: the positions an off_t holds: beyond them seek and truncate fail with EINVAL, as in Perl
@@ -181,14 +178,27 @@ class PerlFile:
         crlf: bool = _DEFAULT_CRLF,
     ) -> None:
         _flags, readable, writable, append = _MODES[mode]
+        self._setup(fd, name, mode, readable, writable, append, text, encoding, crlf)
+        self._pos = -1  # unknown until asked: the fd may not be at 0
+
+    def _setup(
+        self,
+        fd: int,
+        name: str,
+        mode: str,
+        readable: bool,
+        writable: bool,
+        append: bool,
+        text: bool,
+        encoding: str,
+        crlf: bool,
+    ) -> None:
+        """Set every field of a new handle at offset 0 (``open_`` skips ``__init__``)."""
         self._fd = fd
         self.name = name
         self.mode = mode
-        self._readable = readable
-        self._writable = writable
-        self._append = append
-        self._closed = False
-        self._eof = False
+        self._readable, self._writable, self._append = readable, writable, append
+        self._closed = self._eof = False
         self._error = 0
         self._text = text
         self._encoding = encoding
@@ -196,7 +206,7 @@ class PerlFile:
         self._rbuf = b""
         self._rpos = 0
         self._wbuf: list[bytes] = []
-        self._pos = -1  # unknown until asked: the fd may not be at 0
+        self._pos = 0
 
     #: the codec error handler: any bytes survive a text round trip
     _errors = "surrogateescape"
@@ -347,7 +357,7 @@ class PerlFile:
                 line = self._readline_bytes()
             except OSError as exc:
                 reraise_foreign(exc)  # an ALRM handler's error propagates
-                self._error = _tls.errno = exc.errno or errno.EIO
+                self._error = errno_state.errno = exc.errno or errno.EIO
                 return None
         if size is not None and 0 <= size < len(line):
             # keep the rest of the line buffered for the next read
@@ -383,7 +393,7 @@ class PerlFile:
         """
         if self._closed:
             _warn_closed(self, "read", 2)
-            _tls.errno = errno.EBADF
+            errno_state.errno = errno.EBADF
             return None
         if not self._readable:
             self._unreadable()
@@ -488,10 +498,40 @@ class PerlFile:
     def flush(self) -> None:
         """Write out buffered data and drop read-ahead, as PerlIO's flush does."""
         self._check()
+        self._flush()
+
+    def _flush(self) -> None:
+        """PerlIO's flush of an open handle (``seek`` inlines it, on the hot path)."""
         if self._wbuf:
             self._flush_write()
         if self._rbuf:
             self._drop_read()
+
+    def _flush_remembered(self) -> OSError | None:
+        """Flush an open handle as Perl's ``(void)PerlIO_flush``: a failure is returned, not raised.
+
+        The handle's error flag remembers it (``close`` reports it); an ALRM
+        handler's exception propagates.
+        """
+        try:
+            self._flush()
+        except OSError as exc:
+            reraise_foreign(exc)
+            self._error = exc.errno or errno.EIO
+            return exc
+        return None
+
+    def flushed_fileno(self) -> int:
+        """Flush as Perl's ``flock`` does, then return the descriptor; OSError(EBADF) if closed.
+
+        The interface ``flock`` uses: a failed flush does not stop it (the error
+        flag remembers the failure, ``close`` reports it).
+        """
+        if self._closed:
+            raise OSError(errno.EBADF, "closed file handle")
+        if self._wbuf or self._rbuf:
+            self._flush_remembered()
+        return self._fd
 
     # -- positioning -----------------------------------------------------
     def seek(self, offset: int, whence: int = SEEK_SET) -> int:
@@ -499,10 +539,7 @@ class PerlFile:
         self._check()
         if whence not in (0, 1, 2):
             raise OSError(errno.EINVAL, "Invalid argument")
-        if self._wbuf:
-            self._flush_write()
-        if self._rbuf:
-            self._drop_read()
+        self._flush()
         position = self._pos = _lseek(self._fd, offset, whence)
         self._eof = False
         return position
@@ -608,10 +645,6 @@ class PerlFile:
 
 
 io.IOBase.register(PerlFile)
-
-_flock_module = sys.modules.get(__name__.rpartition(".")[0] + ".flock")
-if _flock_module is not None:  # flock's fast path (see perl.flock._PerlFile)
-    _flock_module._PerlFile = PerlFile  # type: ignore[attr-defined]
 
 
 # -- layers ------------------------------------------------------------------
@@ -774,21 +807,9 @@ def open_(mode: str, path: str | os.PathLike[str] | None = None) -> PerlFile:
             fail_from(exc)
         except ValueError:  # a NUL in the name: Perl's open gives 0 with ENOENT
             fail(errno.ENOENT)
-    # PerlFile.__init__ inlined: this is on every CGI request's path
+    # without PerlFile.__init__'s keyword call and mode lookup: this is on every CGI request's path
     fh: PerlFile = _new_handle(PerlFile)
-    fh._fd = fd
-    fh.name = name
-    fh.mode = mode_
-    fh._readable, fh._writable, fh._append = readable, writable, append
-    fh._closed = fh._eof = False
-    fh._error = 0
-    fh._text = text
-    fh._encoding = encoding
-    fh._crlf = crlf
-    fh._rbuf = b""
-    fh._rpos = 0
-    fh._wbuf = []
-    fh._pos = 0  # a new descriptor starts at 0
+    fh._setup(fd, name, mode_, readable, writable, append, text, encoding, crlf)
     if fd < 0:  # the open failed: a closed handle, false ($! is set)
         fh._closed = fh._eof = True
         fh._pos = -1
@@ -799,7 +820,7 @@ def open_(mode: str, path: str | os.PathLike[str] | None = None) -> PerlFile:
             fh._pos = _lseek(fd, 0, SEEK_END)  # Perl reports the end as the position
         except OSError:  # a pipe or terminal: no position
             pass
-    _tls.errno = 0
+    errno_state.errno = 0
     return fh
 
 
@@ -891,18 +912,15 @@ def printf(fh: PerlFile, fmt: str, *args: object) -> int:
 
 def seek(fh: PerlFile, position: int, whence: int = SEEK_SET) -> int:
     """Perl's ``seek``: 1 on success (even at position 0), else 0 with ``OS_ERROR`` set."""
-    if type(fh) is PerlFile:
-        if fh._closed:
-            _warn_closed(fh, "seek", 2)
-            return fail(errno.EBADF)
-        if (
-            type(position) is not int
-            or whence not in (0, 1, 2)
-            or not _MIN_OFF <= position <= _MAX_OFF
-        ):
-            return fail(errno.EINVAL)  # (beyond off_t: Perl's lseek gets EINVAL too)
+    perl_file = type(fh) is PerlFile
+    if perl_file and fh._closed:
+        _warn_closed(fh, "seek", 2)
+        return fail(errno.EBADF)
+    if type(position) is not int or whence not in (0, 1, 2) or not _MIN_OFF <= position <= _MAX_OFF:
+        return fail(errno.EINVAL)  # (beyond off_t: Perl's lseek gets EINVAL too)
+    if perl_file:
         try:
-            if fh._wbuf:
+            if fh._wbuf:  # (PerlFile._flush, inlined)
                 fh._flush_write()
             if fh._rbuf:
                 fh._drop_read()
@@ -911,8 +929,6 @@ def seek(fh: PerlFile, position: int, whence: int = SEEK_SET) -> int:
             return fail_from(exc)
         fh._eof = False
         return 1
-    if type(position) is not int or whence not in (0, 1, 2) or not _MIN_OFF <= position <= _MAX_OFF:
-        return fail(errno.EINVAL)
     try:
         fh.seek(position, whence)
     except (ValueError, AttributeError):
@@ -962,17 +978,16 @@ def truncate(fh: PerlFile | int | str | os.PathLike[str], length: int) -> int:
     A handle is flushed first (Perl does too); a read-only handle fails with the
     kernel's errno (EINVAL on Linux).
     """
+    bad_length = type(length) is not int or not 0 <= length <= _MAX_OFF  # (off_t: as Perl)
     if type(fh) is PerlFile and not fh._closed:
         fd = fh._fd
-        _tls.errno = 0  # as Perl's: $! is cleared, then says why a flush failed
+        errno_state.errno = 0  # as Perl's: $! is cleared, then says why a flush failed
         if fh._wbuf or fh._rbuf:
-            try:
-                fh.flush()
-            except OSError as exc:  # as Perl, cut anyway; $! says why, close reports it too
-                fh._error = exc.errno or errno.EIO
-                fail_from(exc)
+            failed = fh._flush_remembered()
+            if failed is not None:  # as Perl, cut anyway; $! says why, close reports it too
+                fail_from(failed)
     elif isinstance(fh, (str, bytes, os.PathLike)):
-        if type(length) is not int or not 0 <= length <= _MAX_OFF:
+        if bad_length:
             return fail(errno.EINVAL)
         try:
             os.truncate(fh, length)
@@ -990,7 +1005,7 @@ def truncate(fh: PerlFile | int | str | os.PathLike[str], length: int) -> int:
             return fail(errno.EBADF)
         except OSError as exc:
             return fail_from(exc)
-    if type(length) is not int or not 0 <= length <= _MAX_OFF:
+    if bad_length:
         return fail(errno.EINVAL)  # (beyond off_t: EINVAL, as Perl gives)
     try:
         _ftruncate(fd, length)
@@ -1069,11 +1084,11 @@ def readline(fh: PerlFile) -> Data | None:
             return None
         if not fh._readable:
             fh._error = errno.EBADF
-            _tls.errno = errno.EBADF
+            errno_state.errno = errno.EBADF
             return None
     try:
         line: Data | None = fh.readline()
     except (ValueError, AttributeError):  # closed or not a handle (UnsupportedOperation too)
-        _tls.errno = errno.EBADF
+        errno_state.errno = errno.EBADF
         return None
     return line or None

@@ -204,17 +204,41 @@ def _sjis_encode(char: str) -> bytes | None:
     return None
 
 
-# -- EUC-JP ------------------------------------------------------------------
-def _s2e(code: bytes) -> bytes:
-    from ..jcode import _s2e as s2e
-
-    return s2e(code)
+#: jcode.pl's $undef_sjis (geta), for X 0212 characters in Shift_JIS
+GETA = b"\x81\xac"
 
 
-def _e2s(code: bytes) -> bytes:
-    from ..jcode import _e2s as e2s
+# -- EUC-JP: jcode.pl's two-byte arithmetic (perlcompat.jcode uses it too) -----
+def s2e(code: bytes) -> bytes:
+    """One Shift_JIS character (or half-width kana byte) as EUC-JP, jcode.pl's arithmetic."""
+    c1 = code[0]
+    if 0xA1 <= c1 <= 0xDF:
+        return bytes((0x8E, c1))
+    c2 = code[1]
+    if c2 >= 0x9F:
+        c1 = c1 * 2 - (0xE0 if c1 >= 0xE0 else 0x60)
+        c2 += 2
+    else:
+        c1 = c1 * 2 - (0xE1 if c1 >= 0xE0 else 0x61)
+        c2 += 0x60 + (c2 < 0x7F)
+    return bytes((c1 & 0xFF, c2 & 0xFF))
 
-    return e2s(code)
+
+def e2s(code: bytes) -> bytes:
+    """One EUC-JP character as Shift_JIS (X 0212 -> geta), jcode.pl's arithmetic."""
+    c1 = code[0]
+    if c1 == 0x8E:
+        return code[1:2]
+    if c1 == 0x8F:
+        return GETA
+    c2 = code[1]
+    if c1 % 2:
+        c1 = (c1 >> 1) + (0x31 if c1 < 0xDF else 0x71)
+        c2 -= 0x60 + (c2 < 0xE0)
+    else:
+        c1 = (c1 >> 1) + (0x30 if c1 < 0xDF else 0x70)
+        c2 -= 2
+    return bytes((c1 & 0xFF, c2 & 0xFF))
 
 
 def _euc_decode(token: bytes) -> str | None:
@@ -226,7 +250,7 @@ def _euc_decode(token: bytes) -> str | None:
         pass
     if len(token) == 2 and token[0] >= 0xA1:  # CP51932: NEC row 13, NEC-selected IBM rows
         try:
-            return _e2s(token).decode("cp932")
+            return e2s(token).decode("cp932")
         except UnicodeDecodeError:
             return None
     return None
@@ -242,7 +266,7 @@ def _euc_encode(char: str) -> bytes | None:
     except UnicodeEncodeError:
         return None
     if len(sjis) == 2 and sjis[0] < 0xF0:
-        return _s2e(sjis)
+        return s2e(sjis)
     return None
 
 

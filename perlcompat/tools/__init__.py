@@ -1,1 +1,11 @@
-"""TODO."""
+"""The tools behind the ``perlcompat`` command; the runtime a port imports never loads them.
+
+- ``cli``: the ``perlcompat`` command: ``--version``, ``--help`` and the subcommand table.
+- ``demo``: ``perlcompat demo``: concurrent writers for every idiom, and what each lost.
+- ``locks_cli``: ``perlcompat locks DIR``: list the locks in a directory, break stale ones.
+- ``audit/``: ``perlcompat audit PATH...``: the unsafe locking idioms in Perl scripts.
+
+Imports: a tool may import anything (the stdlib, ``perl/``, ``locks/``, other tools);
+nothing in ``perl/`` or ``locks/`` (nor ``import perlcompat``) imports ``tools``.
+argparse and each subcommand's module load only when that subcommand runs.
+"""

@@ -13,7 +13,7 @@ import sys
 #: subcommand -> (module, one-line help).  Each module has ``main(argv) -> int``.
 COMMANDS = {
     "demo": ("tools.demo", "run concurrent writers for every idiom and print what each lost"),
-    "audit": ("tools.audit.scan", "report unsafe locking idioms in Perl scripts"),
+    "audit": ("tools.audit.command", "report unsafe locking idioms in Perl scripts"),
     "locks": ("tools.locks_cli", "list the locks in a directory; --break-stale removes stale ones"),
 }
 

@@ -1,13 +1,13 @@
 """``perlcompat locks DIR``: the locks in a directory, who holds them, and stale-lock removal.
 
-Each entry of DIR is classified by ``locks.api.find_locks`` (mkdir directory,
+Each entry of DIR is classified by ``locks.contract.find_locks`` (mkdir directory,
 symlink, rename marker, O_EXCL file, flock lock file, TOP?LOCK file) and
 described by its method's ``Backend.describe()``: holder pid and host where the
 lock records them, whether that holder is alive (``None`` when it cannot be
 told: no pid, another host or pid namespace, Windows; ``judged`` says which,
 e.g. ``"age only: another pid namespace"``), and the lock's age.  A flock lock
 file nobody holds is not a lock and is not listed.  Looking takes no lock anyone
-can see (flock holders come from /proc/locks, see ``locks.methods.flock.held``).
+can see (flock holders come from /proc/locks, see ``locks.methods.flock.is_flocked``).
 
 An entry that cannot be read (a directory that cannot be listed, a file that
 cannot be opened, so whether it is a lock cannot be told) is listed with
@@ -141,15 +141,14 @@ def survey(
     With *lock_path*, *directory* is one lock's path (any method), judged and
     broken under ``lock()``'s rules, proof of a lock not required.
     """
-    from ..locks.api import detect_method, find_locks
+    from ..locks.contract import detect, find_locks, lock_of, parts
 
     rows: list[dict[str, Any]] = []
     seen: set[str] = set()
     if lock_path:
         path = os.path.abspath(directory)
-        if path.endswith(".locked") and detect_method(path[: -len(".locked")]) == "rename":
-            path = path[: -len(".locked")]
-        method = detect_method(path)
+        path = lock_of(path) or path  # a held rename marker names its lock
+        method = detect(path)
         if method is None:
             if not os.path.lexists(path):
                 raise FileNotFoundError(errno.ENOENT, "no such lock", directory)
@@ -163,7 +162,7 @@ def survey(
     else:
         found = find_locks(directory)
     for path, method in found:
-        seen.update((path, path + ".locked", path + ".owner", path + ".breaker"))
+        seen.update((path, *parts(path)))
         row = {"name": os.path.basename(path), "path": path, "method": method}
         try:
             lock = _lock_for(path, method, stale)
@@ -197,10 +196,8 @@ def survey(
         return rows
     for name in os.listdir(directory):
         path = os.path.abspath(os.path.join(directory, name))
-        if path in seen or name.endswith(".breaker"):
-            continue
-        if name.endswith(".owner") and not os.path.lexists(path[: -len(".owner")]):
-            continue  # a released mkdir lock's owner file
+        if path in seen or lock_of(path) is not None:
+            continue  # a piece of a lock (a released mkdir lock's owner file, a breaker file)
         problem = unreadable(path)
         if problem:
             row = {"name": name, "path": path, "method": None, "pid": None, "host": None}

@@ -26,6 +26,7 @@ import time
 from errno import EPERM
 
 from .. import owner as _owner
+from ..contract import register
 from ..stale import (
     O_BINARY,
     O_CLOEXEC,
@@ -51,7 +52,12 @@ if TYPE_CHECKING:
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_BINARY
 
 
-class Backend(StaleBackend):
+#: how much of a file ``detect`` reads for a record.
+DETECT_LIMIT = 65536
+
+
+@register
+class ExclBackend(StaleBackend):
     """A file created with O_EXCL at ``path``, the holder's record inside."""
 
     method = "excl"
@@ -85,7 +91,7 @@ class Backend(StaleBackend):
         return True
 
     def _still_mine(self, st: os.stat_result, mine: os.stat_result) -> bool:
-        return self._record_is_ours(st, mine, self.path, "excl")
+        return self._record_is_ours(st, mine, self.path, self.method)
 
     def _undo(self) -> None:
         retry_busy(os.unlink, self.path)
@@ -93,7 +99,7 @@ class Backend(StaleBackend):
     def _check(self, st: os.stat_result) -> None:
         if not stat_module.S_ISREG(st.st_mode):
             raise kind_error(self.path, st, "regular file")
-        problem = links_error(self.path, st, "excl")
+        problem = links_error(self.path, st, self.method)
         if problem is not None:
             raise problem
         if (  # an empty file proves nothing once its maker had time to write its record
@@ -102,17 +108,27 @@ class Backend(StaleBackend):
             and time.time() - st.st_mtime > OTHERS_EMPTY_GRACE
         ):
             raise not_a_lock(
-                self.path, "excl", f"is empty, belongs to uid {st.st_uid}, and we are root", EPERM
+                self.path,
+                self.method,
+                f"is empty, belongs to uid {st.st_uid}, and we are root",
+                EPERM,
             )
         if st.st_size:
             data = read_same(self.path, st)
-            if data is not None and not is_record(data, "excl"):
+            if data is not None and not is_record(data, self.method):
                 raise not_a_lock(
-                    self.path, "excl", f"holds {st.st_size} bytes that are not a lock record"
+                    self.path, self.method, f"holds {st.st_size} bytes that are not a lock record"
                 )
 
     def _owner(self, st: os.stat_result) -> Owner:
-        return _owner.owner_of(_owner.parse(read_small(self.path) or b"", "excl"))
+        return _owner.owner_of(_owner.parse(read_small(self.path) or b"", self.method))
+
+    @classmethod
+    def detect(cls, path: str, st: os.stat_result | None) -> bool:
+        """A regular file holding an excl owner record is an excl lock."""
+        if st is None or not stat_module.S_ISREG(st.st_mode):
+            return False
+        return _owner.parse(read_small(path, DETECT_LIMIT) or b"", cls.method) is not None
 
     def _remove(self, st: os.stat_result) -> bool:
         return remove_same(self.path, st)

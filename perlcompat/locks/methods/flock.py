@@ -36,10 +36,11 @@ import stat as stat_module
 import sys
 import time
 
-from ...perl.flock import LOCK_EX, LOCK_NB, LOCK_SH, LOCK_UN, lock_fd
+from ...perl.consts import LOCK_EX, LOCK_NB, LOCK_SH, LOCK_UN
+from ...perl.flock import lock_fd
 from ...perl.fsinfo import check_flock
 from .. import owner as _owner
-from ..api import Backend as _Base
+from ..contract import Backend, register
 from ..stale import (
     O_BINARY,
     O_CLOEXEC,
@@ -48,6 +49,7 @@ from ..stale import (
     kind_error,
     lstat,
     open_error,
+    read_small,
 )
 
 TYPE_CHECKING = False
@@ -55,14 +57,18 @@ if TYPE_CHECKING:
     from typing import Any
 
 #: O_NONBLOCK: opening a FIFO planted at the path must not block.
+#: how much of a file ``detect`` reads for a record.
+DETECT_LIMIT = 65536
 _OPEN = O_NOFOLLOW | O_CLOEXEC | O_BINARY | O_NONBLOCK
 _CREATE = os.O_RDWR | os.O_CREAT | os.O_EXCL | _OPEN
 
 
-class Backend(_Base):
+@register
+class FlockBackend(Backend):
     """A lock file at ``path`` held with flock (LOCK_EX, or LOCK_SH when shared)."""
 
     method = "flock"
+    catch_all = True
     can_share = True
 
     def __init__(self, path: str, *, stale: float, shared: bool = False) -> None:
@@ -132,11 +138,23 @@ class Backend(_Base):
         """The descriptor that holds the flock while held, else None."""
         return self._fd
 
-    def _forget(self) -> None:
+    def forget(self) -> None:
         """Close our descriptor in a forked child without unlocking the parent's flock."""
         fd, self._fd = self._fd, None
         if fd is not None:
             os.close(fd)
+
+    @classmethod
+    def detect(cls, path: str, st: os.stat_result | None) -> bool:
+        """Any regular file without another method's record: anything can be flocked.
+
+        Perl's ``open(LOCK, "> f")`` makes an empty one; a data file flocked in
+        place is one too.  It is never broken: it is a lock only while held.
+        """
+        if st is None or not stat_module.S_ISREG(st.st_mode):
+            return False
+        record = _owner.parse(read_small(path, DETECT_LIMIT) or b"")
+        return record is None or record["kind"] == cls.method
 
     def describe(self) -> dict[str, Any] | None:
         """Describe the lock (None if the file is absent or nobody holds its flock)."""
@@ -146,7 +164,7 @@ class Backend(_Base):
         if not stat_module.S_ISREG(st.st_mode):
             raise kind_error(self.path, st, "regular file")
         pids = flock_holders(st)
-        if not (held(self.path) if pids is None else pids):
+        if not (is_flocked(self.path) if pids is None else pids):
             return None
         pid = pids[0] or None if pids else None  # pid 0: outside our pid namespace
         ticks = _owner.start_time(pid) if pid else None
@@ -161,7 +179,7 @@ class Backend(_Base):
         }
 
 
-def held(path: str) -> bool:
+def is_flocked(path: str) -> bool:
     """True if some process holds a flock (shared or exclusive) on the file at *path*.
 
     Looks without locking (:func:`flock_holders`) where the system says who

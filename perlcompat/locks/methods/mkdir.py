@@ -37,6 +37,7 @@ import os
 import stat as stat_module
 
 from .. import owner as _owner
+from ..contract import register
 from ..stale import (
     O_BINARY,
     O_CLOEXEC,
@@ -90,7 +91,8 @@ def _empty_dir(path: str) -> bool:
         return True  # unreadable (mode 0733): only rmdir can tell, and it refuses a full one
 
 
-class Backend(StaleBackend):
+@register
+class MkdirBackend(StaleBackend):
     """A lock directory at ``path`` (mode 0755 like seed 003), owner file beside it."""
 
     method = "mkdir"
@@ -117,12 +119,12 @@ class Backend(StaleBackend):
         if st is None:
             return False  # removed at once by someone else (seed 003's racy stale check)
         self._token = _owner.nonce()
-        self._sign(_owner.record("mkdir", dir=_tag(st), token=self._token))
+        self._sign(_owner.record(self.method, dir=_tag(st), token=self._token))
         self._mine = st
         return True
 
     def _still_mine(self, st: os.stat_result, mine: os.stat_result) -> bool:
-        return self._record_is_ours(st, mine, self.owner_path, "mkdir")
+        return self._record_is_ours(st, mine, self.owner_path, self.method)
 
     def _undo(self) -> None:
         self._unsign()
@@ -131,10 +133,38 @@ class Backend(StaleBackend):
     def _after_release(self) -> None:
         self._close_owner()
 
-    def _forget(self) -> None:
+    def forget(self) -> None:
         """In a forked child: drop the parent's hold without touching the directory."""
         self._mine = None
         self._close_owner()
+
+    # -- on disk -----------------------------------------------------------
+    @classmethod
+    def detect(cls, path: str, st: os.stat_result | None) -> bool:
+        """An *empty* directory is an mkdir lock (a lock directory stays empty)."""
+        if st is None or not stat_module.S_ISDIR(st.st_mode):
+            return False
+        try:
+            return not os.listdir(path)
+        except OSError:
+            return False
+
+    @classmethod
+    def part_of(cls, path: str) -> str | None:
+        """The lock whose owner file *path* is (blank or an mkdir record), else None."""
+        if not path.endswith(OWNER_SUFFIX) or len(path) == len(OWNER_SUFFIX):
+            return None
+        st = lstat(path)
+        if st is None or not stat_module.S_ISREG(st.st_mode) or not st.st_size:
+            return None  # an empty file is anybody's (a flock lock file, perhaps)
+        if not is_owner_file(read_small(path)):
+            return None
+        return path[: -len(OWNER_SUFFIX)]
+
+    @classmethod
+    def parts(cls, path: str) -> tuple[str, ...]:
+        """The owner file and the breaker file beside the lock *path*."""
+        return (path + OWNER_SUFFIX, *super().parts(path))
 
     # -- owner file --------------------------------------------------------
     def _sign(self, text: str) -> None:
@@ -209,11 +239,11 @@ class Backend(StaleBackend):
             raise kind_error(self.path, st, "directory")
         if not _empty_dir(self.path):
             raise not_a_lock(
-                self.path, "mkdir", "is a directory that is not empty", errno.ENOTEMPTY
+                self.path, self.method, "is a directory that is not empty", errno.ENOTEMPTY
             )
 
     def _owner(self, st: os.stat_result) -> Owner:
-        fields = _owner.parse(read_small(self.owner_path) or b"", "mkdir")
+        fields = _owner.parse(read_small(self.owner_path) or b"", self.method)
         if fields is None or fields.get("dir") != _tag(st):
             return None, None, None
         return _owner.owner_of(fields)

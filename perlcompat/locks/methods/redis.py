@@ -106,7 +106,7 @@ import errno
 import os
 import time
 
-from .. import api as _api
+from ..contract import Backend, register
 
 try:
     import redis
@@ -675,11 +675,14 @@ def _errno_of(exc: Exception) -> int:
     return _cause_errno(exc) or errno.EIO
 
 
-class Backend(_api.Backend):
+@register
+class RedisBackend(Backend):
     """A lease on ``perlcompat:lock:NAME`` in one Redis server (see the module docstring)."""
 
     method: ClassVar[str] = "redis"
     options: ClassVar[tuple[str, ...]] = ("url",)
+    supports_extend: ClassVar[bool] = True
+    waits_for_release: ClassVar[bool] = True
     #: longest single block in ``wait_for_release``, in seconds.
     WAIT_CAP: ClassVar[float] = 0.5
 
@@ -775,7 +778,7 @@ class Backend(_api.Backend):
         """The fencing token of our current hold (grows with every grant), else None."""
         return self._fence if self._value is not None else None
 
-    def _forget(self) -> None:
+    def forget(self) -> None:
         """In a forked child: the parent's hold is not ours; drop it without releasing."""
         self._value = None
         self._fence = None

@@ -38,6 +38,7 @@ import time
 
 from ...perl.fsinfo import check_method
 from .. import owner as _owner
+from ..contract import register
 from ..stale import (
     O_BINARY,
     O_CLOEXEC,
@@ -83,7 +84,8 @@ def _marker_problem(path: str, st: os.stat_result, *, free: bool) -> OSError | N
     return problem
 
 
-class Backend(StaleBackend):
+@register
+class RenameBackend(StaleBackend):
     """A marker file at ``path``, renamed to ``held`` while the lock is held."""
 
     method = "rename"
@@ -162,9 +164,9 @@ class Backend(StaleBackend):
             data = read_same(path, st)
             if data is None:
                 return False
-            if not is_record(data, "rename"):
+            if not is_record(data, self.method):
                 raise not_a_lock(
-                    path, "rename", f"holds {st.st_size} bytes that are not a lock record"
+                    path, self.method, f"holds {st.st_size} bytes that are not a lock record"
                 )
         return True
 
@@ -211,9 +213,9 @@ class Backend(StaleBackend):
                 judged.st_ino,
                 judged.st_size,
             )
-            if problem is None and not (data == b"" or is_record(data, "rename")):
+            if problem is None and not (data == b"" or is_record(data, self.method)):
                 problem = not_a_lock(
-                    self.path, "rename", f"holds {st.st_size} bytes that are not a lock record"
+                    self.path, self.method, f"holds {st.st_size} bytes that are not a lock record"
                 )
         except BaseException:
             os.close(marker)
@@ -244,7 +246,7 @@ class Backend(StaleBackend):
         return self.held
 
     def _still_mine(self, st: os.stat_result, mine: os.stat_result) -> bool:
-        return self._record_is_ours(st, mine, self.held, "rename")
+        return self._record_is_ours(st, mine, self.held, self.method)
 
     def _undo(self) -> None:
         """Empty the marker and rename it back to the free name."""
@@ -276,6 +278,31 @@ class Backend(StaleBackend):
             os.close(marker)
         return True
 
+    # -- on disk -----------------------------------------------------------
+    @classmethod
+    def detect(cls, path: str, st: os.stat_result | None) -> bool:
+        """A missing *path* whose ``<path>.locked`` is a marker (empty, or a record) is held."""
+        if st is not None:
+            return False  # a free marker is no lock
+        held = path + HELD_SUFFIX
+        twin = lstat(held)
+        if twin is None or not stat_module.S_ISREG(twin.st_mode):
+            return False
+        return not twin.st_size or is_record(read_small(held), cls.method)
+
+    @classmethod
+    def part_of(cls, path: str) -> str | None:
+        """The held rename lock whose marker *path* (``<lock>.locked``) is, else None."""
+        if not path.endswith(HELD_SUFFIX) or len(path) == len(HELD_SUFFIX):
+            return None
+        lock = path[: -len(HELD_SUFFIX)]
+        return lock if cls.detect(lock, lstat(lock)) else None
+
+    @classmethod
+    def parts(cls, path: str) -> tuple[str, ...]:
+        """The held marker and the breaker file beside the lock *path*."""
+        return (path + HELD_SUFFIX, *super().parts(path))
+
     # -- stale hooks -------------------------------------------------------
     def _lstat(self) -> os.stat_result | None:
         return lstat(self.held)
@@ -302,7 +329,7 @@ class Backend(StaleBackend):
     def _owner(self, st: os.stat_result) -> Owner:
         if st.st_ctime_ns > st.st_mtime_ns:
             return None, None, None  # renamed since the record was written: not this hold's
-        return _owner.owner_of(_owner.parse(read_small(self.held) or b"", "rename"))
+        return _owner.owner_of(_owner.parse(read_small(self.held) or b"", self.method))
 
     def _remove(self, st: os.stat_result) -> bool:
         if lstat(self.path) is not None:  # a marker at the free name too: never rename onto it

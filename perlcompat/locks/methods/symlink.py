@@ -32,6 +32,7 @@ import sys
 
 from ...perl.fsinfo import is_shared
 from .. import owner as _owner
+from ..contract import register
 from ..stale import StaleBackend, busy, kind_error, lstat, remove_same
 
 TYPE_CHECKING = False
@@ -49,7 +50,8 @@ def _target(path: str) -> str | None:
         return None
 
 
-class Backend(StaleBackend):
+@register
+class SymlinkBackend(StaleBackend):
     """A symlink at ``path`` whose target is the holder's pid."""
 
     method = "symlink"
@@ -88,7 +90,7 @@ class Backend(StaleBackend):
             raise kind_error(self.path, st, "symlink")
         from ..stale import links_error  # (imported here: keeps the import block as it was)
 
-        problem = links_error(self.path, st, "symlink")  # a hard link to a symlink: not ours
+        problem = links_error(self.path, st, self.method)  # a hard link to a symlink: not ours
         if problem is not None:
             raise problem
 
@@ -99,6 +101,14 @@ class Backend(StaleBackend):
         if is_shared(st.st_dev):
             return pid, UNKNOWN_HOST, None  # any host may have made it: age only
         return pid, _owner.unnamed_host(), None
+
+    @classmethod
+    def detect(cls, path: str, st: os.stat_result | None) -> bool:
+        """A symlink to a pid or to ``"."`` or ``":"`` (seed 000's forms) is a symlink lock."""
+        if st is None or not stat_module.S_ISLNK(st.st_mode):
+            return False
+        target = _target(path)
+        return target is not None and (target.isdigit() or target in (".", ":"))
 
     def _remove(self, st: os.stat_result) -> bool:
         return remove_same(self.path, st)

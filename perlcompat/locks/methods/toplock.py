@@ -42,6 +42,7 @@ import time
 from ...perl.errno import fail, set_errno
 from ...perl.fsinfo import check_method
 from .. import owner as _owner
+from ..contract import register
 from ..stale import (
     O_BINARY,
     O_CLOEXEC,
@@ -117,6 +118,10 @@ def _groups(line: bytes, partial: bool) -> int:
     return len(items) // 2
 
 
+#: how much of a file ``detect`` reads.
+DETECT_LIMIT = 65536
+
+
 def is_toplock_data(data: bytes, complete: bool = True) -> bool:
     """True if *data* is nothing but TOP?LOCK request lines (``id<>time<>`` groups).
 
@@ -187,7 +192,8 @@ def _read_head(fd: int, limit: int = 4096) -> bytes:
     return read_at_zero(fd, limit)
 
 
-class Backend(StaleBackend):
+@register
+class ToplockBackend(StaleBackend):
     """A TOP?LOCK file at ``path``: held while our ``id<>time<>`` line is its first."""
 
     method = "toplock"
@@ -271,6 +277,18 @@ class Backend(StaleBackend):
         finally:
             unguard(fd)
 
+    # -- on disk -----------------------------------------------------------
+    @classmethod
+    def detect(cls, path: str, st: os.stat_result | None) -> bool:
+        """A regular file of nothing but ``id<>time<>`` lines is a TOP?LOCK file.
+
+        Seed 001's long numeric ids or ours, and epoch times (:func:`is_toplock_data`).
+        """
+        if st is None or not stat_module.S_ISREG(st.st_mode):
+            return False
+        data = read_small(path, DETECT_LIMIT)
+        return bool(data) and is_toplock_data(data or b"", complete=st.st_size <= len(data or b""))
+
     # -- stale hooks -------------------------------------------------------
     def _key(self, st: os.stat_result) -> Identity:
         return (st.st_dev, st.st_ino, 0, 0)
@@ -279,7 +297,7 @@ class Backend(StaleBackend):
         """Raise OSError unless the file *st* (head *data*; None: unknown) is a TOP?LOCK file."""
         if not stat_module.S_ISREG(st.st_mode):
             raise kind_error(self.path, st, "regular file")
-        problem = links_error(self.path, st, "toplock")
+        problem = links_error(self.path, st, self.method)
         if problem is not None:
             raise problem
         if not st.st_size and root_and_not_mine(st):  # an empty file proves nothing
@@ -287,13 +305,13 @@ class Backend(StaleBackend):
                 raise BlockingIOError(errno.EAGAIN, "a lock being made, perhaps")
             raise not_a_lock(
                 self.path,
-                "toplock",
+                self.method,
                 f"is empty, belongs to uid {st.st_uid}, and we are root",
                 errno.EPERM,
             )
         if data and not is_toplock_data(data, complete):
             raise not_a_lock(
-                self.path, "toplock", f"holds {st.st_size} bytes that are not TOP?LOCK lines"
+                self.path, self.method, f"holds {st.st_size} bytes that are not TOP?LOCK lines"
             )
 
     def _check(self, st: os.stat_result) -> None:
@@ -338,9 +356,9 @@ class Backend(StaleBackend):
         return unlink_quietly(self.path)
 
 
-def _toplock_backend(lock_: Lock) -> Backend:
+def _toplock_backend(lock_: Lock) -> ToplockBackend:
     backend = lock_.backend
-    if not isinstance(backend, Backend):
+    if not isinstance(backend, ToplockBackend):
         raise TypeError(f"{lock_!r} is not a toplock lock (method={lock_.method!r})")
     return backend
 

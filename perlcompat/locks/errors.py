@@ -1,0 +1,48 @@
+"""The lock errors: ``LockError`` (an ``OSError`` with errno set) and its subclasses.
+
+``lock()``/``unlock()`` turn them into Perl's 0 and ``$!``; ``Lock``,
+``Semaphore`` and ``replace_file`` raise them.  Each class's ``default_errno``
+is the ``$!`` it stands for.
+"""
+
+from __future__ import annotations
+
+import errno
+
+
+class LockError(OSError):
+    """A lock was not acquired within its patience (errno EWOULDBLOCK)."""
+
+    default_errno = errno.EWOULDBLOCK
+
+    def __init__(self, message: str, errno_: int | None = None) -> None:
+        number = self.default_errno if errno_ is None else errno_
+        super().__init__(number, message)
+
+
+class LockTimeout(LockError, TimeoutError):
+    """No lock within the patience: a ``LockError`` and a ``TimeoutError`` (errno EWOULDBLOCK)."""
+
+    default_errno = errno.EWOULDBLOCK
+
+
+class DuplicateLockError(LockError):
+    """This thread already holds that lock (errno EDEADLK)."""
+
+    default_errno = errno.EDEADLK
+
+
+class NotLockedError(LockError):
+    """Releasing a lock this object does not hold (errno ENOLCK)."""
+
+    default_errno = errno.ENOLCK
+
+
+#: flufl.lock's name for :class:`NotLockedError`.
+HasNotLockError = NotLockedError
+
+
+class ExpiredLockError(LockError):
+    """Released after its stale limit: someone may have broken it (errno ETIMEDOUT)."""
+
+    default_errno = errno.ETIMEDOUT

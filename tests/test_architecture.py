@@ -1,0 +1,171 @@
+"""The package's shape: three parts, imports that only go one way, no import circles.
+
+``perlcompat/perl/`` (the Perl built-ins a port calls) imports only the standard
+library and itself; ``perlcompat/locks/`` (the lock methods) adds ``perl/``;
+``perlcompat/tools/`` (the ``perlcompat`` command) may import anything, and nothing
+outside it imports it.  Every import counts, also one inside a function; only
+``if TYPE_CHECKING:`` blocks are left out.  The graph is read from the source with
+``ast``, so a lazy import that no test happens to run is checked too.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import perlcompat
+
+PACKAGE = Path(perlcompat.__file__).parent
+#: the public modules at the top (``perlcompat.jcode`` is jcode.pl's interface).
+TOP = {"perlcompat", "perlcompat.__main__", "perlcompat.jcode"}
+#: which parts each part may import (besides the standard library and third-party packages).
+ALLOWED = {
+    "perl": {"top", "perl"},
+    "locks": {"top", "perl", "locks"},
+    "tools": {"top", "perl", "locks", "tools"},
+    "top": {"top", "perl", "locks", "tools"},
+}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def part(name: str) -> str:
+    pieces = name.split(".")
+    if name in TOP or len(pieces) == 1:
+        return "top"
+    return pieces[1]
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
+    """perlcompat modules *name* imports anywhere outside ``if TYPE_CHECKING:``."""
+    is_package = path.name == "__init__.py"
+    package = name if is_package else name.rpartition(".")[0]
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and _is_type_checking(node):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name.startswith("perlcompat"))
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target.startswith("perlcompat"):
+                for alias in node.names:  # "from . import owner" imports a module
+                    sub = f"{target}.{alias.name}"
+                    found.add(sub if sub in known else target)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(ast.parse(path.read_text(encoding="utf-8"), str(path)))
+    found.discard(name)
+    return found
+
+
+def graph() -> dict[str, set[str]]:
+    mods = modules()
+    known = set(mods)
+    return {name: imports_of(name, path, known) for name, path in mods.items()}
+
+
+def test_the_three_parts_exist_and_say_what_they_hold() -> None:
+    for sub in ("perl", "locks", "locks.methods", "tools"):
+        doc = __import__(f"perlcompat.{sub}", fromlist=["_"]).__doc__
+        assert doc and len(doc.strip().splitlines()) > 3, f"perlcompat.{sub} needs a docstring"
+
+
+def test_imports_go_one_way() -> None:
+    wrong = [
+        f"{name} imports {target}"
+        for name, targets in graph().items()
+        for target in sorted(targets)
+        if part(target) not in ALLOWED[part(name)]
+    ]
+    assert wrong == []
+
+
+def test_no_import_circles() -> None:
+    edges = graph()
+    # Tarjan's strongly connected components: any component of two or more is a circle.
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles: list[list[str]] = []
+
+    def connect(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(edges.get(node, ())):
+            if nxt not in edges:
+                continue
+            if nxt not in index:
+                connect(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+    for node in sorted(edges):
+        if node not in index:
+            connect(node)
+    # the top-level package re-exports everything lazily; it is the root, not part of a circle
+    circles = [c for c in circles if c != ["perlcompat"]]
+    assert circles == []
+
+
+def test_the_checker_sees_lazy_and_relative_imports() -> None:
+    edges = graph()
+    # perl.fs reads $^T from the top package; locks.api loads the cleanup module lazily
+    assert "perlcompat" in edges["perlcompat.perl.fs"]
+    assert any(t.startswith("perlcompat.locks.") for t in edges["perlcompat.locks.api"])
+    assert "perlcompat.tools.cli" in edges["perlcompat.__main__"]
+
+
+def test_a_lock_cycle_never_imports_the_tools(tmp_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "from perlcompat import LOCK_EX, close, flock, lock, open_, print_, unlock\n"
+        f"fh = open_('>>', {str(tmp_path / 'data')!r})\n"
+        "flock(fh, LOCK_EX); print_(fh, 'x'); close(fh)\n"
+        f"assert lock({str(tmp_path / 'lockdir')!r}) == 1\n"
+        f"assert unlock({str(tmp_path / 'lockdir')!r}) == 1\n"
+        "print(sorted(m for m in sys.modules if m.startswith('perlcompat.tools')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
