@@ -186,10 +186,10 @@ class Watch:
 
 
 class StaleBackend(Backend):
-    """A lock that is one object at a path, broken when stale under :func:`guard`.
+    """A lock that is one object at a path, broken when stale under :func:`remover_guard`.
 
-    Subclasses provide ``_lstat``, ``_check``, ``locks.owner`` and ``_remove``; this
-    class provides ``break_stale`` and ``describe`` on top of them.
+    Subclasses provide ``_lstat``, ``_check`` and ``_owner`` (and ``_remove`` where an unlink
+    is not the removal); this class provides ``break_stale`` and ``describe`` on top of them.
     """
 
     def __init__(self, path: str, *, stale: float, shared: bool = False) -> None:
@@ -237,8 +237,11 @@ class StaleBackend(Backend):
         return identity(st)
 
     def _remove(self, st: os.stat_result) -> bool:
-        """Remove the lock *st* if the path still holds exactly it; True if removed."""
-        raise NotImplementedError
+        """Remove the lock *st* if the path still holds exactly it; True if removed.
+
+        By default unlink it (:func:`remove_same`: identity compared right before).
+        """
+        return remove_same(self.path, st)
 
     # -- release: our own lock, under the release guard -------------------
     #: what we made when we took the lock (set by ``try_acquire``)

@@ -40,7 +40,6 @@ from ..stale import (
     not_a_lock,
     read_same,
     read_small,
-    remove_same,
     root_and_not_mine,
 )
 from ..winfile import busy_create, open_file, retry_busy
@@ -129,6 +128,3 @@ class ExclBackend(StaleBackend):
         if st is None or not stat_module.S_ISREG(st.st_mode):
             return False
         return _owner.parse(read_small(path, DETECT_LIMIT) or b"", cls.method) is not None
-
-    def _remove(self, st: os.stat_result) -> bool:
-        return remove_same(self.path, st)

@@ -33,7 +33,7 @@ import sys
 from ...perl.fsinfo import is_shared
 from .. import owner as _owner
 from ..contract import register
-from ..stale import StaleBackend, busy, kind_error, lstat, remove_same
+from ..stale import StaleBackend, busy, kind_error, lstat
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -109,6 +109,3 @@ class SymlinkBackend(StaleBackend):
             return False
         target = _target(path)
         return target is not None and (target.isdigit() or target in (".", ":"))
-
-    def _remove(self, st: os.stat_result) -> bool:
-        return remove_same(self.path, st)
