@@ -169,3 +169,29 @@ def test_a_lock_cycle_never_imports_the_tools(tmp_path: Path) -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+RULES = "perlcompat.tools.audit.rules."
+
+
+def test_every_module_is_named_where_a_newcomer_looks() -> None:
+    """README's "What is where" names each module of perl/ and locks/ and each tool; each
+    subpackage's docstring names each of its modules."""
+    readme = (PACKAGE.parent / "README.md").read_text(encoding="utf-8")
+    where = readme[readme.index("## What is where") :]
+    where = where[: where.index("\n## ")]
+    missing_readme = []
+    missing_doc = []
+    for name, path in modules().items():
+        pieces = name.split(".")
+        if path.name == "__init__.py" or len(pieces) < 3 or name.startswith(RULES):
+            continue
+        leaf = pieces[-1]
+        named_in_readme = pieces[1] in ("perl", "locks") or name.count(".") == 2
+        if named_in_readme and f"`{leaf}.py`" not in where:
+            missing_readme.append(name)
+        parent = __import__(".".join(pieces[:-1]), fromlist=["_"])
+        if f"``{leaf}``" not in (parent.__doc__ or ""):
+            missing_doc.append(name)
+    assert missing_readme == []
+    assert missing_doc == []

@@ -26,9 +26,9 @@ import pytest
 
 import perlcompat
 from perlcompat import OS_ERROR, Lock, LockError, LockTimeout, Semaphore, lock, unlock
-from perlcompat.locks import api as _api
+from perlcompat.locks import api as _api, retry as _retry
 
-REAL_JITTER = _api._jitter
+REAL_JITTER = _retry.jitter
 
 # -- a fake clock: the wait loop's time and pauses, no real sleeping ----------------
 
@@ -59,6 +59,7 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
         monotonic = staticmethod(fake.monotonic)
 
     monkeypatch.setattr(_api, "time", FakeTime)
+    monkeypatch.setattr(_retry, "time", FakeTime)
     from perlcompat.perl import clock as _clock
 
     monkeypatch.setattr(_clock, "pause", fake.pause)
@@ -67,7 +68,7 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
     monkeypatch.setattr(_mkdir.MkdirBackend, "try_acquire", fake.busy)
     monkeypatch.setattr(_mkdir.MkdirBackend, "break_stale", lambda self: False)
     monkeypatch.delenv("PERLCOMPAT_LOCK_POLL", raising=False)
-    monkeypatch.setattr(_api, "_jitter", lambda: 1.0)  # the jitter's mean; tested below
+    monkeypatch.setattr(_retry, "jitter", lambda: 1.0)  # the jitter's mean; tested below
     return fake
 
 
@@ -87,7 +88,7 @@ def test_poll_jitter_keeps_the_cadence_on_average(
     clock: FakeClock, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     factors = iter([0.5, 1.4999, 0.75, 1.25, 1.0, 1.0])
-    monkeypatch.setattr(_api, "_jitter", lambda: next(factors))
+    monkeypatch.setattr(_retry, "jitter", lambda: next(factors))
     with pytest.raises(LockTimeout):
         Lock(str(tmp_path / "lk"), timeout=4, poll=1.0).acquire()
     # 0.5 + 1.4999 + 0.75 + 1.25 = 3.9999, then the rest of the patience: one more try

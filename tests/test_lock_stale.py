@@ -24,7 +24,7 @@ import pytest
 from perlutil import Child
 
 from perlcompat import OS_ERROR, ExpiredLockError, lock, unlock
-from perlcompat.locks import owner as _owner, stale as _stale
+from perlcompat.locks import guards as _guards, owner as _owner, stale as _stale
 from perlcompat.locks.api import Lock
 from perlcompat.locks.methods.flock import is_flocked as flock_held
 
@@ -83,7 +83,7 @@ def test_five_step_race_leaves_the_fresh_lock_alone(
     else:
         plant_aged(path, method)
     a, b, c = (Lock(str(path), method=method, stale=60).backend for _ in range(3))
-    real_guard = _stale.guard
+    real_guard = _guards.guard
     steps: list[str] = []
 
     def interleave(lock_path: str, exclusive: bool) -> int | None:
@@ -94,7 +94,7 @@ def test_five_step_race_leaves_the_fresh_lock_alone(
             assert c.try_acquire()  # 4. C makes a fresh lock
         return real_guard(lock_path, exclusive)
 
-    monkeypatch.setattr(_stale, "guard", interleave)
+    monkeypatch.setattr(_guards, "guard", interleave)
     assert b.break_stale() is False  # 5. B looks again and leaves C's lock alone
     assert steps == ["A removes", "C locks"]
     assert lock_exists(path, method)
@@ -449,3 +449,81 @@ def test_unlock_reports_expired_as_etimedout(tmp_path: Path) -> None:
     os.rmdir(path)  # someone broke it
     assert unlock(path) == 0
     assert OS_ERROR == errno.ETIMEDOUT
+
+
+# -- a remover guard that cannot be taken fails loudly ---------------------------
+# On NFS a flock(LOCK_EX) on a directory opened read-only is refused (EBADF), or lockd is
+# out of locks (ENOLCK).  Before, the guard took that for "another remover is busy", so a
+# stale lock there was never broken and lock() waited out its patience reporting EWOULDBLOCK.
+# A port's user expects lock() to give up at once with $! naming the refusal instead: the
+# stale lock is not removed (it cannot be removed safely), and nothing waits for ever.
+
+
+@pytest.mark.parametrize("number", [errno.EBADF, errno.ENOLCK])
+@pytest.mark.parametrize("method", ["mkdir", "excl", "symlink"])
+def test_a_refused_remover_flock_is_reported_not_taken_for_busy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, method: str, number: int
+) -> None:
+    path = tmp_path / "lk"
+    plant_aged(path, method)
+    real_lock_fd = _guards._lock_fd
+
+    def refuse_exclusive(fd: int, operation: int) -> None:
+        if operation & 2:  # LOCK_EX, as NFS refuses it on a read-only descriptor
+            raise OSError(number, os.strerror(number))
+        real_lock_fd(fd, operation)
+
+    monkeypatch.setattr(_guards, "_lock_fd", refuse_exclusive)
+    backend = Lock(str(path), method=method, stale=60).backend
+    assert isinstance(_stale.remover_guard(str(path), os.lstat(path)), _stale.FlockGuard)
+    with pytest.raises(OSError) as caught:
+        backend.break_stale()
+    assert caught.value.errno == number
+    assert "remover lock" in str(caught.value) and str(path) in str(caught.value)
+    start = time.monotonic()
+    assert lock(str(path), method=method, stale=60, retry=3, wait=5) == 0
+    assert int(OS_ERROR) == number  # not EWOULDBLOCK after 10 s of waiting
+    assert time.monotonic() - start < 5
+    assert os.path.lexists(path)  # the stale lock is left alone, never removed unguarded
+    monkeypatch.undo()
+    assert lock(str(path), method=method, stale=60, retry=1) == 1  # a working guard breaks it
+    assert unlock(str(path), method=method) == 1
+
+
+def test_a_busy_remover_flock_still_means_try_again(tmp_path: Path) -> None:
+    path = tmp_path / "lk"
+    plant_aged(path, "mkdir")
+    other = _stale.guard(str(path), exclusive=True)  # another remover at work
+    try:
+        assert Lock(str(path), stale=60).backend.break_stale() is False
+    finally:
+        _stale.unguard(other)
+    assert Lock(str(path), stale=60).backend.break_stale() is True
+
+
+def test_a_refused_shared_storage_remover_lock_is_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from perlcompat.locks import shared as _shared
+
+    path = tmp_path / "lk"
+    plant_aged(path, "excl")
+    monkeypatch.setattr(_stale, "is_shared", lambda dev: True)  # as on NFS/sshfs
+
+    def refuse(lock_path: str, token: str) -> os.stat_result:
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS))
+
+    monkeypatch.setattr(_shared, "_create", refuse)
+    assert isinstance(_stale.remover_guard(str(path), os.lstat(path)), _shared.RemoverLock)
+    with pytest.raises(OSError) as caught:
+        Lock(str(path), method="excl", stale=60).backend.break_stale()
+    assert caught.value.errno == errno.EROFS
+    assert "remover lock" in str(caught.value)
+    assert path.exists()
+    assert _shared.RemoverLock(str(path)).wait(0.05) is False  # a release decides by age
+
+    def stale_handle(lock_path: str, token: str) -> os.stat_result:
+        raise OSError(errno.ESTALE, os.strerror(errno.ESTALE))
+
+    monkeypatch.setattr(_shared, "_create", stale_handle)
+    assert _shared.RemoverLock(str(path)).acquire() is False  # "not now": the next wait tries

@@ -367,3 +367,94 @@ def test_repr_and_slot_paths(tmp_path: Path) -> None:
     assert "not held" in repr(sem)
     with sem:
         assert f"holding slot {sem.slot}" in repr(sem)
+
+
+# -- the slot descriptor is close-on-exec; the wait is locks.retry's ------------------
+
+
+def test_a_slot_is_not_inherited_by_a_program_the_holder_starts(tmp_path: Path) -> None:
+    """A program started while a slot is held (close_fds=False, or fork + exec) must not
+    keep the slot's descriptor, so it never holds the slot after the holder is gone."""
+    import fcntl
+
+    sem = Semaphore(str(tmp_path / "sem"), 1).acquire()
+    fd = sem._fd
+    assert fd is not None
+    assert fcntl.fcntl(fd, fcntl.F_GETFD) & fcntl.FD_CLOEXEC
+    look = "import os, sys; print(os.path.exists(f'/proc/self/fd/{sys.argv[1]}'))"
+    out = subprocess.run(
+        [sys.executable, "-c", look, str(fd)],
+        close_fds=False,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout.strip() == "False"
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: exec a program that reports the slot descriptor's fate
+        try:
+            os.dup2(write, 1)
+            os.execv(sys.executable, [sys.executable, "-c", look, str(fd)])
+        finally:
+            os._exit(127)
+    os.close(write)
+    with os.fdopen(read) as answer:
+        assert answer.read().strip() == "False"
+    assert os.waitpid(pid, 0)[1] == 0
+    sem.release()
+
+
+def test_semaphore_and_lock_import_no_random(tmp_path: Path) -> None:
+    """The CGI path (lock, unlock, a semaphore's wait) imports no ``random``: os.urandom."""
+    code = (
+        "import sys\n"
+        "from perlcompat import Semaphore, lock, unlock\n"
+        "assert lock(sys.argv[1] + '/lk') == 1 and unlock(sys.argv[1] + '/lk') == 1\n"
+        "held = Semaphore(sys.argv[1] + '/sem', 1).acquire()\n"
+        "try:\n"
+        "    Semaphore(sys.argv[1] + '/sem', 1).acquire(timeout=0.05)\n"
+        "except TimeoutError:\n"
+        "    pass\n"
+        "held.release()\n"
+        "print('random' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "False"
+
+
+def test_semaphore_patience_is_retry_minus_one_waits_on_the_lock_clock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The semaphore waits through locks.retry: (retry-1)*wait, pauses via perl.clock.pause."""
+    from perlcompat.locks import retry as _retry
+    from perlcompat.perl import clock as _clock
+
+    now = [1000.0]
+    pauses: list[float] = []
+
+    class FakeTime:
+        @staticmethod
+        def monotonic() -> float:
+            return now[0]
+
+    def pause(seconds: float) -> None:
+        pauses.append(seconds)
+        now[0] += seconds
+
+    monkeypatch.setattr(_retry, "time", FakeTime)
+    monkeypatch.setattr(_clock, "pause", pause)
+    tries: list[float] = []
+
+    def busy(self: Semaphore) -> bool:
+        tries.append(now[0])
+        return False
+
+    monkeypatch.setattr(Semaphore, "try_acquire", busy)
+    with pytest.raises(LockError):
+        Semaphore(str(tmp_path / "sem"), 2, retry=5, wait=1).acquire()
+    assert sum(pauses) == pytest.approx(4.0)
+    assert tries[-1] - tries[0] == pytest.approx(4.0)
+    assert max(pauses) <= _retry.MAX * 1.5 and len(tries) > 50

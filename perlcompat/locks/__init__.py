@@ -6,7 +6,10 @@ Modules:
 * ``contract``: the ``Backend`` contract every method implements, the method registry, ``detect()``;
 * ``errors``: ``LockError`` and its subclasses (``LockTimeout``, ``ExpiredLockError`` ...);
 * ``methods/``: one module per lock method (mkdir, symlink, rename, excl, flock, toplock, redis);
+* ``retry``: the one retry loop of the waits (``lock()``, ``Semaphore``): jittered backoff;
 * ``stale``: race-free removal of stale locks (the ``StaleBackend`` of the file methods);
+* ``files``: the file primitives of the file methods (looks, ``remove_same``, refusals);
+* ``guards``: the remover guards (one remover at a time): the interface and the local flock;
 * ``shared``: stale-lock removal on storage other hosts share (NFS, SMB, sshfs);
 * ``owner``: who holds a lock (pid, host, start time) and whether that holder still runs;
 * ``cleanup``: the held locks released at exit and on a stopping signal;

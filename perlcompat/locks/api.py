@@ -19,7 +19,7 @@ removing a live one.  Everything else lives here, once:
   sleeps that many seconds instead (jittered +-50%, so waiters do not fall in
   step), a Perl sub's cadence, so that Perl waiters beside it get their share
   of hand-offs (docs/locks.md has the bench).  A pending
-  ``alarm()`` is honoured between tries.
+  ``alarm()`` is honoured between tries.  The loop is ``locks.retry.tries``.
 * **Staleness.** After a failed try (at most every ``BREAK_EVERY`` seconds) the
   backend is asked to recover a lock older than ``stale`` seconds, or one whose
   owner on this host is dead.  The
@@ -60,6 +60,7 @@ from _thread import get_ident
 
 from ..perl import clock
 from ..perl.errno import fail, reraise_foreign, set_errno
+from . import retry as _retry
 from .contract import (
     DEFAULT_METHOD,
     URL_METHOD,
@@ -101,9 +102,9 @@ __all__ = [
     "unlock",
 ]
 
-#: first and largest pause between tries, in seconds (jittered +-50%).
-BACKOFF_FIRST = 0.0005
-BACKOFF_MAX = 0.01
+#: first and largest pause between tries, in seconds (jittered +-50%; ``locks.retry``).
+BACKOFF_FIRST = _retry.FIRST
+BACKOFF_MAX = _retry.MAX
 #: a waiter asks the backend to break a stale lock at most this often (s).
 BREAK_EVERY = 0.005
 
@@ -342,14 +343,19 @@ class Lock:
         key = (self.method, self.path)
         if owned_here(self.method, self.path) is not None:
             raise DuplicateLockError(f"this thread already holds the lock {self.path!r}")
-        deadline = None if timeout is None else time.monotonic() + timeout
-        pause = BACKOFF_FIRST
-        cap = min(BACKOFF_MAX, self.wait) if self.wait > 0 else BACKOFF_MAX
-        poll = self.poll
+        deadline = _retry.deadline_after(timeout)
         backend = self._backend
         backend.deadline = deadline
         next_break = 0.0
-        while True:
+        block: Callable[[float | None], None] | None = None
+        if backend.waits_for_release:  # redis: block until a release wakes us
+
+            def wake(left: float | None) -> None:
+                _wait_for_release(backend, left)
+
+            block = wake
+        cap = _retry.cap_for(self.wait)
+        for _ in _retry.tries(deadline, cap=cap, poll=self.poll, block=block):
             # a stopping signal waits until a lock just taken is tracked (then removed)
             _cleanup.enter()
             try:
@@ -366,19 +372,9 @@ class Lock:
                     return self
             finally:
                 _cleanup.leave()
-            now = time.monotonic()
-            if deadline is not None and now >= deadline:
-                reason = backend.why_busy()
-                detail = f": {reason}" if reason else ""
-                raise LockTimeout(f"lock {self.path!r} is busy (waited {timeout:g} s){detail}")
-            if backend.waits_for_release:  # redis: block until a release wakes us
-                _wait_for_release(backend, None if deadline is None else deadline - now)
-                continue
-            delay = (poll if poll is not None else pause) * _jitter()
-            if deadline is not None:
-                delay = min(delay, max(deadline - now, 0.0))
-            clock.pause(delay)
-            pause = min(pause * 1.6, cap)
+        reason = backend.why_busy()
+        detail = f": {reason}" if reason else ""
+        raise LockTimeout(f"lock {self.path!r} is busy (waited {timeout:g} s){detail}")
 
     def release(self) -> None:
         """Release the lock; ExpiredLockError if it was held past ``stale``.
@@ -486,11 +482,6 @@ class Lock:
         from . import cleanup as _cleanup  # imported by the acquire that made us owner
 
         _cleanup.untrack(self)
-
-
-def _jitter() -> float:
-    """A random factor in [0.5, 1.5) (os.urandom: no ``random`` import on the CGI path)."""
-    return 0.5 + int.from_bytes(os.urandom(2), "little") / 65536
 
 
 def _wait_for_release(backend: Backend, limit: float | None) -> None:

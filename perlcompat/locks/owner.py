@@ -175,6 +175,19 @@ def record(kind: str, *, where: bool = True, **extra: object) -> str:
     return " ".join([head, *(f"{key}={value}" for key, value in extra.items())]) + "\n"
 
 
+#: a record rewritten in place (mkdir's owner file) is padded to this many bytes, so that a
+#: shorter record never leaves the tail of a longer one behind.
+RECORD_SIZE = 256
+
+
+def padded(text: str = "") -> bytes:
+    """The one-line record *text* as :data:`RECORD_SIZE` bytes (spaces before its newline).
+
+    ``padded()`` is a blank record: one that names nobody.
+    """
+    return text.rstrip("\n").encode().ljust(RECORD_SIZE - 1) + b"\n"
+
+
 def parse(text: str | bytes, kind: str | None = None) -> dict[str, str] | None:
     """Parse an owner record; None if *text* is not one (or not of *kind*)."""
     if isinstance(text, bytes):

@@ -63,6 +63,7 @@ import sys
 
 from ..perl import clock
 from ..perl.errno import set_errno
+from ..perl.osflags import O_BINARY, O_CLOEXEC, O_NOFOLLOW, O_NONBLOCK
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -72,9 +73,6 @@ if TYPE_CHECKING:
     Content = Union[str, bytes, bytearray, memoryview]
     PathArg = Union[str, "os.PathLike[str]"]
 
-_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_O_BINARY = getattr(os, "O_BINARY", 0)
-_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _WINDOWS = sys.platform == "win32"
 
 #: seconds a replace on Windows waits for readers to close the old file.
@@ -130,7 +128,7 @@ def replace_file(
             new = data(perl_lines(old) if lines else old)  # type: ignore[arg-type]
         else:
             if must_exist:  # Perl's open(IN, "<$f")
-                os.close(os.open(target, os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK | _O_BINARY))
+                os.close(os.open(target, os.O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_BINARY))
             new = data
         _write_and_rename(target, _encode(new, encoding), check, fsync)
     except OSError as exc:
@@ -173,9 +171,9 @@ def _take_lock(lock_path: str, timeout: float | None) -> int:
             f"this thread already holds {lock_path!r} with lock(); pass lock=False to replace_file"
         )
     try:
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | _O_NOFOLLOW | _O_BINARY, 0o666)
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_BINARY, 0o666)
     except PermissionError:
-        fd = os.open(lock_path, os.O_RDONLY | _O_NOFOLLOW | _O_BINARY)
+        fd = os.open(lock_path, os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_BINARY)
     try:
         if not flock(fd, LOCK_EX, timeout):
             number = get_errno()
@@ -197,7 +195,7 @@ def _read(target: str, must_exist: bool = False) -> bytes:
     if old is None and must_exist:
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), target)
     try:
-        fd = os.open(target, os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK | _O_BINARY)
+        fd = os.open(target, os.O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_BINARY)
     except FileNotFoundError:
         if must_exist:
             raise
@@ -372,7 +370,7 @@ def _create_temp(directory: str, base: str) -> tuple[str, int]:
     On POSIX the fd carries ``flock(LOCK_EX)``: the mark of a live writer that
     :func:`clean_temp_files` respects, wherever that writer runs.
     """
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_BINARY
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_BINARY
     for _ in range(100):
         tmp = os.path.join(directory, f".{base}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
         try:
@@ -454,7 +452,7 @@ def _remove_if_orphaned(path: str, pid: int) -> bool:
         return False
     if alive(pid, None, None, st.st_mtime) is not False:
         return False
-    flags = _O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    flags = O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC
     try:
         fd = os.open(path, os.O_RDWR | flags)  # (NFS grants LOCK_EX to writable fds only)
     except PermissionError:

@@ -2,17 +2,17 @@
 
 A semaphore named ``name`` is *n* slot files ``name.0`` .. ``name.<n-1>``.  To
 acquire, a process tries ``flock(LOCK_EX|LOCK_NB)`` on each slot in turn
-(starting at a random one) and keeps the first it gets; holding a slot is
+(starting at a random one, from ``os.urandom``) and keeps the first it gets; holding a slot is
 holding that open descriptor.  An exclusive flock has one holder, so there are
 never more than *n* holders; and the kernel drops a flock when the last
 descriptor of its open file closes, so a holder that exits, crashes or is
 killed with SIGKILL frees its slot at once: no stale state, no age guess, no
 cleanup pass.  When every slot is busy the attempt is repeated with the same
 patience as ``lock()`` (``(retry - 1) * wait`` seconds, short jittered pauses, a
-pending ``alarm()`` honoured between tries).
+pending ``alarm()`` honoured between tries: ``locks.retry``).
 
 Slot files are created if missing (mode 0666 less umask), opened with
-``O_NOFOLLOW`` and never truncated or unlinked: unlinking a flock'd file would
+``O_NOFOLLOW`` and ``O_CLOEXEC`` and never truncated or unlinked: unlinking a flock'd file would
 let a newcomer lock a fresh inode beside a live holder.  Every participant must
 use the same *n*.  A Perl script can take part by opening ``"$name.$i"`` and
 calling ``flock($fh, LOCK_EX|LOCK_NB)`` on each slot (see docs/timeouts.md).
@@ -22,16 +22,13 @@ from __future__ import annotations
 
 import errno
 import os
-import random
-import time
 
-from ..perl import clock
 from ..perl.consts import LOCK_EX, LOCK_NB, LOCK_UN
 from ..perl.errno import fail, reraise_foreign, set_errno
 from ..perl.flock import lock_fd
+from ..perl.osflags import O_BINARY, O_CLOEXEC, O_NOFOLLOW
+from . import retry as _retry
 from .api import (
-    BACKOFF_FIRST,
-    BACKOFF_MAX,
     UNSET,
     DuplicateLockError,
     LockError,
@@ -48,18 +45,19 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from types import TracebackType
 
-_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_O_BINARY = getattr(os, "O_BINARY", 0)
+_OPEN = O_NOFOLLOW | O_CLOEXEC | O_BINARY
 
 
 def open_slot(path: str) -> int:
-    """Open (creating) one slot file without following symlinks or truncating it."""
-    flags = os.O_CREAT | _O_NOFOLLOW | _O_BINARY
+    """Open (creating) one slot file without following symlinks or truncating it.
+
+    Close-on-exec: a program the holder starts must not keep the slot held.
+    """
     try:
-        return os.open(path, os.O_RDWR | flags, 0o666)
+        return os.open(path, os.O_RDWR | os.O_CREAT | _OPEN, 0o666)
     except PermissionError:
         # another user's 0644 slot: flock(2) locks read-only descriptors too
-        return os.open(path, os.O_RDONLY | _O_NOFOLLOW | _O_BINARY)
+        return os.open(path, os.O_RDONLY | _OPEN)
 
 
 class Semaphore:
@@ -126,7 +124,7 @@ class Semaphore:
             raise DuplicateLockError(
                 f"this Semaphore already holds slot {self.slot_path(self._slot)!r}"
             )
-        start = random.randrange(self.n)
+        start = _retry.pick(self.n)
         for k in range(self.n):
             index = (start + k) % self.n
             fd = open_slot(self.slot_path(index))
@@ -150,21 +148,13 @@ class Semaphore:
         :meth:`patience`.
         """
         timeout = self.patience() if isinstance(timeout, _Unset) else check_timeout(timeout)
-        deadline = None if timeout is None else time.monotonic() + timeout
-        pause = BACKOFF_FIRST
-        cap = min(BACKOFF_MAX, self.wait) if self.wait > 0 else BACKOFF_MAX
-        while not self.try_acquire():
-            now = time.monotonic()
-            if deadline is not None and now >= deadline:
-                raise LockTimeout(
-                    f"semaphore {self.path!r}: all {self.n} slots busy (waited {timeout:g} s)"
-                )
-            delay = pause * (0.5 + random.random())
-            if deadline is not None:
-                delay = min(delay, max(deadline - now, 0.0))
-            clock.pause(delay)
-            pause = min(pause * 1.6, cap)
-        return self
+        deadline = _retry.deadline_after(timeout)
+        for _ in _retry.tries(deadline, cap=_retry.cap_for(self.wait)):
+            if self.try_acquire():
+                return self
+        raise LockTimeout(
+            f"semaphore {self.path!r}: all {self.n} slots busy (waited {timeout:g} s)"
+        )
 
     def release(self) -> None:
         """Free the slot (NotLockedError if this object holds none)."""

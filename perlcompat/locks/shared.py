@@ -49,11 +49,14 @@ sshfs ``cache=no,entry_timeout=0,attr_timeout=0``) the second cannot happen.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat as stat_module
 import time
 
-from .stale import O_BINARY, O_CLOEXEC, O_NOFOLLOW, busy, lstat, read_small, unlink_quietly
+from ..perl.osflags import O_BINARY, O_CLOEXEC, O_NOFOLLOW
+from .files import busy, lstat, read_small, unlink_quietly
+from .guards import RemoverGuard
 
 #: suffix of the remover lock (and, with a token after it, of probes and moved locks).
 BREAKING = ".breaking"
@@ -61,6 +64,9 @@ BREAKING = ".breaking"
 BREAKER_STALE = 10.0
 #: a releasing holder waits at most this long (s) for the remover lock.
 RELEASE_WAIT = 2.0
+
+#: errors of a create that say "not now" rather than "never here".
+_TRANSIENT = frozenset({errno.ESTALE, errno.EAGAIN, errno.EINTR})
 
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_BINARY
 
@@ -100,25 +106,40 @@ def storage_clock(path: str) -> int | None:
     return st.st_mtime_ns
 
 
-class RemoverLock:
-    """``<lock>.breaking``: one remover at a time among all hosts (rule 1)."""
+class RemoverLock(RemoverGuard):
+    """``<lock>.breaking``: one remover at a time among all hosts (rule 1).
+
+    The remover guard on shared storage (``locks.stale.remover_guard``).
+    """
 
     __slots__ = ("clock_ns", "path", "token")
+    cached = True
 
     def __init__(self, lock_path: str) -> None:
         self.path = lock_path + BREAKING
         self.token = ""
         #: the storage clock when the remover lock was taken (its mtime), in ns
-        self.clock_ns = 0
+        self.clock_ns: int | None = 0
 
     def acquire(self) -> bool:
-        """Take the remover lock (breaking a dead remover's); False if another remover has it."""
+        """Take the remover lock (breaking a dead remover's); False if another remover has it.
+
+        Raises OSError (errno kept, naming the path) if it cannot be created at all.
+        """
         for _ in range(2):
             token = _token()
             try:
                 st = _create(self.path, token)
             except OSError as exc:
-                if not busy(exc, self.path) or not self._break_dead():
+                if exc.errno in _TRANSIENT:
+                    return False  # try again on the next wait
+                if not busy(exc, self.path):
+                    raise OSError(
+                        exc.errno,
+                        f"cannot create the remover lock {self.path!r}: {exc.strerror};"
+                        " its stale lock cannot be broken safely here",
+                    ) from None
+                if not self._break_dead():
                     return False
                 continue
             self.token = token
@@ -154,11 +175,14 @@ class RemoverLock:
         """Take the remover lock, trying for up to *patience* seconds; False if still busy."""
         deadline = time.monotonic() + patience
         pause = 0.001
-        while not self.acquire():
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(pause)
-            pause = min(pause * 2, 0.05)
+        try:
+            while not self.acquire():
+                if time.monotonic() >= deadline:
+                    return False
+                time.sleep(pause)
+                pause = min(pause * 2, 0.05)
+        except OSError:
+            return False  # refused: the caller decides by the lock's age (rule 5)
         return True
 
     def release(self) -> None:

@@ -40,6 +40,12 @@ remover that uses a *smaller* ``stale`` than the holder (or a wall clock
 stepped back between the two looks) and stalls for longer than
 :data:`RELEASE_WAIT` between its look and its removal.
 
+The remover lock of rule 1 is a :class:`RemoverGuard` (``locks.guards``), chosen
+by :func:`remover_guard`: this flock locally, ``locks.shared.RemoverLock`` on
+shared storage.  One that cannot be taken at all (NFS refuses the flock) raises
+``OSError``: the stale lock is reported, never silently left for ever.  The file
+primitives (looks, :func:`remove_same`) are in ``locks.files``.
+
 Processes that can read the directory use its flock, processes that cannot
 use the breaker file; the two do not exclude each other, so between them rule
 3 reduces to rule 2 (identity compared right before removal).
@@ -58,298 +64,104 @@ import os
 import stat as stat_module
 import sys
 import time
-from _thread import _local
 
 from ..perl.fsinfo import is_shared
+from ..perl.osflags import O_BINARY, O_CLOEXEC, O_NOFOLLOW, O_NONBLOCK
 from . import owner as _owner
 from .contract import Backend
-from .winfile import open_file
+from .files import (
+    OTHERS_EMPTY_GRACE,
+    busy,
+    identity,
+    is_record,
+    kind_error,
+    links_error,
+    lstat,
+    not_a_lock,
+    open_error,
+    read_at_zero,
+    read_fd,
+    read_same,
+    read_small,
+    remove_same,
+    root_and_not_mine,
+    same,
+    unlink_quietly,
+    write_at_zero,
+)
+from .guards import (
+    BREAKER_SUFFIX,
+    RELEASE_WAIT,
+    FlockGuard,
+    RemoverGuard,
+    count_removal,
+    guard,
+    release_guard,
+    unguard,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    Identity = tuple[int, int, int, int]
+    from .files import Identity as Identity
+
     Owner = tuple["int | None", "str | None", "int | None"]
+
+#: what the lock methods take from here (the files and guards primitives re-exported).
+__all__ = [
+    "BREAKER_SUFFIX",
+    "FIRST_LOOK",
+    "OTHERS_EMPTY_GRACE",
+    "O_BINARY",
+    "O_CLOEXEC",
+    "O_NOFOLLOW",
+    "O_NONBLOCK",
+    "RELEASE_WAIT",
+    "RELOOK",
+    "SETTLE",
+    "FlockGuard",
+    "RemoverGuard",
+    "StaleBackend",
+    "Watch",
+    "busy",
+    "guard",
+    "identity",
+    "is_record",
+    "kind_error",
+    "links_error",
+    "lstat",
+    "not_a_lock",
+    "open_error",
+    "read_at_zero",
+    "read_fd",
+    "read_same",
+    "read_small",
+    "release_guard",
+    "remove_same",
+    "remover_guard",
+    "root_and_not_mine",
+    "same",
+    "unguard",
+    "unlink_quietly",
+    "write_at_zero",
+]
 
 #: a waiter first checks a busy lock's owner after it has been held this long (s).
 FIRST_LOOK = 0.02
 #: and again at most this often (s).
 RELOOK = 0.25
-#: a release waits at most this long (s) for the remover lock (see the module docstring).
-RELEASE_WAIT = 0.5
 #: on shared storage a lock is removed only if judged stale twice, unchanged, this far apart (s).
 SETTLE = 1.0
 
-_LOCK_SH = 1
-_LOCK_EX = 2
-_LOCK_NB = 4
 
-O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-O_BINARY = getattr(os, "O_BINARY", 0)
-#: opening a FIFO planted at a lock's side file must not block (a stopping signal waits).
-O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+def remover_guard(path: str, st: os.stat_result) -> RemoverGuard:
+    """The remover guard for the lock *st* at *path*: the one place its kind is chosen."""
+    if is_shared(st.st_dev):
+        from .shared import RemoverLock
 
-_tls = _local()
-
-
-def identity(st: os.stat_result) -> Identity:
-    """Return what names one lock object: (device, inode, mtime ns, ctime ns)."""
-    return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
-
-
-def lstat(path: str) -> os.stat_result | None:
-    """``os.lstat`` that returns None when nothing is at *path*."""
-    try:
-        return os.lstat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-
-
-def read_small(path: str, limit: int = 4096) -> bytes | None:
-    """Read up to *limit* bytes of a regular file, never following a symlink nor blocking.
-
-    None if absent or not a regular file (a FIFO, a device).
-    """
-    try:
-        fd = open_file(path, os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_BINARY | O_NONBLOCK)
-    except OSError:
-        return None
-    try:
-        if not stat_module.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        return os.read(fd, limit)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-
-
-def read_fd(fd: int, limit: int = 4096) -> bytes | None:
-    """The whole of the open file *fd* from offset 0; None if longer than *limit* or unreadable."""
-    try:
-        if sys.platform == "win32":
-            os.lseek(fd, 0, os.SEEK_SET)
-            data = os.read(fd, limit + 1)
-        else:
-            data = os.pread(fd, limit + 1, 0)
-    except OSError:
-        return None
-    return None if len(data) > limit else data
-
-
-def read_same(path: str, st: os.stat_result, limit: int = 4096) -> bytes | None:
-    """Up to *limit* bytes of the file at *path* if it is still exactly *st*; None if not.
-
-    None when the path changed (another object, written to, gone) since *st*
-    was taken: the caller judges the new one on its next look.  Raises OSError
-    (naming *path*) when the file cannot be read, so it cannot be told a lock.
-    """
-    try:
-        fd = open_file(path, os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_BINARY | O_NONBLOCK)
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            return None  # now a symlink: the next look refuses it
-        raise OSError(
-            exc.errno, f"cannot read {path!r} to tell whether it is a lock: {exc.strerror}"
-        ) from None
-    try:
-        if _shape(os.fstat(fd)) != _shape(st):
-            return None
-        if sys.platform == "win32":
-            data = os.read(fd, limit)
-        else:
-            data = os.pread(fd, limit, 0)
-        if _shape(os.fstat(fd)) != _shape(st) or len(data) != min(st.st_size, limit):
-            return None  # rewritten while we read (timestamps can be a few ms coarse)
-        return data
-    except OSError as exc:
-        if exc.errno in (errno.ENOENT, errno.ESTALE):
-            return None  # removed after our open (network file systems ask by name): gone
-        raise OSError(
-            exc.errno, f"cannot read {path!r} to tell whether it is a lock: {exc.strerror}"
-        ) from None
-    finally:
-        os.close(fd)
-
-
-def _shape(st: os.stat_result) -> tuple[int, int, int, int, int]:
-    return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
-
-
-def write_at_zero(fd: int, data: bytes) -> None:
-    """Write *data* at offset 0 of *fd* (pwrite where there is one)."""
-    if sys.platform == "win32":
-        os.lseek(fd, 0, os.SEEK_SET)
-        os.write(fd, data)
-    else:
-        os.pwrite(fd, data, 0)
-
-
-def unlink_quietly(path: str) -> bool:
-    """Unlink *path*; False instead of an error if that fails."""
-    try:
-        os.unlink(path)
-    except OSError:
-        return False
-    return True
-
-
-def busy(exc: OSError, path: str) -> bool:
-    """True if *exc* from an exclusive create of *path* means "taken", not "refused".
-
-    EEXIST; or EPERM/EACCES, which network file systems report for collisions
-    (sshfs), when the name is there, or when it is gone again (released in
-    between) but the directory lets us create a probe file beside it.
-    """
-    if isinstance(exc, FileExistsError):
-        return True
-    if exc.errno not in (errno.EPERM, errno.EACCES):
-        return False
-    if lstat(path) is not None:
-        return True
-    probe = f"{path}.breaking.{os.urandom(6).hex()}"
-    try:
-        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-    except OSError:
-        return False  # refused for real
-    os.close(fd)
-    unlink_quietly(probe)
-    return True
-
-
-def kind_error(path: str, st: os.stat_result, wanted: str) -> OSError:
-    """Return the error for a lock path occupied by something its method cannot have made."""
-    if stat_module.S_ISLNK(st.st_mode):
-        return OSError(
-            errno.ELOOP,
-            f"lock path {path!r} is a symlink, not a {wanted}; refusing to use or follow it",
-        )
-    number = errno.ENOTDIR if wanted == "directory" else errno.EEXIST
-    return OSError(number, f"lock path {path!r} exists and is not a {wanted}")
-
-
-def not_a_lock(path: str, method: str, why: str, number: int = errno.EEXIST) -> OSError:
-    """Return the error for a lock path holding something its method did not make."""
-    return OSError(
-        number, f"lock path {path!r} {why}: not a lock of method {method!r}; refusing to touch it"
-    )
-
-
-def open_error(path: str, exc: OSError, wanted: str) -> OSError:
-    """Return a clear error for a failed open of the lock file *path* (symlink, directory)."""
-    if exc.errno == errno.ELOOP:
-        return OSError(
-            errno.ELOOP,
-            f"lock path {path!r} is a symlink, not a {wanted}; refusing to use or follow it",
-        )
-    if exc.errno == errno.EISDIR:
-        return OSError(errno.EISDIR, f"lock path {path!r} is a directory, not a {wanted}")
-    return exc
-
-
-def links_error(path: str, st: os.stat_result, method: str) -> OSError | None:
-    """The error for a file with more than one hard link (EPERM), else None."""
-    if st.st_nlink > 1:
-        return not_a_lock(path, method, f"has {st.st_nlink} hard links", errno.EPERM)
-    return None
-
-
-def is_record(data: bytes | None, kind: str, blank: bool = False) -> bool:
-    """True if the whole file *data* is one owner record of *kind* (or blank, if allowed)."""
-    if not data or not data.endswith(b"\n") or data.count(b"\n") != 1:
-        return False
-    if blank and not data.strip():
-        return True
-    return _owner.parse(data, kind) is not None
-
-
-def _lock_fd(fd: int, operation: int) -> None:
-    from ..perl.flock import lock_fd
-
-    lock_fd(fd, operation)
-
-
-#: suffix of the file that carries the remover lock where the directory cannot (``_guard_open``).
-BREAKER_SUFFIX = ".breaker"
-
-
-def _guard_open(path: str) -> int:
-    """Open the descriptor that carries the remover lock for *path*.
-
-    The lock's directory, or ``<path>.breaker`` on Windows and where the
-    directory can be written but not read (EACCES).
-    """
-    if sys.platform != "win32":
-        directory = os.path.dirname(path) or "."
-        try:
-            return os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | O_CLOEXEC)
-        except PermissionError:
-            pass  # mode 0733 and the like: the breaker file beside the lock
-    flags = os.O_RDWR | os.O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_BINARY | O_NONBLOCK
-    return os.open(path + BREAKER_SUFFIX, flags, 0o666)
-
-
-def guard(path: str, exclusive: bool) -> int | None:
-    """Take the remover lock of *path* without waiting; the descriptor, or None if busy."""
-    try:
-        fd = _guard_open(path)
-    except OSError:
-        return None
-    try:
-        _lock_fd(fd, (_LOCK_EX if exclusive else _LOCK_SH) | _LOCK_NB)
-    except OSError:
-        os.close(fd)
-        return None
-    return fd
-
-
-def release_guard(path: str, patience: float | None = None) -> int | None:
-    """Take the remover lock shared, to release a lock, waiting for a remover to finish.
-
-    Polls for at most *patience* seconds (default :data:`RELEASE_WAIT`), then
-    raises OSError (EWOULDBLOCK), as it does at once if the lock cannot be
-    opened; None only when this thread is itself inside a removal (a signal
-    handler's cleanup).
-    """
-    if getattr(_tls, "breaking", 0):
-        return None  # a signal handler interrupted this thread's own removal
-    try:
-        fd = _guard_open(path)
-    except OSError as exc:
-        raise OSError(
-            exc.errno, f"cannot open the remover lock of {path!r} to release it: {exc.strerror}"
-        ) from None
-    deadline = time.monotonic() + (RELEASE_WAIT if patience is None else patience)
-    pause = 0.0005
-    try:
-        while True:
-            try:
-                _lock_fd(fd, _LOCK_SH | _LOCK_NB)
-                return fd
-            except BlockingIOError:
-                now = time.monotonic()
-                if now >= deadline:
-                    raise
-            time.sleep(min(pause, deadline - now))
-            pause = min(pause * 2, 0.02)
-    except OSError as exc:
-        os.close(fd)
-        raise OSError(
-            exc.errno, f"cannot take the remover lock of {path!r} to release it: {exc.strerror}"
-        ) from None
-    except BaseException:
-        os.close(fd)
-        raise
-
-
-def unguard(fd: int | None) -> None:
-    """Drop a remover lock taken by :func:`guard` or :func:`release_guard`."""
-    if fd is not None:
-        os.close(fd)
+        return RemoverLock(path)
+    return FlockGuard(path)
 
 
 class Watch:
@@ -374,10 +186,10 @@ class Watch:
 
 
 class StaleBackend(Backend):
-    """A lock that is one object at a path, broken when stale under :func:`guard`.
+    """A lock that is one object at a path, broken when stale under :func:`remover_guard`.
 
-    Subclasses provide ``_lstat``, ``_check``, ``locks.owner`` and ``_remove``; this
-    class provides ``break_stale`` and ``describe`` on top of them.
+    Subclasses provide ``_lstat``, ``_check`` and ``_owner`` (and ``_remove`` where an unlink
+    is not the removal); this class provides ``break_stale`` and ``describe`` on top of them.
     """
 
     def __init__(self, path: str, *, stale: float, shared: bool = False) -> None:
@@ -425,8 +237,11 @@ class StaleBackend(Backend):
         return identity(st)
 
     def _remove(self, st: os.stat_result) -> bool:
-        """Remove the lock *st* if the path still holds exactly it; True if removed."""
-        raise NotImplementedError
+        """Remove the lock *st* if the path still holds exactly it; True if removed.
+
+        By default unlink it (:func:`remove_same`: identity compared right before).
+        """
+        return remove_same(self.path, st)
 
     # -- release: our own lock, under the release guard -------------------
     #: what we made when we took the lock (set by ``try_acquire``)
@@ -547,12 +362,12 @@ class StaleBackend(Backend):
             return False
         if not self._is_stale(st):
             return False
-        if is_shared(st.st_dev):
-            return self._break_shared()
-        fd = guard(self.path, exclusive=True)
-        if fd is None:
+        remover = remover_guard(self.path, st)
+        if remover.cached and self._settling():
             return False
-        _tls.breaking = getattr(_tls, "breaking", 0) + 1
+        if not remover.acquire():
+            return False
+        count_removal(+1)
         try:
             st = self._lstat()
             if st is None:
@@ -560,11 +375,13 @@ class StaleBackend(Backend):
             self._check(st)
             age = self._age(st)
             pid, host, _start = self._owner(st)
-            if not (self._is_stale(st) and self._remove(st)):
+            if not self._is_stale(st, remover.clock_ns):
+                return False
+            if not (self._move_away(st, remover) if remover.cached else self._remove(st)):
                 return False
         finally:
-            _tls.breaking -= 1
-            unguard(fd)
+            count_removal(-1)
+            remover.release()
         from . import log as _log
 
         why = f"older than {self.stale:g} s" if age > self.stale else "its owner is dead"
@@ -602,51 +419,44 @@ class StaleBackend(Backend):
         return ""
 
     def _discard(self, moved: str, st: os.stat_result) -> None:
-        """Remove the stale lock *st*, moved to *moved* by :meth:`_break_shared`."""
+        """Remove the stale lock *st*, moved to *moved* by :meth:`_move_away`."""
         os.unlink(moved)
 
-    def _break_shared(self) -> bool:
-        """``break_stale`` on shared storage: rules 1-4 of ``locks.shared``; True if removed."""
-        from .shared import RemoverLock, moved_name, put_back
+    def _settling(self) -> bool:
+        """True within ``SETTLE`` s of judging a lock stale once (rule 3 of ``locks.shared``)."""
+        suspect = self._suspect
+        return suspect is not None and time.monotonic() - suspect[1] < SETTLE
+
+    def _move_away(self, st: os.stat_result, remover: RemoverGuard) -> bool:
+        """The removal on shared storage, under *remover*: rules 3 and 4 of ``locks.shared``.
+
+        The lock *st*, judged stale, is removed only if it was judged so unchanged
+        ``SETTLE`` seconds ago, and then by a rename handshake; True if removed.
+        """
+        from .shared import moved_name, put_back
 
         suspect = self._suspect
-        if suspect is not None and time.monotonic() - suspect[1] < SETTLE:
+        held = self._held_path()
+        judged = self._fingerprint(held, st)
+        if suspect is None or suspect[0] != judged:
+            self._suspect = (judged, time.monotonic())  # stale twice, SETTLE apart
             return False
-        remover = RemoverLock(self.path)
-        if not remover.acquire():
+        self._suspect = None
+        if not remover.still_mine():
             return False
-        _tls.breaking = getattr(_tls, "breaking", 0) + 1
+        moved = self._move_target() or moved_name(self.path)
         try:
-            st = self._lstat()
-            if st is None:
-                return False
-            self._check(st)
-            if not self._is_stale(st, remover.clock_ns):
-                return False
-            held = self._held_path()
-            judged = self._fingerprint(held, st)
-            if suspect is None or suspect[0] != judged:
-                self._suspect = (judged, time.monotonic())  # stale twice, SETTLE apart
-                return False
-            self._suspect = None
-            if not remover.still_mine():
-                return False
-            moved = self._move_target() or moved_name(self.path)
-            try:
-                os.rename(held, moved)
-            except OSError:
-                return False  # gone (released) meanwhile
-            now = lstat(moved)
-            if now is None:
-                return False
-            if self._fingerprint(moved, now) != judged:
-                put_back(moved, held, now)  # a fresh lock: the look came from a cache
-                return False
-            self._discard(moved, now)
-            return True
-        finally:
-            _tls.breaking -= 1
-            remover.release()
+            os.rename(held, moved)
+        except OSError:
+            return False  # gone (released) meanwhile
+        now = lstat(moved)
+        if now is None:
+            return False
+        if self._fingerprint(moved, now) != judged:
+            put_back(moved, held, now)  # a fresh lock: the look came from a cache
+            return False
+        self._discard(moved, now)
+        return True
 
     def _shared_release_guard(self, mine: os.stat_result) -> Any:
         """On shared storage, for a lock held past half its stale age: the remover lock.
@@ -682,9 +492,3 @@ class StaleBackend(Backend):
             "judged": _owner.judged(pid, host),
             "age": age,
         }
-
-
-def same(path: str, st: os.stat_result) -> bool:
-    """True if *path* still holds exactly the object *st* (the last look before removal)."""
-    now = lstat(path)
-    return now is not None and identity(now) == identity(st)

@@ -7,6 +7,7 @@ One module a group of perlfunc entries (the public names are exported lazily by
   built-in returns through.
 * ``die``: ``die`` and ``warn`` (``Die``; an uncaught one exits as Perl does).
 * ``consts``: Fcntl's ``LOCK_SH/EX/NB/UN`` and ``SEEK_SET/CUR/END``, defined here only.
+* ``osflags``: the ``os.open`` flags (``O_NOFOLLOW``, ``O_CLOEXEC`` ...), 0 where absent.
 * ``handle``: ``open_`` and ``PerlFile`` (PerlIO's buffers and layers), ``close``,
   ``print_``, ``printf``, ``readline``, ``seek``, ``tell``, ``truncate``, ``binmode``, ``eof``.
 * ``flock``: ``flock`` on a handle, file object or fd (``PerlFile.flushed_fileno()``).

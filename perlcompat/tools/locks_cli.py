@@ -251,7 +251,10 @@ def _why_kept(path: str) -> str:
             f"sticky directory: only its owner (uid {st.st_uid}), the directory's "
             f"owner (uid {dst.st_uid}) or root may remove it"
         )
-    fd = _stale.guard(path, exclusive=True)
+    try:
+        fd = _stale.guard(path, exclusive=True)
+    except OSError as exc:
+        return f"the remover lock cannot be taken here: {exc.strerror}"
     if fd is None:
         return "another process holds the remover lock (a flock on the directory)"
     _stale.unguard(fd)

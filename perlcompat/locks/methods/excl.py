@@ -31,6 +31,7 @@ from ..stale import (
     O_BINARY,
     O_CLOEXEC,
     O_NOFOLLOW,
+    OTHERS_EMPTY_GRACE,
     StaleBackend,
     busy,
     is_record,
@@ -39,7 +40,7 @@ from ..stale import (
     not_a_lock,
     read_same,
     read_small,
-    same,
+    root_and_not_mine,
 )
 from ..winfile import busy_create, open_file, retry_busy
 
@@ -52,15 +53,6 @@ _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_BINA
 
 #: how much of a file ``detect`` reads for a record.
 DETECT_LIMIT = 65536
-
-#: seconds an empty file of another user's may be a lock being made (its line follows).
-OTHERS_EMPTY_GRACE = 1.0
-
-
-def root_and_not_mine(st: os.stat_result) -> bool:
-    """True if we are root and the file *st* belongs to another user (POSIX)."""
-    geteuid = getattr(os, "geteuid", None)
-    return geteuid is not None and geteuid() == 0 and st.st_uid != 0
 
 
 @register
@@ -136,12 +128,3 @@ class ExclBackend(StaleBackend):
         if st is None or not stat_module.S_ISREG(st.st_mode):
             return False
         return _owner.parse(read_small(path, DETECT_LIMIT) or b"", cls.method) is not None
-
-    def _remove(self, st: os.stat_result) -> bool:
-        if not same(self.path, st):
-            return False
-        try:
-            os.unlink(self.path)
-        except OSError:
-            return False
-        return True

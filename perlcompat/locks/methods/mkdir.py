@@ -51,6 +51,7 @@ from ..stale import (
     not_a_lock,
     read_fd,
     read_small,
+    remove_same,
     same,
     unlink_quietly,
     write_at_zero,
@@ -64,12 +65,12 @@ if TYPE_CHECKING:
 #: suffix of the owner file kept beside the lock directory.
 OWNER_SUFFIX = ".owner"
 #: the owner record is padded to this size, so rewriting it never truncates.
-RECORD_SIZE = 256
+RECORD_SIZE = _owner.RECORD_SIZE
 
 #: O_NONBLOCK: a FIFO planted at the owner path must not hang us (a stopping signal waits).
 _OPEN_OWNER = os.O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_BINARY | O_NONBLOCK
 _CREATE_OWNER = _OPEN_OWNER | os.O_CREAT | os.O_EXCL
-_BLANK = b" " * (RECORD_SIZE - 1) + b"\n"
+_BLANK = _owner.padded()
 
 
 def _tag(st: os.stat_result) -> str:
@@ -174,7 +175,7 @@ class MkdirBackend(StaleBackend):
         link is replaced instead of written through; anything that is not an
         owner file (empty, blank or an mkdir record) is left alone, unrecorded.
         """
-        data = text[:-1].ljust(RECORD_SIZE - 1).encode() + b"\n"
+        data = _owner.padded(text)
         try:
             fd = os.open(self.owner_path, _OPEN_OWNER)
         except FileNotFoundError:
@@ -250,27 +251,21 @@ class MkdirBackend(StaleBackend):
     def _remove(self, st: os.stat_result) -> bool:
         if not same(self.path, st):
             return False
-        fields = _owner.parse(read_small(self.owner_path) or b"", "mkdir")
-        if fields is not None and fields.get("dir") == _tag(st):
-            self._blank_owner_file()
-        if not same(self.path, st):
-            return False
-        try:
-            os.rmdir(self.path)
-        except OSError:
-            return False
-        return True
+        self._blank_owner_file(st)
+        return remove_same(self.path, st, os.rmdir)
 
     def _record_extra(self) -> bytes:
         return read_small(self.owner_path) or b""
 
     def _discard(self, moved: str, st: os.stat_result) -> None:
-        fields = _owner.parse(read_small(self.owner_path) or b"", "mkdir")
-        if fields is not None and fields.get("dir") == _tag(st):
-            self._blank_owner_file()
+        self._blank_owner_file(st)
         os.rmdir(moved)
 
-    def _blank_owner_file(self) -> None:
+    def _blank_owner_file(self, st: os.stat_result) -> None:
+        """Blank the owner file if its record names the directory *st* (being removed)."""
+        fields = _owner.parse(read_small(self.owner_path) or b"", "mkdir")
+        if fields is None or fields.get("dir") != _tag(st):
+            return
         try:
             fd = os.open(self.owner_path, _OPEN_OWNER)
         except OSError:

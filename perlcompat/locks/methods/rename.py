@@ -55,7 +55,8 @@ from ..stale import (
     read_fd,
     read_same,
     read_small,
-    same,
+    remove_same,
+    root_and_not_mine,
     unguard,
 )
 from ..winfile import busy_create, change_time, open_file, retry_busy
@@ -71,17 +72,12 @@ HELD_SUFFIX = ".locked"
 _WRITE = os.O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_BINARY | O_NONBLOCK
 
 
-def _euid() -> int:
-    geteuid = getattr(os, "geteuid", None)
-    return -1 if geteuid is None else int(geteuid())
-
-
 def _marker_problem(path: str, st: os.stat_result, *, free: bool) -> OSError | None:
     """Why the object *st* at *path* cannot be a rename marker (kind, links, owner), or None."""
     if not stat_module.S_ISREG(st.st_mode):
         return kind_error(path, st, "regular file")
     problem = links_error(path, st, "rename")
-    if problem is None and free and _euid() == 0 and st.st_uid != 0:
+    if problem is None and free and root_and_not_mine(st):
         problem = not_a_lock(
             path, "rename", f"belongs to uid {st.st_uid}, and we are root", errno.EPERM
         )
@@ -336,17 +332,11 @@ class RenameBackend(StaleBackend):
         return _owner.owner_of(_owner.parse(read_small(self.held) or b"", self.method))
 
     def _remove(self, st: os.stat_result) -> bool:
-        if not same(self.held, st):
-            return False
         if lstat(self.path) is not None:  # a marker at the free name too: never rename onto it
-            try:
-                os.unlink(self.held)
-            except OSError:
-                return False
-            return True
+            return remove_same(self.held, st)
+        return remove_same(self.held, st, self._give_back)
+
+    def _give_back(self, held: str) -> None:
+        """Empty the stale marker at *held* and rename it to the free name."""
         self._clear()
-        try:
-            os.rename(self.held, self.path)
-        except OSError:
-            return False
-        return True
+        os.rename(held, self.path)

@@ -33,7 +33,7 @@ import sys
 from ...perl.fsinfo import is_shared
 from .. import owner as _owner
 from ..contract import register
-from ..stale import StaleBackend, busy, kind_error, lstat, same
+from ..stale import StaleBackend, busy, kind_error, lstat
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -109,12 +109,3 @@ class SymlinkBackend(StaleBackend):
             return False
         target = _target(path)
         return target is not None and (target.isdigit() or target in (".", ":"))
-
-    def _remove(self, st: os.stat_result) -> bool:
-        if not same(self.path, st):
-            return False
-        try:
-            os.unlink(self.path)
-        except OSError:
-            return False
-        return True

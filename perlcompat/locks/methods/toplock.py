@@ -48,16 +48,20 @@ from ..stale import (
     O_CLOEXEC,
     O_NOFOLLOW,
     O_NONBLOCK,
+    OTHERS_EMPTY_GRACE,
     StaleBackend,
     kind_error,
     links_error,
     lstat,
     not_a_lock,
     open_error,
+    read_at_zero,
     read_same,
     read_small,
     release_guard,
+    root_and_not_mine,
     unguard,
+    unlink_quietly,
 )
 from ..winfile import BUSY_PATIENCE, busy_create, open_file, retry_busy
 
@@ -185,20 +189,7 @@ def _look(path: str) -> tuple[os.stat_result | None, bytes | None]:
 
 
 def _read_head(fd: int, limit: int = 4096) -> bytes:
-    if sys.platform != "win32":
-        return os.pread(fd, limit, 0)
-    os.lseek(fd, 0, os.SEEK_SET)
-    return os.read(fd, limit)
-
-
-#: seconds an empty file of another user's may be a lock being made (its line follows).
-OTHERS_EMPTY_GRACE = 1.0
-
-
-def root_and_not_mine(st: os.stat_result) -> bool:
-    """True if we are root and the file *st* belongs to another user (POSIX)."""
-    geteuid = getattr(os, "geteuid", None)
-    return geteuid is not None and geteuid() == 0 and st.st_uid != 0
+    return read_at_zero(fd, limit)
 
 
 @register
@@ -362,11 +353,7 @@ class ToplockBackend(StaleBackend):
             return False
         if not self._is_stale(now) or first_line(read_small(self.path)) != judged:
             return False
-        try:
-            os.unlink(self.path)
-        except OSError:
-            return False
-        return True
+        return unlink_quietly(self.path)
 
 
 def _toplock_backend(lock_: Lock) -> ToplockBackend:

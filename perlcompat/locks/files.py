@@ -1,0 +1,240 @@
+"""File primitives shared by the lock-file methods: looks, reads, removal, refusals.
+
+Looks never follow a symlink nor block on a FIFO: :func:`lstat`,
+:func:`read_small`, :func:`read_same` (only if the path still holds exactly what
+was judged) and :func:`read_fd`/:func:`read_at_zero`/:func:`write_at_zero`
+(offset 0, pread/pwrite where there are some).  A lock object is named by
+:func:`identity` (device, inode, mtime, ctime); :func:`remove_same` is the last
+step of every stale removal: it compares that identity once more and removes
+only the very object judged.  :func:`busy` tells "taken" from "refused" after
+an exclusive create; the ``*_error`` functions build the errors for a lock path
+holding something a method did not make.  Imports the stdlib, ``perl.osflags``,
+``locks.owner`` and ``locks.winfile`` only.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat as stat_module
+import sys
+
+from ..perl.osflags import O_BINARY, O_CLOEXEC, O_NOFOLLOW, O_NONBLOCK
+from . import owner as _owner
+from .winfile import open_file
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    Identity = tuple[int, int, int, int]
+
+
+def identity(st: os.stat_result) -> Identity:
+    """Return what names one lock object: (device, inode, mtime ns, ctime ns)."""
+    return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def lstat(path: str) -> os.stat_result | None:
+    """``os.lstat`` that returns None when nothing is at *path*."""
+    try:
+        return os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+def read_small(path: str, limit: int = 4096) -> bytes | None:
+    """Read up to *limit* bytes of a regular file, never following a symlink nor blocking.
+
+    None if absent or not a regular file (a FIFO, a device).
+    """
+    try:
+        fd = open_file(path, os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_BINARY | O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        if not stat_module.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.read(fd, limit)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def read_fd(fd: int, limit: int = 4096) -> bytes | None:
+    """The whole of the open file *fd* from offset 0; None if longer than *limit* or unreadable."""
+    try:
+        data = read_at_zero(fd, limit + 1)
+    except OSError:
+        return None
+    return None if len(data) > limit else data
+
+
+def read_same(path: str, st: os.stat_result, limit: int = 4096) -> bytes | None:
+    """Up to *limit* bytes of the file at *path* if it is still exactly *st*; None if not.
+
+    None when the path changed (another object, written to, gone) since *st*
+    was taken: the caller judges the new one on its next look.  Raises OSError
+    (naming *path*) when the file cannot be read, so it cannot be told a lock.
+    """
+    try:
+        fd = open_file(path, os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_BINARY | O_NONBLOCK)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return None  # now a symlink: the next look refuses it
+        raise OSError(
+            exc.errno, f"cannot read {path!r} to tell whether it is a lock: {exc.strerror}"
+        ) from None
+    try:
+        if _shape(os.fstat(fd)) != _shape(st):
+            return None
+        data = read_at_zero(fd, limit)
+        if _shape(os.fstat(fd)) != _shape(st) or len(data) != min(st.st_size, limit):
+            return None  # rewritten while we read (timestamps can be a few ms coarse)
+        return data
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ESTALE):
+            return None  # removed after our open (network file systems ask by name): gone
+        raise OSError(
+            exc.errno, f"cannot read {path!r} to tell whether it is a lock: {exc.strerror}"
+        ) from None
+    finally:
+        os.close(fd)
+
+
+def _shape(st: os.stat_result) -> tuple[int, int, int, int, int]:
+    return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
+
+
+def read_at_zero(fd: int, limit: int) -> bytes:
+    """Up to *limit* bytes of *fd* from offset 0 (pread where there is one)."""
+    if sys.platform == "win32":
+        os.lseek(fd, 0, os.SEEK_SET)
+        return os.read(fd, limit)
+    return os.pread(fd, limit, 0)
+
+
+def write_at_zero(fd: int, data: bytes) -> None:
+    """Write *data* at offset 0 of *fd* (pwrite where there is one)."""
+    if sys.platform == "win32":
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.write(fd, data)
+    else:
+        os.pwrite(fd, data, 0)
+
+
+#: seconds an empty file of another user's may be a lock being made (its line follows).
+OTHERS_EMPTY_GRACE = 1.0
+
+
+def root_and_not_mine(st: os.stat_result) -> bool:
+    """True if we are root and the file *st* belongs to another user (POSIX).
+
+    Root never writes into, nor takes for a lock, another user's file that no
+    record proves a lock: it may be theirs.
+    """
+    geteuid = getattr(os, "geteuid", None)
+    return geteuid is not None and geteuid() == 0 and st.st_uid != 0
+
+
+def unlink_quietly(path: str) -> bool:
+    """Unlink *path*; False instead of an error if that fails."""
+    try:
+        os.unlink(path)
+    except OSError:
+        return False
+    return True
+
+
+def busy(exc: OSError, path: str) -> bool:
+    """True if *exc* from an exclusive create of *path* means "taken", not "refused".
+
+    EEXIST; or EPERM/EACCES, which network file systems report for collisions
+    (sshfs), when the name is there, or when it is gone again (released in
+    between) but the directory lets us create a probe file beside it.
+    """
+    if isinstance(exc, FileExistsError):
+        return True
+    if exc.errno not in (errno.EPERM, errno.EACCES):
+        return False
+    if lstat(path) is not None:
+        return True
+    probe = f"{path}.breaking.{os.urandom(6).hex()}"
+    try:
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+    except OSError:
+        return False  # refused for real
+    os.close(fd)
+    unlink_quietly(probe)
+    return True
+
+
+def kind_error(path: str, st: os.stat_result, wanted: str) -> OSError:
+    """Return the error for a lock path occupied by something its method cannot have made."""
+    if stat_module.S_ISLNK(st.st_mode):
+        return OSError(
+            errno.ELOOP,
+            f"lock path {path!r} is a symlink, not a {wanted}; refusing to use or follow it",
+        )
+    number = errno.ENOTDIR if wanted == "directory" else errno.EEXIST
+    return OSError(number, f"lock path {path!r} exists and is not a {wanted}")
+
+
+def not_a_lock(path: str, method: str, why: str, number: int = errno.EEXIST) -> OSError:
+    """Return the error for a lock path holding something its method did not make."""
+    return OSError(
+        number, f"lock path {path!r} {why}: not a lock of method {method!r}; refusing to touch it"
+    )
+
+
+def open_error(path: str, exc: OSError, wanted: str) -> OSError:
+    """Return a clear error for a failed open of the lock file *path* (symlink, directory)."""
+    if exc.errno == errno.ELOOP:
+        return OSError(
+            errno.ELOOP,
+            f"lock path {path!r} is a symlink, not a {wanted}; refusing to use or follow it",
+        )
+    if exc.errno == errno.EISDIR:
+        return OSError(errno.EISDIR, f"lock path {path!r} is a directory, not a {wanted}")
+    return exc
+
+
+def links_error(path: str, st: os.stat_result, method: str) -> OSError | None:
+    """The error for a file with more than one hard link (EPERM), else None."""
+    if st.st_nlink > 1:
+        return not_a_lock(path, method, f"has {st.st_nlink} hard links", errno.EPERM)
+    return None
+
+
+def is_record(data: bytes | None, kind: str, blank: bool = False) -> bool:
+    """True if the whole file *data* is one owner record of *kind* (or blank, if allowed)."""
+    if not data or not data.endswith(b"\n") or data.count(b"\n") != 1:
+        return False
+    if blank and not data.strip():
+        return True
+    return _owner.parse(data, kind) is not None
+
+
+def same(path: str, st: os.stat_result) -> bool:
+    """True if *path* still holds exactly the object *st* (the last look before removal)."""
+    now = lstat(path)
+    return now is not None and identity(now) == identity(st)
+
+
+def remove_same(path: str, st: os.stat_result, remove: Callable[[str], object] = os.unlink) -> bool:
+    """``remove(path)`` if *path* still holds exactly the object *st*; True if removed.
+
+    The removal step of every ``_remove`` (rule 2): the identity is compared
+    right before it, and nothing is removed (False) if the path holds anything
+    else, nothing, or if the removal fails.
+    """
+    if not same(path, st):
+        return False
+    try:
+        remove(path)
+    except OSError:
+        return False
+    return True
