@@ -56,3 +56,12 @@ def test_a_timeout_in_a_pool_worker_arrives_as_itself(tmp_path: Path) -> None:
     assert type(error) is LockTimeout
     assert error.errno == errno.EWOULDBLOCK
     assert error.strerror is not None and "is busy" in error.strerror
+
+
+def test_errors_are_named_and_pickled_by_their_public_module() -> None:
+    import perlcompat
+
+    for cls in (LockError, LockTimeout, DuplicateLockError, NotLockedError, ExpiredLockError):
+        assert cls.__module__ == "perlcompat"
+        assert getattr(perlcompat, cls.__name__) is cls
+        assert b"perlcompat.locks" not in pickle.dumps(cls("x"), protocol=0)

@@ -50,3 +50,10 @@ class ExpiredLockError(LockError):
     """Released after its stale limit: someone may have broken it (errno ETIMEDOUT)."""
 
     default_errno = errno.ETIMEDOUT
+
+
+# Named where users import them: tracebacks say ``perlcompat.LockTimeout``, and a
+# pickled error names ``perlcompat`` (which loads it lazily), not this module's path.
+for _cls in (LockError, LockTimeout, DuplicateLockError, NotLockedError, ExpiredLockError):
+    _cls.__module__ = "perlcompat"
+del _cls
