@@ -42,6 +42,12 @@ ROWS = [
         "fh = open_('+< ' + sys.argv[1]); flock(fh, 2); n = fh.readline(); seek(fh, 0, 0)\n"
         "print_(fh, int(n or 0) + 1); truncate(fh, tell(fh)); close(fh)",
     ),
+    (
+        "... lock() + unlock() (seed 003's subs, mkdir)",
+        "import sys\n"
+        "from perlcompat import lock, unlock\n"
+        "lock(sys.argv[1] + '.lk') or sys.exit(1); unlock(sys.argv[1] + '.lk')",
+    ),
     ("import fcntl, os (the raw way)", "import fcntl, os"),
     ("import portalocker", "import portalocker"),
 ]
