@@ -153,11 +153,11 @@ def read_file(
     that ``replace_file`` rewrites (File::Slurp's ``read_file``).
 
     A rename-replace makes every read a whole old or whole new version.  On Windows
-    the file is opened sharing delete (it neither fails on, nor blocks, a writer's
-    rename) and a ``PermissionError`` is retried for up to :data:`WINDOWS_RENAME_PATIENCE`
-    seconds.  *encoding* decodes with ``surrogateescape`` (None: bytes); *lines* gives
-    Perl's lines as :func:`perl_lines`.  Only a regular file is read (no symlinks).
-    Raises ``OSError`` (``$!`` set) when it cannot be read: ``FileNotFoundError`` if absent.
+    the file is opened sharing delete (so a rename's handle on it does not refuse
+    the open) and a ``PermissionError`` is retried for up to
+    :data:`WINDOWS_RENAME_PATIENCE` seconds.  *encoding* decodes with
+    ``surrogateescape`` (None: bytes); *lines* gives Perl's lines as :func:`perl_lines`.
+    Only a regular file is read (no symlinks).  Raises ``OSError`` (``$!`` set) when it cannot be read: ``FileNotFoundError`` if absent.
     """
     target = os.fspath(path)
     if not isinstance(target, str) or not target:
