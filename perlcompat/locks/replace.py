@@ -157,7 +157,8 @@ def read_file(
     the open) and a ``PermissionError`` is retried for up to
     :data:`WINDOWS_RENAME_PATIENCE` seconds.  *encoding* decodes with
     ``surrogateescape`` (None: bytes); *lines* gives Perl's lines as :func:`perl_lines`.
-    Only a regular file is read (no symlinks).  Raises ``OSError`` (``$!`` set) when it cannot be read: ``FileNotFoundError`` if absent.
+    Only a regular file is read (no symlinks).  Raises ``OSError`` (``$!`` set) when
+    it cannot be read: ``FileNotFoundError`` if it does not exist.
     """
     target = os.fspath(path)
     if not isinstance(target, str) or not target:
