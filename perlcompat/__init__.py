@@ -78,6 +78,7 @@ _EXPORTS = {
     "sem_acquire": "locks.semaphore",
     "sem_release": "locks.semaphore",
     "replace_file": "locks.replace",
+    "read_file": "locks.replace",
     # TOP?LOCK's "check again before renaming the work file into place"
     "still_holding": "locks.methods.toplock",
     "rename_if_holding": "locks.methods.toplock",
@@ -115,6 +116,7 @@ if TYPE_CHECKING:
         still_holding as still_holding,
     )
     from .locks.replace import (
+        read_file as read_file,
         replace_file as replace_file,
     )
     from .locks.semaphore import (

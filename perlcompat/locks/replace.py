@@ -51,7 +51,12 @@ open without FILE_SHARE_DELETE (as Python's ``open()`` and Perl's ``open`` do):
 a reader, locked or not, blocks the replace for as long as it reads.  There the
 rename is retried (short growing pauses, a pending ``alarm()`` honoured) for up
 to :data:`WINDOWS_RENAME_PATIENCE` seconds, then the ``PermissionError`` is
-raised and the temporary file removed.
+raised and the temporary file removed.  The other way round, ``MoveFileEx``
+holds the renamed file open with DELETE access until it returns, so for those
+microseconds an ``open()`` that does not share delete (Python's, Perl's) fails
+with ``PermissionError`` (a sharing violation).  :func:`read_file` is the reader's
+side: it opens with FILE_SHARE_READ|WRITE|DELETE (``winfile.open_file``) and
+retries a ``PermissionError`` for up to :data:`WINDOWS_RENAME_PATIENCE` seconds.
 """
 
 from __future__ import annotations
@@ -141,6 +146,59 @@ def replace_file(
     return 1
 
 
+def read_file(
+    path: PathArg, *, encoding: str | None = "utf-8", lines: bool = False
+) -> str | bytes | list[str] | list[bytes]:
+    """The whole content of *path*, read without a lock, as a display CGI reads a file
+    that ``replace_file`` rewrites (File::Slurp's ``read_file``).
+
+    A rename-replace makes every read a whole old or whole new version.  On Windows
+    the file is opened sharing delete (so a rename's handle on it does not refuse
+    the open) and a ``PermissionError`` is retried for up to
+    :data:`WINDOWS_RENAME_PATIENCE` seconds.  *encoding* decodes with
+    ``surrogateescape`` (None: bytes); *lines* gives Perl's lines as :func:`perl_lines`.
+    Only a regular file is read (no symlinks).  Raises ``OSError`` (``$!`` set) when
+    it cannot be read: ``FileNotFoundError`` if it does not exist.
+    """
+    target = os.fspath(path)
+    if not isinstance(target, str) or not target:
+        raise ValueError(f"read_file needs a file path, not {path!r}")
+    try:
+        raw = _read_shared(target)
+    except OSError as exc:
+        set_errno(exc.errno or errno.EIO)
+        raise
+    set_errno(0)
+    text = raw if encoding is None else raw.decode(encoding, "surrogateescape")
+    return perl_lines(text) if lines else text
+
+
+def _read_shared(target: str) -> bytes:
+    """*target*'s bytes; on Windows opened sharing delete, a PermissionError retried."""
+    if not _WINDOWS:
+        return _read(target, must_exist=True)
+    import time
+
+    from .winfile import open_file
+
+    deadline = time.monotonic() + WINDOWS_RENAME_PATIENCE
+    pause = 0.0005
+    while True:
+        if _old_file(target) is None:  # a symlink, directory or device raises here
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), target)
+        try:
+            fd = open_file(target, os.O_RDONLY | O_BINARY)
+            try:
+                return _read_all(fd, target)
+            finally:
+                os.close(fd)
+        except PermissionError:
+            if time.monotonic() >= deadline:
+                raise
+        clock.pause(pause)
+        pause = min(pause * 2, 0.01)
+
+
 def _lock_path(target: str, lock: object) -> str | None:
     """The lock file for *target* named by *lock* (True, False or a path)."""
     if lock is True:
@@ -205,18 +263,23 @@ def _read(target: str, must_exist: bool = False) -> bytes:
             raise _not_regular(target, errno.ELOOP, "a symlink") from None
         raise
     try:
-        import stat
-
-        if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped in since the lstat
-            raise _not_regular(target, errno.EINVAL, "not a regular file")
-        chunks: list[bytes] = []
-        while True:
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                return b"".join(chunks)
-            chunks.append(chunk)
+        return _read_all(fd, target)
     finally:
         os.close(fd)
+
+
+def _read_all(fd: int, target: str) -> bytes:
+    """Everything *fd* holds, refusing anything but a regular file."""
+    import stat
+
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped in since the lstat
+        raise _not_regular(target, errno.EINVAL, "not a regular file")
+    chunks: list[bytes] = []
+    while True:
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
 
 
 def perl_lines(text: str | bytes) -> list[str] | list[bytes]:

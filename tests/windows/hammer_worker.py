@@ -8,6 +8,7 @@ has done *cycles* increments *and* every worker has started the job (so the
 workers really contend), then prints ``job <name> <cycles done> <errors>``.
 Errors (an ``unlock`` or ``replace_file`` that failed) are counted, not fatal,
 so one bad job does not hide the others; a job gives up after DEADLINE seconds.
+An error is reported with where it came from (:func:`where`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 import time
+import traceback
 
+import perlcompat
 from perlcompat import (
     LOCK_EX,
     OS_ERROR,
@@ -28,6 +31,7 @@ from perlcompat import (
     lock,
     open_,
     print_,
+    read_file,
     replace_file,
     seek,
     tell,
@@ -37,6 +41,19 @@ from perlcompat import (
 
 DEADLINE = 150.0
 O_BINARY = getattr(os, "O_BINARY", 0)
+
+
+PACKAGE = os.path.dirname(os.path.abspath(perlcompat.__file__))
+
+
+def where(exc: BaseException) -> str:
+    """``file:line`` of the innermost frame of *exc* in perlcompat or in this worker."""
+    found = "?"
+    for frame in traceback.extract_tb(exc.__traceback__):
+        name = os.path.abspath(frame.filename)
+        if name == os.path.abspath(__file__) or name.startswith(PACKAGE + os.sep):
+            found = f"{os.path.relpath(name, os.path.dirname(PACKAGE))}:{frame.lineno}"
+    return found.replace(os.sep, "/")
 
 
 def bump(path: str) -> None:
@@ -68,10 +85,12 @@ def cycle(job: str, base: str, errors: list[str]) -> None:
             bump(count)
     elif job == "replace":
         replace_file(count, lambda old: str(int(old or 0) + 1))
-        # a reader without any lock, as a display CGI does: it holds the file open
-        # while other workers rename new versions over it
-        with open(count, "rb") as reader:
-            reader.read()
+        # a reader without any lock, as a display CGI does, while other workers rename
+        # new versions over the file: read_file (a plain open() fails on Windows for
+        # the moment a rename holds the file, see test_win_readers)
+        shown = read_file(count)
+        if not (isinstance(shown, str) and shown.isdigit()):
+            errors.append(f"read_file gave {shown!r}, not a whole version")
     else:
         method = job.partition(":")[2]
         if not lock(base + ".lk", method=method, retry=None, stale=60):
@@ -101,7 +120,7 @@ def main() -> None:
             try:
                 cycle(job, base, errors)
             except OSError as exc:
-                errors.append(f"{type(exc).__name__}: {exc}")
+                errors.append(f"{type(exc).__name__}: {exc} at {where(exc)}")
         first = errors[0] if errors else ""
         print(f"job {job} {done} {len(errors)} {first}", flush=True)
     print("end", flush=True)
