@@ -473,6 +473,7 @@ def hammer(
             increments=increments,
             stale=stale,
             limit=timeout / 2,
+            debug=True,  # an error's key names where it came from
         )
         for host in ("a", "b")
     }
@@ -533,6 +534,7 @@ def takeover(
                 stale=stale,
                 hold=hold,
                 limit=timeout / 2,
+                debug=True,
             )
             for host in ("a", "b")
         }

@@ -18,6 +18,7 @@ import select
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -527,3 +528,121 @@ def test_a_refused_shared_storage_remover_lock_is_reported(
 
     monkeypatch.setattr(_shared, "_create", stale_handle)
     assert _shared.RemoverLock(str(path)).acquire() is False  # "not now": the next wait tries
+
+
+# -- ESTALE while acquiring: "look again", never a failure (network file systems) ----------
+
+
+def estale_once(
+    monkeypatch: pytest.MonkeyPatch, name: str, hit: Callable[[str, tuple[object, ...]], bool]
+) -> list[str]:
+    """Make ``os.<name>`` raise ESTALE once, for the first call whose path *hit* picks."""
+    real = getattr(os, name)
+    raised: list[str] = []
+
+    def flaky(path: object, *args: object, **kwargs: object) -> object:
+        text = os.fspath(path) if isinstance(path, (str, os.PathLike)) else ""
+        if not raised and text and hit(text, args):
+            raised.append(text)
+            raise OSError(errno.ESTALE, os.strerror(errno.ESTALE), text)
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, name, flaky)
+    return raised
+
+
+def is_create(args: tuple[object, ...]) -> bool:
+    return isinstance(args[0], int) and bool(args[0] & os.O_CREAT)
+
+
+@pytest.mark.parametrize(
+    ("look", "name", "record"),
+    [
+        ("lstat of the lock", "lstat", False),
+        ("open of its owner record", "open", True),
+        ("exclusive create", "open", None),
+    ],
+)
+def test_estale_while_acquiring_means_look_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, look: str, name: str, record: bool | None
+) -> None:
+    """sshfs/NFS: a name replaced by another host as we look it up is "busy", not a failure."""
+    path = tmp_path / "lk"
+    if record is not None:  # a stale lock to break (with or without an owner record)
+        path.write_text(_owner.record("excl", token="t") if record else "")
+        os.utime(path, (OLD, OLD))
+    wanted = str(path)
+
+    def hit(text: str, args: tuple[object, ...]) -> bool:
+        return text == wanted and (name == "lstat" or is_create(args) == (record is None))
+
+    raised = estale_once(monkeypatch, name, hit)
+    assert lock(wanted, method="excl", stale=60, retry=3, wait=0.1) == 1, int(OS_ERROR)
+    assert raised == [wanted], look
+    assert unlock(wanted, method="excl") == 1
+    assert not path.exists()
+
+
+def test_estale_on_the_moved_lock_puts_it_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Shared storage: a moved stale lock that cannot be looked at is put back, not removed."""
+    path = tmp_path / "lk"
+    plant_aged(path, "excl")
+    monkeypatch.setattr(_stale, "is_shared", lambda dev: True)  # as on NFS/sshfs
+    monkeypatch.setattr(_stale, "SETTLE", 0.0)  # judged twice without waiting
+    backend = Lock(str(path), method="excl", stale=60).backend
+    assert backend.break_stale() is False  # the first judgement
+    moved = f"{path}.breaking."
+    raised = estale_once(monkeypatch, "lstat", lambda text, args: text.startswith(moved))
+    assert backend.break_stale() is False  # moved, then cannot be confirmed: put back
+    assert raised and raised[0].startswith(moved)
+    assert path.exists() and os.lstat(path).st_mtime == OLD
+    assert sorted(os.listdir(tmp_path)) == ["lk"]
+    assert backend.break_stale() is False  # judged afresh: once
+    assert backend.break_stale() is True  # and twice: removed
+    assert not path.exists()
+
+
+def test_estale_on_release_is_still_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A release that cannot confirm its own lock keeps the lock and says why."""
+    path = tmp_path / "lk"
+    assert lock(str(path), method="excl") == 1
+    raised = estale_once(monkeypatch, "lstat", lambda text, args: text == str(path))
+    assert unlock(str(path), method="excl") == 0
+    assert int(OS_ERROR) == errno.ESTALE and raised
+    assert path.exists()
+    assert unlock(str(path), method="excl") == 1  # held still: released on the next call
+
+
+def test_one_mixed_up_read_of_an_owner_record_is_not_a_refusal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """sshfs gives every file at a name one inode, and its page cache can show the last
+    lock's bytes under this one's size: a refusal needs two reads that agree."""
+    from perlcompat.locks.methods import excl as _excl
+
+    path = tmp_path / "lk"
+    path.write_text(_owner.record("excl", token="t"))
+    os.utime(path, (OLD, OLD))  # stale: broken once judged
+    real = _excl.read_same
+    mixed: list[bytes] = []
+
+    def mixed_up(where: str, st: os.stat_result, limit: int = 4096) -> bytes | None:
+        data = real(where, st, limit)
+        if data and not mixed:
+            mixed.append(data)
+            return data[:-1] + b"\0"  # a shorter record's page: a zero where the newline was
+        return data
+
+    monkeypatch.setattr(_excl, "read_same", mixed_up)
+    assert lock(str(path), method="excl", stale=60, retry=3, wait=0.1) == 1, int(OS_ERROR)
+    assert mixed
+    assert unlock(str(path), method="excl") == 1
+    path.write_bytes(b"counter=12\n")  # a data file reads the same twice: refused at once
+    os.utime(path, (OLD, OLD))
+    assert lock(str(path), method="excl", stale=60, retry=3, wait=0.1) == 0
+    assert int(OS_ERROR) == errno.EEXIST
+    assert path.read_bytes() == b"counter=12\n"

@@ -74,8 +74,9 @@ def read_fd(fd: int, limit: int = 4096) -> bytes | None:
 def read_same(path: str, st: os.stat_result, limit: int = 4096) -> bytes | None:
     """Up to *limit* bytes of the file at *path* if it is still exactly *st*; None if not.
 
-    None when the path changed (another object, written to, gone) since *st*
-    was taken: the caller judges the new one on its next look.  Raises OSError
+    None when the path changed (another object, written to, gone, or ESTALE:
+    replaced by another host) since *st* was taken: the caller judges the new
+    one on its next look.  Raises OSError
     (naming *path*) when the file cannot be read, so it cannot be told a lock.
     """
     try:
@@ -85,6 +86,8 @@ def read_same(path: str, st: os.stat_result, limit: int = 4096) -> bytes | None:
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             return None  # now a symlink: the next look refuses it
+        if exc.errno == errno.ESTALE:
+            return None  # replaced or removed by another host as we looked it up
         raise OSError(
             exc.errno, f"cannot read {path!r} to tell whether it is a lock: {exc.strerror}"
         ) from None
@@ -152,11 +155,13 @@ def unlink_quietly(path: str) -> bool:
 def busy(exc: OSError, path: str) -> bool:
     """True if *exc* from an exclusive create of *path* means "taken", not "refused".
 
-    EEXIST; or EPERM/EACCES, which network file systems report for collisions
-    (sshfs), when the name is there, or when it is gone again (released in
-    between) but the directory lets us create a probe file beside it.
+    EEXIST; ESTALE (a network file system: the name was replaced or removed by
+    another host as we looked it up; nothing was created, try again); or
+    EPERM/EACCES, which network file systems report for collisions (sshfs),
+    when the name is there, or when it is gone again (released in between) but
+    the directory lets us create a probe file beside it.
     """
-    if isinstance(exc, FileExistsError):
+    if isinstance(exc, FileExistsError) or exc.errno == errno.ESTALE:
         return True
     if exc.errno not in (errno.EPERM, errno.EACCES):
         return False

@@ -214,10 +214,18 @@ def moved_name(path: str) -> str:
     return f"{path}{BREAKING}.{_token()}"
 
 
+def _free(path: str) -> bool:
+    """True if nothing is at *path*; False also when the look fails (ESTALE)."""
+    try:
+        return lstat(path) is None
+    except OSError:
+        return False
+
+
 def put_back(moved: str, path: str, st: os.stat_result) -> bool:
     """Give the lock at *moved* its name *path* back, never replacing anything there."""
     if stat_module.S_ISDIR(st.st_mode):
-        if lstat(path) is not None:
+        if not _free(path):
             return False
         try:
             os.rename(moved, path)
@@ -227,7 +235,7 @@ def put_back(moved: str, path: str, st: os.stat_result) -> bool:
     try:
         os.link(moved, path, follow_symlinks=False)
     except OSError:
-        if lstat(path) is not None:
+        if not _free(path):
             return False
         try:
             os.rename(moved, path)  # no hard links here (SMB): the name was free a moment ago

@@ -40,6 +40,13 @@ remover that uses a *smaller* ``stale`` than the holder (or a wall clock
 stepped back between the two looks) and stalls for longer than
 :data:`RELEASE_WAIT` between its look and its removal.
 
+**ESTALE while judging means "look again".**  On a network file system a look
+at the lock (``lstat``, the open of its owner record) gets ESTALE when another
+host replaced or removed it as we looked the name up: ``break_stale`` then
+removes nothing and returns False, so the waiter tries again within its
+patience; a moved lock that cannot be looked at is put back (``locks.shared``).
+A release that cannot look at its own lock still raises.
+
 The remover lock of rule 1 is a :class:`RemoverGuard` (``locks.guards``), chosen
 by :func:`remover_guard`: this flock locally, ``locks.shared.RemoverLock`` on
 shared storage.  One that cannot be taken at all (NFS refuses the flock) raises
@@ -353,7 +360,20 @@ class StaleBackend(Backend):
         return _owner.alive(pid, host, start, time.time() - age) is False
 
     def break_stale(self) -> bool:
-        """Remove the current lock if stale (age or dead owner), race-free; True if removed."""
+        """Remove the current lock if stale (age or dead owner), race-free; True if removed.
+
+        A look that gets ESTALE (network file systems: the name was replaced or
+        removed by another host as we looked it up) removes nothing: False, and
+        the waiter looks again on its next try.
+        """
+        try:
+            return self._break_stale()
+        except OSError as exc:
+            if exc.errno != errno.ESTALE:
+                raise
+            return False
+
+    def _break_stale(self) -> bool:
         st = self._lstat()
         if st is None:
             return False
@@ -449,10 +469,16 @@ class StaleBackend(Backend):
             os.rename(held, moved)
         except OSError:
             return False  # gone (released) meanwhile
-        now = lstat(moved)
-        if now is None:
-            return False
-        if self._fingerprint(moved, now) != judged:
+        try:
+            now = lstat(moved)
+            if now is None:
+                return False
+            changed = self._fingerprint(moved, now) != judged
+        except OSError as exc:
+            if exc.errno != errno.ESTALE:
+                raise
+            now, changed = st, True  # what we moved cannot be looked at: as if fresh
+        if changed:
             put_back(moved, held, now)  # a fresh lock: the look came from a cache
             return False
         self._discard(moved, now)

@@ -5,7 +5,9 @@
 process creates the file.  The holder writes one line into it:
 ``perlcompat excl pid=.. host=.. start=.. token=..``.  An empty file, as a shell
 script's ``set -C`` makes, is a lock with an unknown owner.  Nothing else is a
-lock: a file holding anything but one such record (a data file, however old),
+lock: a file holding anything but one such record (a data file, however old;
+read twice, alike: sshfs gives every file at a name one inode number, and a
+client's page cache can show one file's bytes under the next one's size),
 or with more than one hard link, is refused at once and never removed; so is,
 when we are root, an empty file that belongs to another user (it may be theirs,
 not a lock: root would remove it; a record proves a lock whoever owns it).
@@ -114,7 +116,11 @@ class ExclBackend(StaleBackend):
             )
         if st.st_size:
             data = read_same(self.path, st)
-            if data is not None and not is_record(data, self.method):
+            if (
+                data is not None
+                and not is_record(data, self.method)
+                and read_same(self.path, st) == data  # a second read agrees (see above)
+            ):
                 raise not_a_lock(
                     self.path, self.method, f"holds {st.st_size} bytes that are not a lock record"
                 )
