@@ -119,8 +119,9 @@ class Child:
 
 def flock_holders(path: str | os.PathLike[str]) -> list[tuple[int, str, bool]]:
     """Return (pid, "READ"/"WRITE", waiting) for each flock(2) lock on *path* (/proc/locks)."""
-    inode = os.stat(path).st_ino
+    st = os.stat(path)
     found = []
+    on_device = []
     with open("/proc/locks") as locks:
         for line in locks:
             fields = line.split()
@@ -128,9 +129,17 @@ def flock_holders(path: str | os.PathLike[str]) -> list[tuple[int, str, bool]]:
             if waiting:
                 del fields[1]
             # "1: FLOCK  ADVISORY  WRITE 13623 fe:00:2146598 0 EOF"
-            if len(fields) >= 6 and fields[1] == "FLOCK" and int(fields[5].split(":")[-1]) == inode:
-                found.append((int(fields[4]), fields[3], waiting))
-    return found
+            if len(fields) < 6 or fields[1] != "FLOCK":
+                continue
+            major, minor, inode = fields[5].split(":")
+            if int(inode) != st.st_ino:
+                continue
+            found.append((int(fields[4]), fields[3], waiting))
+            if (int(major, 16), int(minor, 16)) == (os.major(st.st_dev), os.minor(st.st_dev)):
+                on_device.append(found[-1])
+    # the same inode number on another device is another file; but some file systems
+    # (btrfs subvolumes) report a device in stat() that /proc/locks does not show
+    return on_device or found
 
 
 def wait_until_blocked(pid: int, path: str | os.PathLike[str], timeout: float = 20) -> None:

@@ -43,14 +43,14 @@ sub decode {
     }
 }
 
-# ロック開始 (seed 003, verbatim)
+# ロック開始 (seed 003, verbatim but for one word: see README.md)
 sub lock{
 
 my $dir = $_[0];
 # 古いロック(3分以前)は削除
 if(-e $dir){
 	my $t = (stat($dir))[9];
-	if($t < time - 180){ &unlock($dir); }
+	if(defined $t && $t < time - 180){ &unlock($dir); }   # "defined": see README.md
 }
 # ロックできなかったら5回まで1秒間待ってみる
 local $retry = 5;
