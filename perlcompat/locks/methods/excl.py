@@ -80,7 +80,7 @@ class ExclBackend(StaleBackend):
             raise
         token = _owner.nonce()
         try:
-            os.write(fd, _owner.record("excl", token=token).encode())
+            os.write(fd, _owner.record(self.method, token=token).encode())
             st = os.fstat(fd)
         except OSError:
             os.close(fd)

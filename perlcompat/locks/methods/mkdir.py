@@ -79,7 +79,7 @@ def _tag(st: os.stat_result) -> str:
 
 def is_owner_file(data: bytes | None) -> bool:
     """True if *data* (a whole file) is what an mkdir owner file holds: empty, blank or a record."""
-    return data == b"" or is_record(data, "mkdir", blank=True)
+    return data == b"" or is_record(data, MkdirBackend.method, blank=True)
 
 
 def _empty_dir(path: str) -> bool:
@@ -263,7 +263,7 @@ class MkdirBackend(StaleBackend):
 
     def _blank_owner_file(self, st: os.stat_result) -> None:
         """Blank the owner file if its record names the directory *st* (being removed)."""
-        fields = _owner.parse(read_small(self.owner_path) or b"", "mkdir")
+        fields = _owner.parse(read_small(self.owner_path) or b"", self.method)
         if fields is None or fields.get("dir") != _tag(st):
             return
         try:

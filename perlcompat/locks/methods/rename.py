@@ -76,10 +76,10 @@ def _marker_problem(path: str, st: os.stat_result, *, free: bool) -> OSError | N
     """Why the object *st* at *path* cannot be a rename marker (kind, links, owner), or None."""
     if not stat_module.S_ISREG(st.st_mode):
         return kind_error(path, st, "regular file")
-    problem = links_error(path, st, "rename")
+    problem = links_error(path, st, RenameBackend.method)
     if problem is None and free and root_and_not_mine(st):
         problem = not_a_lock(
-            path, "rename", f"belongs to uid {st.st_uid}, and we are root", errno.EPERM
+            path, RenameBackend.method, f"belongs to uid {st.st_uid}, and we are root", errno.EPERM
         )
     return problem
 
@@ -232,7 +232,7 @@ class RenameBackend(StaleBackend):
     def _sign(self, marker: int) -> None:
         """Write our record into the held marker *marker* (then closed) and remember it."""
         token = _owner.nonce()
-        data = _owner.record("rename", token=token).encode()
+        data = _owner.record(self.method, token=token).encode()
         try:
             os.write(marker, data)
             os.ftruncate(marker, len(data))
@@ -268,7 +268,7 @@ class RenameBackend(StaleBackend):
             if (
                 not st.st_size
                 or _marker_problem(self.held, st, free=True) is not None
-                or not is_record(read_fd(marker), "rename")
+                or not is_record(read_fd(marker), self.method)
             ):
                 return False
             os.ftruncate(marker, 0)
