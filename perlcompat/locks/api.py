@@ -392,19 +392,16 @@ class Lock:
             raise NotLockedError(f"lock {self.path!r} is not held by this Lock")
         if self._owner_thread != get_ident():
             raise NotLockedError(f"lock {self.path!r} is held by another thread")
-        import sys
+        from . import cleanup as _cleanup  # imported by the acquire that made us owner
 
-        cleanup = sys.modules.get("perlcompat.locks.cleanup")
-        if cleanup is not None:
-            cleanup.enter()  # a stopping signal waits until the release is complete
+        _cleanup.enter()  # a stopping signal waits until the release is complete
         try:
             held_for = time.monotonic() - self._since
             # first the lock itself: if that raises, this object still holds it
             still_ours = self._backend.release()
             self._disown()
         finally:
-            if cleanup is not None:
-                cleanup.leave()
+            _cleanup.leave()
         if not still_ours:
             message = f"lock {self.path!r} was broken or replaced while held ({held_for:.3g} s)"
         elif held_for > self.stale:
