@@ -583,6 +583,39 @@ def test_estale_while_acquiring_means_look_again(
     assert not path.exists()
 
 
+CREATES = {"mkdir": "mkdir", "excl": "open", "symlink": "symlink"}
+
+
+@pytest.mark.parametrize("method", sorted(CREATES))
+def test_estale_that_stays_is_an_error_not_a_busy_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, method: str
+) -> None:
+    """A stale handle of the directory itself (NFS re-exported, working directory removed)
+    never clears: ``lock()`` fails at once with ESTALE, as Perl's mkdir would, instead of
+    waiting as for a busy lock (for ever with ``timeout=None``)."""
+    path, directory = str(tmp_path / "lk"), str(tmp_path)
+    gone: list[str] = []
+    real_create, real_stat = getattr(os, CREATES[method]), os.stat
+
+    def create(where: object, *args: object, **kwargs: object) -> object:
+        if path in (where, *args):  # symlink(target, path)
+            gone.append(path)  # from now on the whole directory is a stale handle
+            raise OSError(errno.ESTALE, os.strerror(errno.ESTALE), path)
+        return real_create(where, *args, **kwargs)
+
+    def stat(where: str, *args: object, **kwargs: object) -> os.stat_result:
+        if gone and os.fspath(where) in (directory, path):
+            raise OSError(errno.ESTALE, os.strerror(errno.ESTALE), where)
+        return real_stat(where, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, CREATES[method], create)
+    monkeypatch.setattr(os, "stat", stat)
+    started = time.monotonic()
+    assert lock(path, method=method, retry=21, wait=0.1) == 0
+    assert int(OS_ERROR) == errno.ESTALE, str(OS_ERROR)
+    assert gone and time.monotonic() - started < 1.0  # not the 2 s patience
+
+
 def test_estale_on_the_moved_lock_puts_it_back(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

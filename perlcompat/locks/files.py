@@ -156,12 +156,21 @@ def busy(exc: OSError, path: str) -> bool:
     """True if *exc* from an exclusive create of *path* means "taken", not "refused".
 
     EEXIST; ESTALE (a network file system: the name was replaced or removed by
-    another host as we looked it up; nothing was created, try again); or
-    EPERM/EACCES, which network file systems report for collisions (sshfs),
-    when the name is there, or when it is gone again (released in between) but
-    the directory lets us create a probe file beside it.
+    another host as we looked it up; nothing was created, try again) while the
+    lock's directory can still be looked at (a stale handle of the directory
+    itself, a removed working directory or a re-exported mount, stays stale:
+    an error, never waited on for ever); or EPERM/EACCES, which network file
+    systems report for collisions (sshfs), when the name is there, or when it is
+    gone again (released in between) but the directory lets us create a probe
+    file beside it.
     """
-    if isinstance(exc, FileExistsError) or exc.errno == errno.ESTALE:
+    if isinstance(exc, FileExistsError):
+        return True
+    if exc.errno == errno.ESTALE:
+        try:
+            os.stat(os.path.dirname(path) or ".")
+        except OSError:
+            return False
         return True
     if exc.errno not in (errno.EPERM, errno.EACCES):
         return False
