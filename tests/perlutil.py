@@ -81,9 +81,17 @@ class Child:
         return cls([sys.executable, "-u", "-c", code, *args])
 
     def expect(self, wanted: str) -> str:
-        """Read one line and assert it is *wanted*; return it."""
+        """Read one line and assert it is *wanted*; return it (the child is killed after
+        ``timeout`` seconds without a line, so a stuck child fails the test, not hangs it)."""
         assert self.proc.stdout is not None
-        line = self.proc.stdout.readline().decode()
+        import threading
+
+        timer = threading.Timer(self.timeout, self.proc.kill)
+        timer.start()
+        try:
+            line = self.proc.stdout.readline().decode()
+        finally:
+            timer.cancel()
         if line.rstrip("\n") != wanted:
             rest = self._finish()
             raise AssertionError(f"expected {wanted!r}, got {line!r}; stderr: {rest}")
