@@ -24,8 +24,6 @@ CAPABILITIES = (("supports_extend", "extend"), ("waits_for_release", "wait_for_r
 
 @pytest.mark.parametrize("name", contract.names())
 def test_every_method_implements_the_contract(name: str) -> None:
-    if name == "redis":
-        pytest.importorskip("redis")
     cls = contract.backend_class(name)
     assert issubclass(cls, contract.Backend)
     assert cls.method == name
