@@ -209,3 +209,21 @@ def as_unprivileged(func: Callable[[], object]) -> object:
     kind, value = pickle.loads(data)
     assert kind == "ok", value
     return value
+
+
+def raised_in_thread(func: Callable[[], object], timeout: float = 30) -> BaseException | None:
+    """Run *func* in another thread (which waits like another process); what it raised."""
+    import threading
+
+    caught: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            func()
+        except BaseException as exc:
+            caught.append(exc)
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    worker.join(timeout)
+    return caught[0] if caught else None

@@ -9,11 +9,10 @@ SIGALRM) and in a worker thread (cooperative alarm).
 from __future__ import annotations
 
 import errno
-import threading
 from typing import Any
 
 import pytest
-from perlutil import Child
+from perlutil import Child, raised_in_thread
 
 import perlcompat as p
 
@@ -38,21 +37,6 @@ def perl_holder(tmp_path: Any) -> Any:
     child.kill()
 
 
-def _in_thread(func: Any) -> BaseException | None:
-    caught: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            func()
-        except BaseException as exc:
-            caught.append(exc)
-
-    worker = threading.Thread(target=run)
-    worker.start()
-    worker.join(30)
-    return caught[0] if caught else None
-
-
 @pytest.mark.parametrize("handler", [_raise_timeout, _raise_oserror])
 @pytest.mark.parametrize("where", ["main", "thread"])
 def test_flock_lets_the_handlers_oserror_escape(perl_holder: str, handler: Any, where: str) -> None:
@@ -72,7 +56,7 @@ def test_flock_lets_the_handlers_oserror_escape(perl_holder: str, handler: Any, 
             attempt()
         exc: BaseException | None = info.value
     else:
-        exc = _in_thread(attempt)
+        exc = raised_in_thread(attempt)
     assert isinstance(exc, OSError) and not isinstance(exc, AssertionError)
     assert "time out" in str(exc) or "handler says stop" in str(exc)
 
@@ -108,7 +92,7 @@ def test_lock_and_sem_acquire_let_the_handlers_error_escape(tmp_path: Any, where
                 with pytest.raises(TimeoutError):
                     attempt(call)()
             else:
-                exc = _in_thread(attempt(call))
+                exc = raised_in_thread(attempt(call))
                 assert isinstance(exc, TimeoutError), exc
     finally:
         os.rmdir(tmp_path / "lockdir")

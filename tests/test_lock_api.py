@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from perlutil import raised_in_thread
 
 import perlcompat
 from perlcompat import OS_ERROR, Lock, LockError, LockTimeout, Semaphore, lock, unlock
@@ -139,22 +140,6 @@ def test_timeout_in_seconds(clock: FakeClock, tmp_path: Path) -> None:
     assert Lock(str(tmp_path / "lk"), timeout=None).patience() is None
     assert Lock(str(tmp_path / "lk"), timeout=-1).patience() is None
     assert Lock(str(tmp_path / "lk")).patience() == 4.0
-
-
-def raised_in_thread(func: Callable[[], object]) -> BaseException | None:
-    """Run *func* in another thread (which waits like another process); what it raised."""
-    caught: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            func()
-        except BaseException as exc:
-            caught.append(exc)
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    thread.join()
-    return caught[0] if caught else None
 
 
 def test_time_out_is_a_timeout_error(tmp_path: Path) -> None:
