@@ -4,8 +4,9 @@ A *method* is a ``Backend`` (``locks.contract``: the declared contract, the
 registry of methods and their on-disk detection) in a module of its own under
 ``locks.methods`` (mkdir, symlink, rename, excl, flock, toplock, redis), loaded
 on first use.  A backend knows how to make one non-blocking attempt, how to
-release only what it holds, and how to recover a stale lock without ever
-removing a live one.  Everything else lives here, once:
+release only what it holds, and how to recover a stale lock (older than
+``stale``, or its owner dead) without removing a successor's.  Everything else
+lives here, once:
 
 * **Patience.** ``lock()`` tries for ``(retry - 1) * wait`` seconds, as seed
   003's sub does (five tries with four one-second sleeps between them: 4 s;
