@@ -215,3 +215,32 @@ def test_block_runs_as_written(block: Block, tmp_path: Path, redis_url: str) -> 
         f"--- stdout\n{proc.stdout.decode(errors='replace')}\n"
         f"--- stderr\n{proc.stderr.decode(errors='replace')}"
     )
+
+
+SOURCES = ["README.md", "docs", "examples", "perlcompat", "bench"]
+
+
+def test_no_private_article_numbers() -> None:
+    """Users never saw the articles' working numbers: name the idiom and its article instead."""
+    pattern = re.compile(rb"seeds?[ _-]?00[0-4]", re.IGNORECASE)
+    hits = []
+    for top in SOURCES:
+        base = REPO / top
+        for path in [base] if base.is_file() else sorted(base.rglob("*")):
+            if path.is_file() and path.suffix in {".md", ".py", ".cgi", ".pl", ".txt"}:
+                for number, line in enumerate(path.read_bytes().splitlines(), 1):
+                    if pattern.search(line):
+                        hits.append(f"{path.relative_to(REPO)}:{number}")
+    assert hits == []
+
+
+def test_readme_and_locks_md_state_one_age_rule() -> None:
+    """The rule for a live holder past ``stale`` is written once, the same way, in both."""
+
+    def rule(doc: str) -> str:
+        text = " ".join((REPO / doc).read_text("utf-8").split())
+        start = text.index("**The age rule:**")
+        return text[start : text.index(".", start) + 1]
+
+    assert rule("README.md") == rule("docs/locks.md")
+    assert "removed by the next waiter even if its holder is still alive" in rule("README.md")

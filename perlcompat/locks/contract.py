@@ -52,7 +52,7 @@ METHODS = {
 }
 #: methods whose locks are not files: never imported to look at a directory.
 OFF_DISK = frozenset({"redis"})
-#: the method of ``lock()`` without ``method=`` or ``url=`` (seed 003's mkdir lock).
+#: the method of ``lock()`` without ``method=`` or ``url=`` (the mkdir lock sub).
 DEFAULT_METHOD = "mkdir"
 #: the method ``url=`` (or ``PERLCOMPAT_LOCK_URL``) selects.
 URL_METHOD = "redis"
