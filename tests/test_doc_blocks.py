@@ -78,6 +78,13 @@ class Block:
 
 def extract(doc: str, text: str) -> Iterator[Block]:
     """Yield the ```python blocks of one Markdown text, each with its prelude."""
+    for info, block in fenced(doc, text):
+        if info in PYTHON_TAGS:
+            yield block
+
+
+def fenced(doc: str, text: str) -> Iterator[tuple[str, Block]]:
+    """Yield every fenced block of one Markdown text with its info string (``python``, ``perl``)."""
     lines = text.splitlines()
     i = 0
     while i < len(lines):
@@ -101,9 +108,8 @@ def extract(doc: str, text: str) -> Iterator[Block]:
             j += 1
         else:
             raise AssertionError(f"{doc}:{i + 1}: a fence that is never closed")
-        if info in PYTHON_TAGS:
-            code = textwrap.dedent("\n".join(body)) + "\n"
-            yield Block(doc, i + 2, code, prelude_before(lines, i))
+        code = textwrap.dedent("\n".join(body)) + "\n"
+        yield info, Block(doc, i + 2, code, prelude_before(lines, i))
         i = j + 1
 
 
@@ -244,3 +250,27 @@ def test_readme_and_locks_md_state_one_age_rule() -> None:
 
     assert rule("README.md") == rule("docs/locks.md")
     assert "removed by the next waiter even if its holder is still alive" in rule("README.md")
+
+
+@pytest.mark.parametrize("doc", ["README.md", "docs/core.md"])
+@pytest.mark.parametrize("content", [b"", b"41\n", b"12abc\n", b"7", b"-3\n"])
+def test_counter_port_writes_what_its_perl_original_writes(
+    doc: str, content: bytes, tmp_path: Path
+) -> None:
+    """The first page's Perl counter and its documented port leave the same bytes in the file."""
+    blocks = [(info, b) for info, b in fenced(doc, (REPO / doc).read_text("utf-8")) if info != "sh"]
+    assert (blocks[0][0], blocks[1][0]) == ("perl", "python"), "the page opens with the pair"
+    perl_code, python_code = blocks[0][1].code, blocks[1][1].code
+    results = []
+    for name, argv in [
+        ("perl", [shutil.which("perl") or "perl", "-e", '$datafile = "count.dat";\n' + perl_code]),
+        ("python", [sys.executable, "-c", 'datafile = "count.dat"\n' + python_code]),
+    ]:
+        work = tmp_path / name
+        work.mkdir()
+        (work / "count.dat").write_bytes(content)
+        subprocess.run(
+            argv, cwd=work, check=True, timeout=TIMEOUT, env=dict(os.environ, PYTHONPATH=str(REPO))
+        )
+        results.append((work / "count.dat").read_bytes())
+    assert results[0] == results[1]
