@@ -36,8 +36,10 @@ import errno
 import os
 import stat as stat_module
 
+from ...perl.fsinfo import is_shared
 from .. import owner as _owner
 from ..contract import register
+from ..files import generation, identity
 from ..stale import (
     O_BINARY,
     O_CLOEXEC,
@@ -105,6 +107,7 @@ class MkdirBackend(StaleBackend):
         self._mine: os.stat_result | None = None
         self._token = ""
         self._owner_fd = -1
+        self._generation: int | None = None
 
     # -- acquire / release -------------------------------------------------
     def try_acquire(self) -> bool:
@@ -120,11 +123,27 @@ class MkdirBackend(StaleBackend):
             return False  # removed at once by someone else (seed 003's racy stale check)
         self._token = _owner.nonce()
         self._sign(_owner.record(self.method, dir=_tag(st), token=self._token))
+        self._generation = generation(self.path)
         self._mine = st
         return True
 
     def _still_mine(self, st: os.stat_result, mine: os.stat_result) -> bool:
-        return self._record_is_ours(st, mine, self.owner_path, self.method)
+        """The very directory we made: never one that reuses its inode number.
+
+        A Perl ``sub lock`` that broke our lock (held past its stale time) and made its
+        own directory often gets the same inode (ext4 reuses it at once), and our
+        ``.owner`` record, which Perl never touches, still names us.  So on local storage
+        the inode generation decides where the file system has one (ext4, XFS, btrfs),
+        else the directory's identity (device, inode, mtime, ctime) unchanged; only on
+        shared storage, where inode numbers are not stable, does our record's token.
+        """
+        if is_shared(st.st_dev):
+            return self._record_is_ours(st, mine, self.owner_path, self.method)
+        if (st.st_dev, st.st_ino) != (mine.st_dev, mine.st_ino):
+            return False
+        if self._generation is not None:
+            return generation(self.path) == self._generation
+        return identity(st) == identity(mine)
 
     def _undo(self) -> None:
         self._unsign()
