@@ -203,6 +203,24 @@ sub unlock { my ($lock) = @_; unlink($lock) if readlink($lock) eq "/$$"; }
         "lockfile",
         True,
     ),
+    # a lock file stamped with scalar localtime (the date as the log line shows it); one whose
+    # -M age is over a minute is unlinked
+    "localtime": (
+        r"""
+sub lock {
+    my ($f) = @_;
+    unlink($f) if -e $f && -M $f > 60 / 86400;
+    if (sysopen(my $l, $f, O_CREAT | O_EXCL | O_WRONLY)) {
+        print $l scalar(localtime) . "\n"; close($l); return 1;
+    }
+    select(undef, undef, undef, 0.001); return 0;
+}
+sub unlock { unlink($_[0]); }
+""",
+        {"method": "excl", "record": "{localtime}\n", "stale": 60},
+        "board.lock",
+        True,
+    ),
     # pid, host and expiry lines (issue 22's "$$\n$SERVER_NAME\n$expires" lock file): busy
     # until the expiry passes, whoever holds it
     "pid-host-expires": (
@@ -228,7 +246,7 @@ sub unlock { unlink($_[0]); }
 }
 
 #: idioms whose Perl side recovers a dead holder by age (or expiry) only
-BY_AGE = {"daycount", "pid-host-expires"}
+BY_AGE = {"daycount", "localtime", "pid-host-expires"}
 
 PERL_HOLD = r"""
 my $f = $ARGV[0];
