@@ -84,6 +84,7 @@ _EXPORTS = {
     "rename_if_holding": "locks.methods.toplock",
     "readline": "perl.handle",
     "PerlWarning": "perl.handle",
+    "LostLockWarning": "perl.handle",
     "PerlList": "perl.handle",
     "lstat": "perl.fs",
 }
@@ -173,6 +174,7 @@ if TYPE_CHECKING:
         SharedStorageWarning as SharedStorageWarning,
     )
     from .perl.handle import (
+        LostLockWarning as LostLockWarning,
         PerlFile as PerlFile,
         PerlList as PerlList,
         PerlWarning as PerlWarning,
