@@ -100,7 +100,7 @@ def test_the_wwwboard_number_file_keeps_its_number_when_the_request_dies(
         "    global NUMBER\n"
         '    NUMBER = open_("+< f") or die()\n'
         "    flock(NUMBER, 2)\n"
-        "    n = readline(NUMBER)\n"
+        "    n = NUMBER.readline()\n"
         "    seek(NUMBER, 0, 0)\n"
         "    print_(NUMBER, num(n) + 1)\n"
         "    truncate(NUMBER, tell(NUMBER))\n"

@@ -17,8 +17,13 @@ One module a group of perlfunc entries (the public names are exported lazily by
 * ``fsinfo``: which file system a path is on; ``SharedStorageWarning``.
 * ``alarm``: ``alarm``, ``%SIG`` as ``SIG``, ``local $SIG{...}`` as ``local_sig``.
 * ``clock``: the one place waits sleep and read a pending alarm.
-* ``text``: ``split``, a string's number (``num``), a value's truth (``truth``).
-* ``time``: ``time``, ``localtime``, ``gmtime`` and their scalar forms.
+* ``sysopen``: ``sysopen`` and Fcntl's ``O_*`` flags.
+* ``text``: ``split``, a string's number (``num``), a value's truth (``truth``),
+  ``chomp`` and ``chop``.
+* ``undef``: Perl's undef as a value (``undef``: "" in a string, 0, false), ``defined``.
+* ``lists``: arrays and hashes read as Perl reads them: ``elem``, ``PerlList``,
+  ``PerlHash``, ``hval``, ``pop``, ``shift``, ``push``, ``unshift``.
+* ``time``: ``time``, ``localtime``, ``gmtime`` and their scalar forms; POSIX's ``strftime``.
 * ``crypt``: ``crypt`` through the C library.
 * ``jexact``: the ``sjis-exact`` and ``euc-jp-exact`` codecs (byte round trips).
 

@@ -52,6 +52,7 @@ from _weakref import ref as _weakref
 
 from .consts import SEEK_CUR, SEEK_END, SEEK_SET
 from .errno import errno_state, fail, fail_from, reraise_foreign
+from .lists import PerlList as PerlList  # (its home was here)
 
 
 def _perlqq(exc: UnicodeError) -> tuple[bytes, int]:
@@ -125,23 +126,6 @@ def _warn_closed(fh: PerlFile, op: str, level: int) -> None:
         warnings.filterwarnings("ignore", category=PerlWarning, append=True)
     why = " (its open failed)" if fh._fd < 0 else ""
     warnings.warn(f"{op}() on closed filehandle {fh.name!r}{why}", PerlWarning, level + 1)
-
-
-class PerlList(list):  # type: ignore[type-arg]
-    """A list that reads like a Perl list: an index past its end gives None (undef).
-
-    ``stat(missing)`` is an empty ``PerlList``: false, equal to ``[]``, and
-    ``stat(missing)[9]`` is None, as ``(stat $f)[9]`` is undef in Perl.
-    """
-
-    __slots__ = ()
-
-    def __getitem__(self, index):  # type: ignore[no-untyped-def]
-        try:
-            found = list.__getitem__(self, index)
-        except IndexError:
-            return None
-        return PerlList(found) if type(index) is slice else found
 
 
 class LostLockWarning(UserWarning):
