@@ -116,6 +116,8 @@ _EXPORTS = {
     "chomp": "perl.text",
     "chop": "perl.text",
     "strftime": "perl.time",
+    # require "./lib.pl"
+    "require": "perl.require",
     "lstat": "perl.fs",
 }
 
@@ -232,6 +234,9 @@ if TYPE_CHECKING:
         push as push,
         shift as shift,
         unshift as unshift,
+    )
+    from .perl.require import (
+        require as require,
     )
     from .perl.sysopen import (
         O_APPEND as O_APPEND,

@@ -18,6 +18,7 @@ One module a group of perlfunc entries (the public names are exported lazily by
 * ``alarm``: ``alarm``, ``%SIG`` as ``SIG``, ``local $SIG{...}`` as ``local_sig``.
 * ``clock``: the one place waits sleep and read a pending alarm.
 * ``sysopen``: ``sysopen`` and Fcntl's ``O_*`` flags.
+* ``require``: ``require "./lib.pl"`` for a ported library, run in the script's globals.
 * ``text``: ``split``, a string's number (``num``), a value's truth (``truth``),
   ``chomp`` and ``chop``.
 * ``undef``: Perl's undef as a value (``undef``: "" in a string, 0, false), ``defined``.

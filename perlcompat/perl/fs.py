@@ -3,8 +3,8 @@
 ``mkdir``, ``rmdir``, ``rename``, ``symlink`` return 1 or 0; ``unlink`` and
 ``utime`` return how many files they handled; ``readlink`` the target or None;
 ``stat`` and ``lstat`` Perl's 13-element list, empty on failure, as a ``PerlList``
-(an index past the end reads as ``undef``: ``stat(missing)[9]`` is Perl's undef).  Every failure sets
-``OS_ERROR`` as Perl sets ``$!``.  ``filetest("-M", path)`` is Perl's ``-M``,
+(an index past the end reads as ``undef``: ``stat(missing)[9]`` is Perl's undef).
+Every failure sets ``OS_ERROR`` as Perl sets ``$!``.  ``filetest("-M", path)`` is Perl's ``-M``,
 measured from ``BASETIME`` (Perl's ``$^T``, English ``$BASETIME``).
 """
 
