@@ -9,7 +9,8 @@ One module a group of perlfunc entries (the public names are exported lazily by
 * ``consts``: Fcntl's ``LOCK_SH/EX/NB/UN`` and ``SEEK_SET/CUR/END``, defined here only.
 * ``osflags``: the ``os.open`` flags (``O_NOFOLLOW``, ``O_CLOEXEC`` ...), 0 where absent.
 * ``handle``: ``open_`` and ``PerlFile`` (PerlIO's buffers and layers), ``close``,
-  ``print_``, ``printf``, ``readline``, ``seek``, ``tell``, ``truncate``, ``binmode``, ``eof``.
+  ``print_``, ``printf``, ``readline``, ``seek``, ``tell``, ``truncate``, ``binmode``, ``eof``;
+  every open handle flushed and closed at exit (``close_all``); ``LostLockWarning``.
 * ``flock``: ``flock`` on a handle, file object or fd (``PerlFile.flushed_fileno()``).
 * ``flock_windows``: ``flock``'s ``LockFileEx`` over Perl's byte range (portalocker).
 * ``fs``: ``mkdir``, ``rmdir``, ``rename``, ``unlink``, ``symlink``, ``readlink``, ``stat``,
