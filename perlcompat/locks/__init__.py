@@ -13,6 +13,7 @@ Modules:
 * ``shared``: stale-lock removal on storage other hosts share (NFS, SMB, sshfs);
 * ``owner``: who holds a lock (pid, host, start time) and whether that holder still runs;
 * ``cleanup``: the held locks released at exit and on a stopping signal;
+* ``fork``: Perl's ``fork()``, handing this thread's locks to the child;
 * ``winfile``: lock files on Windows (delete-sharing opens, busy retries);
 * ``log``: the ``perlcompat`` logger, imported only when there is something to log;
 * ``semaphore``: counting semaphores (*n* flock slot files);

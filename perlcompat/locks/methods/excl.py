@@ -43,6 +43,7 @@ from ..stale import (
     read_same,
     read_small,
     root_and_not_mine,
+    write_at_zero,
 )
 from ..winfile import busy_create, open_file, retry_busy
 
@@ -96,6 +97,24 @@ class ExclBackend(StaleBackend):
 
     def _undo(self) -> None:
         retry_busy(os.unlink, self.path)
+
+    def _touch(self, st: os.stat_result) -> os.stat_result | None:
+        """Refresh: the file's mtime now; its record rewritten if it names another process.
+
+        (A ``perlcompat.fork()`` child's: the record named the parent.)
+        """
+        data = _owner.record(self.method, token=self._token).encode()
+        if read_small(self.path) != data:
+            fd = open_file(self.path, os.O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_BINARY)
+            try:
+                now = os.fstat(fd)
+                if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+                    return None
+                write_at_zero(fd, data)
+                os.ftruncate(fd, len(data))
+            finally:
+                os.close(fd)
+        return super()._touch(st)
 
     def _check(self, st: os.stat_result) -> None:
         if not stat_module.S_ISREG(st.st_mode):

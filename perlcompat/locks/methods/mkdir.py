@@ -133,6 +133,17 @@ class MkdirBackend(StaleBackend):
     def _after_release(self) -> None:
         self._close_owner()
 
+    def _touch(self, st: os.stat_result) -> os.stat_result | None:
+        """Refresh: the directory's mtime now (the sub's age rule), our record naming it again."""
+        fresh = super()._touch(st)
+        if fresh is not None and self._owner_fd >= 0:
+            record = _owner.record(self.method, dir=_tag(fresh), token=self._token)
+            try:  # noqa: SIM105 - advisory, as at acquire: the lock then recovers by age
+                write_at_zero(self._owner_fd, _owner.padded(record))  # this process, after a fork
+            except OSError:
+                pass
+        return fresh
+
     def forget(self) -> None:
         """In a forked child: drop the parent's hold without touching the directory."""
         self._mine = None

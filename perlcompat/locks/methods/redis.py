@@ -799,6 +799,10 @@ class RedisBackend(Backend):
         reply = self._run(_EXTEND, (self.key,), (value, ttl_ms), "extend", float("inf"))
         return bool(reply == 1)
 
+    def refresh(self) -> bool:
+        """Renew our lease to ``stale`` from now (:meth:`extend`); False if it was lost."""
+        return self.extend()
+
     def wait_for_release(self, timeout: float | None = None) -> None:
         """Block until a release wakes us, the holder's TTL runs out, or *timeout*/WAIT_CAP s."""
         limit = self.WAIT_CAP
