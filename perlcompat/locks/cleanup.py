@@ -58,6 +58,7 @@ _main_ident = -1
 _depth = 0  # steps in progress in the main thread that a signal must not split
 _pending: list[int] = []
 _handed: set[int] = set()  # ids of the locks a ``perlcompat.fork()`` child keeps
+_handed_by = -1  # the thread that forks with them (the one a child of that fork runs)
 
 
 def enter() -> None:
@@ -150,9 +151,15 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
 
 
 def handing_off(locks: list[Lock]) -> None:
-    """Name the locks the child of the coming fork keeps (``perlcompat.fork()``); [] after."""
+    """Name the locks the child of the coming fork keeps (``perlcompat.fork()``); [] after.
+
+    Only a fork from this thread hands them over (an ``os.fork()`` from another
+    thread meanwhile does not).
+    """
+    global _handed_by
     _handed.clear()
     _handed.update(id(lock_) for lock_ in locks)
+    _handed_by = get_ident()
 
 
 def _forget_all() -> None:
@@ -160,7 +167,8 @@ def _forget_all() -> None:
 
     Only the locks :func:`handing_off` named (a ``perlcompat.fork()``) stay held.
     """
+    keep = _handed if get_ident() == _handed_by else set()
     for key, lock_ in list(_tracked.items()):
-        if key not in _handed:
+        if key not in keep:
             lock_._forget()
             _tracked.pop(key, None)
