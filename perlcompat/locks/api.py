@@ -32,8 +32,8 @@ lives here, once:
   this thread already holds (a second ``Lock`` object, a nested ``lock()`` of
   the same name) is refused at once (``DuplicateLockError``, ``$!`` =
   EDEADLK), so a port that nests the same ``lock()`` fails loudly instead of
-  waiting out its own patience.  Another thread of the same process waits like another process
-  would, and cannot release the holder's lock: its ``unlock()`` returns 0
+  waiting out its own patience.  Another thread of the same process waits like
+  another process would, and cannot release the holder's lock: its ``unlock()`` returns 0
   (``$!`` = ENOLCK), its ``release()`` raises ``NotLockedError``.  A release
   that fails (``OSError`` from the method) leaves the lock held by its object,
   so the lock on disk and the object never disagree and the release can be

@@ -110,8 +110,8 @@ class ExclBackend(StaleBackend):
                 now = os.fstat(fd)
                 if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
                     return None
-                write_at_zero(fd, data)
-                os.ftruncate(fd, len(data))
+                os.ftruncate(fd, 0)  # a reader sees empty (an unknown owner) or the whole
+                write_at_zero(fd, data)  # record, never a shorter one over a longer one's tail
             finally:
                 os.close(fd)
         return super()._touch(st)

@@ -259,6 +259,11 @@ class RenameBackend(StaleBackend):
         if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
             os.close(marker)
             return None
+        try:  # a reader sees empty (an unknown owner) or a whole record, never a torn one
+            os.ftruncate(marker, 0)
+        except BaseException:
+            os.close(marker)
+            raise
         self._sign(marker)  # closes it; names this process (a ``perlcompat.fork()`` child)
         return self._mine
 
