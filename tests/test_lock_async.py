@@ -9,11 +9,14 @@ same thread: the ``asyncio.to_thread(lk.acquire)`` workaround could not).
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from perlutil import Child
+from redis_server import RedisServer
 
 from perlcompat import Lock, LockTimeout
 
@@ -126,3 +129,56 @@ def test_tasks_of_one_loop_take_turns(tmp_path: Path) -> None:
     asyncio.run(main())
     assert overlaps == []
     assert not path.exists()
+
+
+@pytest.fixture
+def redis_url(tmp_path: Path) -> Iterator[str]:
+    srv = RedisServer(str(tmp_path / "redis")).start()
+    srv.declare_empty()
+    yield srv.url
+    srv.stop()
+
+
+HOLDER = """
+import sys
+from perlcompat import Lock
+lk = Lock("board", url=sys.argv[1], stale=30).acquire()
+print("locked", flush=True)
+sys.stdin.readline()
+lk.release()
+print("released", flush=True)
+"""
+
+
+def test_async_with_a_redis_lock_keeps_the_loop_ticking(redis_url: str) -> None:
+    """A Redis attempt is a round trip: it runs in a worker thread, the loop's thread owns it."""
+    holder = Child.python(HOLDER, redis_url)
+    holder.expect("locked")
+
+    async def main() -> tuple[list[float], float, bool]:
+        ticks: list[float] = []
+        stop = asyncio.Event()
+        tick_task = asyncio.create_task(ticker(ticks, stop))
+
+        async def let_go() -> None:
+            await asyncio.sleep(0.4)
+            await asyncio.to_thread(holder.send, "go")
+            await asyncio.to_thread(holder.expect, "released")
+
+        releaser = asyncio.create_task(let_go())
+        started = time.monotonic()
+        lk = Lock("board", url=redis_url, stale=30, timeout=10)
+        async with lk:
+            waited = time.monotonic() - started
+            owned = lk._owner_thread == threading.get_ident()
+        await releaser
+        stop.set()
+        await tick_task
+        return [t for t in ticks if started <= t <= started + waited], waited, owned
+
+    try:
+        ticks, waited, owned = asyncio.run(main())
+    finally:
+        holder.kill()
+    assert waited >= 0.4 and owned
+    assert len(ticks) >= 0.4 / TICK / 3 and longest_gap(ticks) < 0.2

@@ -627,10 +627,11 @@ class Lock:
         """``acquire()`` for asyncio: between tries it awaits ``asyncio.sleep``.
 
         Same arguments and time-out as :meth:`acquire`; each try is one
-        non-blocking attempt in the event loop's thread, which then owns the
-        lock.  Not re-entrant: while this lock (or this path, by another
-        ``Lock`` of this thread) is held, for instance by another task of the
-        loop, it waits for the release, as ``asyncio.Lock`` does.
+        non-blocking attempt (a Redis one, a network round trip, runs in a
+        worker thread), and the event loop's thread owns the lock.  Not
+        re-entrant: while this lock (or this path, by another ``Lock`` of this
+        thread) is held, for instance by another task of the loop, it waits for
+        the release, as ``asyncio.Lock`` does.
         """
         import asyncio
 
@@ -647,7 +648,7 @@ class Lock:
         while True:
             if self._owner_thread is None and owned_here(self.method, self.path) is None:
                 self._backend.deadline = deadline
-                if self._take(me):
+                if await self._take_async(me):
                     return Acquired(self)
             now = time.monotonic()
             if deadline is not None and now >= deadline:
@@ -657,6 +658,20 @@ class Lock:
                 delay = min(delay, deadline - now)
             await asyncio.sleep(delay)
             pause = min(pause * _retry.GROWTH, _retry.MAX)
+
+    async def _take_async(self, me: int) -> bool:
+        """One attempt for :meth:`acquire_async`, owned by the thread *me* (the loop's)."""
+        import asyncio
+
+        if self.method != URL_METHOD:
+            return self._take(me)  # a few system calls: no need to leave the loop
+        attempt = asyncio.ensure_future(asyncio.to_thread(self._take, me))
+        try:
+            return await asyncio.shield(attempt)
+        except asyncio.CancelledError:
+            if await attempt:  # taken meanwhile for a waiter that is gone: give it back
+                self.release()
+            raise
 
     async def __aenter__(self) -> Lock:
         await self.acquire_async()
