@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 from perlutil import Child, run_perl, run_python
+from redis_server import RedisServer
 
-from perlcompat import ExpiredLockError, Lock, NotLockedError
+from perlcompat import ExpiredLockError, Lock, LockTimeout, NotLockedError
 
 #: one try of each Perl sub with a 1-second age rule: "took" or "busy".
 PERL_TRY = {
@@ -201,3 +202,34 @@ def test_auto_refresh_does_not_keep_its_process_alive(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert time.monotonic() - started < 15
     assert not path.exists()
+
+
+def test_redis_refresh_extends_the_lease(tmp_path: Path) -> None:
+    """``refresh()`` and ``auto_refresh`` renew a Redis lease as ``extend()`` does."""
+    srv = RedisServer(str(tmp_path / "redis")).start()
+    try:
+        srv.declare_empty()
+        url = srv.url + "?max_lease=5"
+        with Lock("job", url=url, stale=1.0, auto_refresh=0.2):
+            import concurrent.futures
+
+            def contend() -> str:  # another thread waits as another process would
+                try:
+                    Lock("job", url=url, stale=1.0).acquire(timeout=1.5).release()
+                except LockTimeout:
+                    return "busy"
+                return "took"
+
+            started = time.monotonic()
+            with concurrent.futures.ThreadPoolExecutor(1) as pool:
+                assert pool.submit(contend).result() == "busy"  # past its 1 s lease, still ours
+            assert time.monotonic() - started >= 1.5
+        lk = Lock("job", url=url, stale=1.0).acquire()
+        with srv.client() as client:
+            client.delete("perlcompat:lock:job")  # the lease lost
+        with pytest.raises(ExpiredLockError, match="not refreshed"):
+            lk.refresh()
+        with pytest.raises(ExpiredLockError):
+            lk.release()
+    finally:
+        srv.stop()
