@@ -248,6 +248,25 @@ class RenameBackend(StaleBackend):
     def _still_mine(self, st: os.stat_result, mine: os.stat_result) -> bool:
         return self._record_is_ours(st, mine, self.held, self.method)
 
+    def _touch(self, st: os.stat_result) -> os.stat_result | None:
+        """Refresh: our record written again into the held marker (its ctime and mtime now)."""
+        marker = open_file(self.held, _WRITE)
+        try:
+            now = os.fstat(marker)
+        except BaseException:
+            os.close(marker)
+            raise
+        if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+            os.close(marker)
+            return None
+        try:  # a reader sees empty (an unknown owner) or a whole record, never a torn one
+            os.ftruncate(marker, 0)
+        except BaseException:
+            os.close(marker)
+            raise
+        self._sign(marker)  # closes it; names this process (a ``perlcompat.fork()`` child)
+        return self._mine
+
     def _undo(self) -> None:
         """Empty the marker and rename it back to the free name."""
         self._clear()  # if that fails, the record is ignored anyway (its ctime is newer)
