@@ -248,7 +248,7 @@ class Lock:
     (giving both ``timeout`` and ``retry`` is a ValueError); ``poll`` seconds
     between tries waits at a Perl sub's cadence (fair to Perl waiters);
     ``stale`` is the age after which another process may break the lock.
-    Method options: ``mode`` (mkdir), ``held`` (rename), ``url`` (redis).
+    Method options: ``mode`` (mkdir), ``held`` and ``data`` (rename), ``url`` (redis).
     """
 
     def __init__(
@@ -266,6 +266,7 @@ class Lock:
         url: str | None = None,
         mode: int | None = None,
         held: str | os.PathLike[str] | None = None,
+        data: bool | None = None,
     ) -> None:
         if not isinstance(timeout, _Unset) and not isinstance(retry, _Unset):
             raise ValueError(
@@ -287,6 +288,8 @@ class Lock:
             options["mode"] = mode
         if held is not None:
             options["held"] = held
+        if data is not None:
+            options["data"] = data
         if url is not None:
             options["url"] = url
         self.name = os.fspath(name)
@@ -504,6 +507,7 @@ def lock(
     url: str | None = None,
     mode: int | None = None,
     held: str | os.PathLike[str] | None = None,
+    data: bool | None = None,
 ) -> int:
     """Seed 003's ``sub lock``: 1 once *name* is locked, 0 and ``$!`` after ``(retry-1)*wait`` s.
 
@@ -529,6 +533,7 @@ def lock(
             url=url,
             mode=mode,
             held=held,
+            data=data,
         ).acquire()
     except LockError as exc:
         return fail(exc.errno or errno.EWOULDBLOCK)
