@@ -50,6 +50,7 @@ chdir $dir or die "chdir $dir: $!";
 sub lock {
     my $said = 0;
     while (!rename("data.txt", "data.lock")) {
+        $main::busy++;
         print "busy\n" if !$said++ && $mode eq "wait";
         # the stale rule: a held name older than $stale s (by its mtime) is renamed back
         if (-e "data.lock" && time - (stat("data.lock"))[9] > $stale) {
@@ -61,8 +62,12 @@ sub lock {
 sub unlock { rename("data.lock", "data.txt"); }
 sub slurp { open(IN, "data.lock") or die "open: $!"; local $/; my $c = <IN>; close(IN); $c }
 sub spew { open(OUT, ">data.lock") or die "open: $!"; print OUT $_[0]; close(OUT); }
-if ($mode eq "count") {
+if ($mode eq "count") {  # says "ready", waits for a line, then how often it found it busy
+    $| = 1;
+    print "ready\n";
+    my $go = <STDIN>;
     for (1 .. $n) { lock(); my $c = slurp(); spew($c + 1); unlock(); }
+    print $main::busy + 0, "\n";
     exit 0;
 }
 lock();
@@ -79,6 +84,8 @@ DATA_PYTHON = """
 import os, sys
 from perlcompat import OS_ERROR, die, lock, unlock
 os.chdir(sys.argv[1])
+print("ready", flush=True)
+sys.stdin.readline()
 for _ in range(int(sys.argv[2])):
     lock("data.txt", method="rename", held="data.lock", data=True, retry=None, stale=60) \\
         or die(f"lock: {OS_ERROR}")
@@ -270,31 +277,45 @@ def hammer(
     counter: Path,
     perl_args: list[str],
     python_args: list[str],
-) -> int:
-    """Run *perl* Perl and *python* Python counters x N at once; the count they reach."""
+) -> tuple[int, int]:
+    """Run *perl* Perl and *python* Python counters x N, started together once all are ready.
+
+    Returns the count they reach and how often the Perl ones found the lock busy.
+    """
     import subprocess
     import sys
 
     env = dict(CHILD_ENV, REMOTE_ADDR=ADDR)
+    argv = [[PERL, "-e", code_perl, "--", str(tmp_path), "count", str(N), *perl_args]] * perl
+    argv += [[sys.executable, "-c", code_python, str(tmp_path), str(N), *python_args]] * python
     procs = [
         subprocess.Popen(
-            [PERL, "-e", code_perl, "--", str(tmp_path), "count", str(N), *perl_args],
-            env=env,
-            stderr=subprocess.PIPE,
+            a, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
         )
-        for _ in range(perl)
-    ] + [
-        subprocess.Popen(
-            [sys.executable, "-c", code_python, str(tmp_path), str(N), *python_args],
-            env=env,
-            stderr=subprocess.PIPE,
-        )
-        for _ in range(python)
+        for a in argv
     ]
-    for proc in procs:
-        _out, err = proc.communicate(timeout=240)
-        assert proc.returncode == 0, err.decode()
-    return int(counter.read_text())
+    try:
+        for proc in procs:  # every one has started (Python has imported perlcompat)
+            assert proc.stdout is not None
+            assert proc.stdout.readline() == b"ready\n"
+        busy = 0
+        for proc in procs:  # go, all at once
+            assert proc.stdin is not None
+            proc.stdin.write(b"go\n")
+            proc.stdin.flush()
+        for proc in procs[:perl]:
+            out, err = proc.communicate(timeout=240)
+            assert proc.returncode == 0, err.decode()
+            busy += int(out)
+        for proc in procs[perl:]:
+            _out, err = proc.communicate(timeout=240)
+            assert proc.returncode == 0, err.decode()
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    return int(counter.read_text()), busy
 
 
 def test_data_file_hammer_2_perl_2_python_loses_nothing_beyond_perl_alone(tmp_path: Path) -> None:
@@ -302,8 +323,9 @@ def test_data_file_hammer_2_perl_2_python_loses_nothing_beyond_perl_alone(tmp_pa
     for d in (alone, mixed):
         d.mkdir()
         (d / "data.txt").write_text("0")
-    perl_alone = hammer(alone, 4, 0, DATA_PERL, DATA_PYTHON, alone / "data.txt", ["60"], [])
-    together = hammer(mixed, 2, 2, DATA_PERL, DATA_PYTHON, mixed / "data.txt", ["60"], [])
+    perl_alone, _ = hammer(alone, 4, 0, DATA_PERL, DATA_PYTHON, alone / "data.txt", ["60"], [])
+    together, busy = hammer(mixed, 2, 2, DATA_PERL, DATA_PYTHON, mixed / "data.txt", ["60"], [])
+    assert busy > 0  # they overlapped: Perl found the data file renamed away
     assert 4 * N - together <= 4 * N - perl_alone, (perl_alone, together)
     assert together == 4 * N  # and Perl alone loses nothing either
     assert listing(mixed) == ["data.txt"]
@@ -323,6 +345,7 @@ sub lock {
     while (1) {
         my $name = NAME;
         if (rename($lockfile, $name)) { $held = $name; return; }
+        $main::busy++;
         print "busy\n" if !$said++ && $mode eq "wait";
         opendir(DIR, $dir) or die "opendir: $!";
         my @entries = readdir(DIR);
@@ -338,8 +361,12 @@ sub count {
     open(IN, "$dir/count.txt") or die "open: $!"; my $c = <IN>; close(IN);
     open(OUT, ">$dir/count.txt") or die "open: $!"; print OUT $c + 1; close(OUT);
 }
-if ($mode eq "count") {
+if ($mode eq "count") {  # says "ready", waits for a line, then how often it found it busy
+    $| = 1;
+    print "ready\n";
+    my $go = <STDIN>;
     for (1 .. $n) { lock(); count(); unlock(); }
+    print $main::busy + 0, "\n";
     exit 0;
 }
 lock();
@@ -361,6 +388,8 @@ PLUGIN_PYTHON = """
 import sys
 from perlcompat import OS_ERROR, die, lock, unlock
 d, n, held = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+print("ready", flush=True)
+sys.stdin.readline()
 for _ in range(n):
     lock(d + "/lock", method="rename", held=held, retry=None, stale=60) or die(f"lock: {OS_ERROR}")
     with open(d + "/count.txt") as f:
@@ -528,8 +557,9 @@ def test_plugin_hammer_2_perl_2_python_loses_nothing_beyond_perl_alone(
         d.mkdir()
         (d / "lock").write_bytes(b"")
         (d / "count.txt").write_text("0")
-    perl_alone = hammer(alone, 4, 0, code, PLUGIN_PYTHON, alone / "count.txt", ["60"], [held])
-    together = hammer(mixed, 2, 2, code, PLUGIN_PYTHON, mixed / "count.txt", ["60"], [held])
+    perl_alone, _ = hammer(alone, 4, 0, code, PLUGIN_PYTHON, alone / "count.txt", ["60"], [held])
+    together, busy = hammer(mixed, 2, 2, code, PLUGIN_PYTHON, mixed / "count.txt", ["60"], [held])
+    assert busy > 0  # they overlapped: Perl found the marker held
     assert 4 * N - together <= 4 * N - perl_alone, (perl_alone, together)
     assert together == 4 * N
     assert markers(mixed) == ["lock"]
