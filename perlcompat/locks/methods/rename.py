@@ -1,7 +1,7 @@
-"""The rename lock (seed 000's inverse marker): held while the marker is *not* under its name.
+"""The rename lock (the inverse marker of the Perl locking article): held while it is moved away.
 
 A marker file sits at ``path`` while the lock is free.  Taking the lock is
-``rename(path, held)`` (``held`` defaults to ``path + ".locked"``, seed 000's
+``rename(path, held)`` (``held`` defaults to ``path + ".locked"``, the Perl locking article's
 ``$lockfile2``); rename is atomic, so exactly one process moves it and the
 others get ENOENT.  Release renames it back.  The holder writes its record into
 the marker (``perlcompat rename pid=.. host=.. start=.. token=..``) and empties
@@ -22,7 +22,7 @@ On Windows a rename opens the source and then renames the open file: two
 contenders that both opened the free marker both succeed (the second renames
 it onto the name it already has; seen under wine).  There acquirers take the
 remover lock of ``locks.stale`` exclusively around the rename, so they take turns;
-a Windows Perl doing seed 000's rename is not excluded by it.  Markers are
+a Windows Perl doing the Perl locking article's rename is not excluded by it.  Markers are
 opened with FILE_SHARE_DELETE (``locks.winfile``) so a waiter reading one never
 stops its holder renaming it back, and the age of a held marker is its NTFS
 change time (``st_ctime`` is the creation time there).

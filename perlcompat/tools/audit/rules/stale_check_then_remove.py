@@ -36,5 +36,5 @@ def check(res: Result, judge: Judge) -> Iterator[Finding]:
                     inst=style_inst(res, path.key),
                     stale=res.stale_at.get(ev.age, 0),
                 )
-                + "  # stale recovery that never removes a live lock",
+                + "  # stale recovery that never removes a successor's new lock",
             )
