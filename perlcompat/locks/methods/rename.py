@@ -41,9 +41,10 @@ data file (neither name exists) is ENOENT: the mode never creates one.
 
 **Per-holder held names** (``held=`` with fields, ``locks.record`` syntax).  A Japanese
 "lock plugin" renames ``$lockfile`` to ``$lockfile . time . "_$$_$ENV{REMOTE_ADDR}"`` and
-finds it again with ``opendir`` and ``/^lock(\\d+)/``: ``held="lock{time}_{pid}_{addr}"``
-renders this process's name in the same shape and takes every entry of the lock's
-directory that matches the template for a held marker.  While one is there the lock is busy
+finds it again with ``opendir`` and ``/^lock(\\d+)/``.  Perl reads ``"_$$_"`` there as
+``"_" . ${$_}``, so the names carry no pid: ``held="lock{time}_{addr}"`` (a script writing
+``"_${$}_"`` gets ``"lock{time}_{pid}_{addr}"``) renders this process's name in the same
+shape, and every entry of the lock's directory that matches the template is a held marker.  While one is there the lock is busy
 (no first-use marker is made beside it); it is stale when its ``{pid}`` is provably dead on
 this host or its ``{time}`` (or, later, its ctime) is older than ``stale``.  No record is
 written into such a marker: the name carries the holder.
