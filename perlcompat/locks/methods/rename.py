@@ -44,10 +44,11 @@ data file (neither name exists) is ENOENT: the mode never creates one.
 finds it again with ``opendir`` and ``/^lock(\\d+)/``.  Perl reads ``"_$$_"`` there as
 ``"_" . ${$_}``, so the names carry no pid: ``held="lock{time}_{addr}"`` (a script writing
 ``"_${$}_"`` gets ``"lock{time}_{pid}_{addr}"``) renders this process's name in the same
-shape, and every entry of the lock's directory that matches the template is a held marker.  While one is there the lock is busy
-(no first-use marker is made beside it); it is stale when its ``{pid}`` is provably dead on
-this host or its ``{time}`` (or, later, its ctime) is older than ``stale``.  No record is
-written into such a marker: the name carries the holder.
+shape, and every entry of the lock's directory that matches the template is a held marker.
+While one is there the lock is busy (no first-use marker is made beside it); it is stale
+when its ``{pid}`` is provably dead on this host or its ``{time}`` (or, later, its ctime)
+is older than ``stale``.  No record is written into such a marker: the name carries the
+holder.
 """
 
 from __future__ import annotations
