@@ -195,6 +195,45 @@ def test_a_stale_held_data_file_is_never_renamed_onto_a_data_file(tmp_path: Path
     assert listing(tmp_path) == ["data.lock", "data.txt"]
 
 
+def test_a_symlink_at_the_data_name_is_refused_never_followed(tmp_path: Path) -> None:
+    (tmp_path / "real.txt").write_bytes(b"1")
+    (tmp_path / "data.txt").symlink_to("real.txt")
+    assert lock(str(tmp_path / "data.txt"), method="rename", held="data.lock", data=True) == 0
+    assert int(OS_ERROR) == errno.ELOOP
+    assert listing(tmp_path) == ["data.txt", "real.txt"]
+    assert os.readlink(tmp_path / "data.txt") == "real.txt"
+
+
+def test_release_never_renames_onto_a_new_data_file(tmp_path: Path) -> None:
+    data, held = tmp_path / "data.txt", tmp_path / "data.lock"
+    data.write_bytes(b"mine")
+    assert lock(str(data), method="rename", held="data.lock", data=True) == 1
+    data.write_bytes(b"someone else's")  # a writer that does not lock made a new one
+    assert unlock(str(data)) == 0
+    assert int(OS_ERROR) == errno.EEXIST
+    assert data.read_bytes() == b"someone else's" and held.read_bytes() == b"mine"
+    data.unlink()  # a person kept the held one
+    assert unlock(str(data)) == 1  # the release failed, so the lock stayed held: retried
+    assert listing(tmp_path) == ["data.txt"] and data.read_bytes() == b"mine"
+
+
+def test_data_file_renamed_to_a_per_holder_name(tmp_path: Path) -> None:
+    """``rename("data.txt", "data.txt" . time)``: a template held name for the data file."""
+    data = tmp_path / "data.txt"
+    data.write_bytes(b"5")
+    perl_held = tmp_path / f"data.txt{int(time.time())}"
+    data.rename(perl_held)  # a Perl holder has it
+    assert lock(str(data), method="rename", held="data.txt{time}", data=True, retry=0) == 0
+    assert listing(tmp_path) == [perl_held.name]  # busy: nothing made beside it
+    perl_held.rename(data)
+    with Lock(str(data), method="rename", held="data.txt{time}", data=True) as held:
+        name = held.backend.held_path
+        assert os.path.basename(name).startswith("data.txt") and name != str(data)
+        assert listing(tmp_path) == [os.path.basename(name)]
+        Path(name).write_bytes(b"6")
+    assert listing(tmp_path) == ["data.txt"] and data.read_bytes() == b"6"
+
+
 def test_port_waits_on_a_live_perl_holder_of_the_data_file(tmp_path: Path) -> None:
     (tmp_path / "data.txt").write_bytes(b"0")
     perl = Child.perl(DATA_PERL, str(tmp_path), "hold", "0", "60")
