@@ -195,6 +195,19 @@ def test_a_stale_held_data_file_is_never_renamed_onto_a_data_file(tmp_path: Path
     assert listing(tmp_path) == ["data.lock", "data.txt"]
 
 
+def test_held_may_be_given_as_a_path_beside_the_data_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Perl's ``rename("./db/data.txt", "./db/data.lock")``: both names as paths."""
+    (tmp_path / "db").mkdir()
+    (tmp_path / "db" / "data.txt").write_bytes(b"1")
+    monkeypatch.chdir(tmp_path)
+    assert lock("./db/data.txt", method="rename", held="./db/data.lock", data=True) == 1
+    assert listing(tmp_path / "db") == ["data.lock"]
+    assert unlock("./db/data.txt") == 1
+    assert listing(tmp_path / "db") == ["data.txt"]
+
+
 def test_a_symlink_at_the_data_name_is_refused_never_followed(tmp_path: Path) -> None:
     (tmp_path / "real.txt").write_bytes(b"1")
     (tmp_path / "data.txt").symlink_to("real.txt")

@@ -120,6 +120,18 @@ def _marker_problem(
     return problem
 
 
+def _held_name(path: str, held: str) -> str:
+    """The held name *held* beside the lock *path*.
+
+    A name is taken in the lock's directory; a path to that same directory (Perl's
+    ``rename("./db/data.txt", "./db/data.lock")``) is taken as it is.
+    """
+    directory = os.path.dirname(path)
+    if os.path.dirname(held) and os.path.dirname(os.path.abspath(held)) == directory:
+        return os.path.abspath(held)
+    return os.path.join(directory, held)
+
+
 @register
 class RenameBackend(StaleBackend):
     """A marker file at ``path``, renamed to ``held`` while the lock is held.
@@ -145,7 +157,6 @@ class RenameBackend(StaleBackend):
             raise TypeError(f"data= of the rename lock is True or False, not {data!r}")
         self.data = data
         text = os.fspath(held) if held else ""
-        directory = os.path.dirname(path)
         self._pattern: Template | None = None
         if "{" in text or "}" in text:
             from ..record import template
@@ -157,7 +168,7 @@ class RenameBackend(StaleBackend):
                 )
             self._pattern = template(text)
         if text:
-            self.held = os.path.join(directory, text)
+            self.held = _held_name(path, text)
         elif data:
             raise ValueError(
                 f"data=True needs held=: the name the Perl script renames the data file {path!r}"
