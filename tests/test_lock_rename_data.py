@@ -615,3 +615,37 @@ def test_plugin_hammer_2_perl_2_python_loses_nothing_beyond_perl_alone(
     assert 4 * N - together <= 4 * N - perl_alone, (perl_alone, together)
     assert together == 4 * N
     assert markers(mixed) == ["lock"]
+
+
+# -- the audit points at the interoperating call --------------------------------------------
+
+RENAMES_DATA_AWAY = r"""#!/usr/bin/perl
+$file = "data.txt";
+$tmp = "data.lock";
+rename($file, $tmp) || &error("BUSY");
+open(IN, $tmp) || &error("open"); @lines = <IN>; close(IN);
+unshift(@lines, "new\n");
+open(OUT, ">$tmp") || &error("open"); print OUT @lines; close(OUT);
+rename($tmp, $file);
+sub error { exit; }
+"""
+
+
+def test_audit_suggests_the_data_rename_lock_not_a_flock(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    script = tmp_path / "board.cgi"
+    script.write_text(RENAMES_DATA_AWAY)
+    done = subprocess.run(
+        [sys.executable, "-m", "perlcompat", "audit", str(script)],
+        capture_output=True,
+        text=True,
+        env=CHILD_ENV,
+        check=False,
+    )
+    update = [line for line in done.stdout.splitlines() if "unlocked-update" in line]
+    assert len(update) == 1, done.stdout
+    hint = done.stdout.splitlines()[done.stdout.splitlines().index(update[0]) + 1]
+    assert 'lock(file, method="rename", held=tmp, data=True)' in hint, hint
+    assert "flock" not in hint
