@@ -507,6 +507,15 @@ def test_as_quoted_the_plugins_name_carries_no_pid(plugin_dir: Path) -> None:
         perl.kill()
 
 
+def test_a_catch_all_template_never_takes_perlcompats_own_files_for_a_marker(
+    plugin_dir: Path,
+) -> None:
+    (plugin_dir / "lock.breaker").write_bytes(b"")  # the remover's file, as on Windows
+    with plugin_lock(plugin_dir, "lo{any}", timeout=5) as held:  # matches "lock.breaker" too
+        assert held.backend.held_path == str(plugin_dir / "lo")
+    assert markers(plugin_dir) == ["lock", "lock.breaker"]
+
+
 def test_a_marker_held_under_a_matching_name_is_busy_never_a_second_marker(
     plugin_dir: Path, form: tuple[str, str]
 ) -> None:

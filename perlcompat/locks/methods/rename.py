@@ -63,6 +63,7 @@ from ...perl.fsinfo import check_method
 from .. import owner as _owner
 from ..contract import register
 from ..stale import (
+    BREAKER_SUFFIX,
     O_BINARY,
     O_CLOEXEC,
     O_NOFOLLOW,
@@ -212,9 +213,12 @@ class RenameBackend(StaleBackend):
             entries = sorted(os.listdir(directory or "."))
         except (FileNotFoundError, NotADirectoryError):
             return None
+        ours = (free, free + BREAKER_SUFFIX)  # the free name and perlcompat's own files beside
         for name, _fields in pattern.names(entries):
+            if name in ours or name.startswith(free + ".breaking."):
+                continue
             where = os.path.join(directory, name)
-            st = None if name == free else lstat(where)
+            st = lstat(where)
             if st is not None:
                 return where, st
         return None
@@ -225,6 +229,10 @@ class RenameBackend(StaleBackend):
         if pattern is None:
             return self.held
         name = pattern.render(stale=self.stale)
+        if name == os.path.basename(self.path):
+            raise ValueError(
+                f"held name template {pattern.text!r} renders the lock's own name {name!r}"
+            )
         if (
             pattern.fullmatch_name(name) is None
             or os.path.basename(name) != name
