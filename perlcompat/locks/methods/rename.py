@@ -8,8 +8,10 @@ the marker (``perlcompat rename pid=.. host=.. start=.. token=..``) and empties
 it again before giving it back, so a free marker names nobody.
 
 If neither name exists (first use), the marker is created already held, with
-O_EXCL under the remover lock of ``locks.stale``, and only after looking at
-``held`` and then ``path``: a second marker would let two processes hold.
+O_EXCL under the remover lock of ``locks.stale``, and only after one listing of
+the directory shows it under neither name (a rename waits for a listing in
+progress, so a marker on the move is seen under one of its names): a second
+marker would let two processes hold.
 
 A lock is stale when the held marker's ctime (set by the rename) is older than
 ``stale`` seconds, or at once when its record names a dead process on this
