@@ -275,3 +275,24 @@ def test_refresh_keeps_the_declared_perl_format(
         assert after == "."
     lk.release()
     assert not os.path.lexists(path)
+
+
+@pytest.mark.parametrize("held", ["data.lock", "lock{time}_{pid}"])
+def test_refresh_of_a_renamed_data_file_never_writes_into_it(tmp_path: Path, held: str) -> None:
+    # data=True: the lock is the data file itself; a refresh sets its times, nothing else.
+    data = tmp_path / "data.txt"
+    data.write_bytes(b"41\n")
+    keywords = {"data": True} if "{" not in held else {}
+    name = str(data if keywords else tmp_path / "lock")
+    if not keywords:
+        (tmp_path / "lock").write_bytes(b"")
+    lk = Lock(name, method="rename", held=held, stale=30, **keywords)  # type: ignore[arg-type]
+    lk.acquire()
+    taken = Path(lk.backend.held_path)  # type: ignore[attr-defined]
+    before, made = taken.read_bytes(), taken.stat().st_mtime_ns
+    time.sleep(0.05)
+    lk.refresh()
+    assert taken.read_bytes() == before
+    assert taken.stat().st_mtime_ns > made
+    lk.release()
+    assert (data if keywords else tmp_path / "lock").read_bytes() == before

@@ -346,9 +346,9 @@ class Lock:
     between tries waits at a Perl sub's cadence (fair to Perl waiters);
     ``stale`` is the age after which another process may break the lock;
     ``auto_refresh`` seconds (< ``stale``) refreshes it that often while held
-    (:meth:`refresh`).  Method options: ``mode`` (mkdir), ``held`` (rename),
-    ``url`` (redis); the Perl side's lock format (``locks.record``): ``record``
-    (excl; mkdir's ``pidfile``), ``target`` (symlink), ``pidfile`` (mkdir).
+    (:meth:`refresh`).  Method options: ``mode`` (mkdir), ``held`` and ``data``
+    (rename), ``url`` (redis); the Perl side's lock format (``locks.record``):
+    ``record`` (excl; mkdir's ``pidfile``), ``target`` (symlink), ``pidfile`` (mkdir).
     """
 
     def __init__(
@@ -370,6 +370,7 @@ class Lock:
         target: str | None = None,
         pidfile: str | None = None,
         auto_refresh: float | None = None,
+        data: bool | None = None,
     ) -> None:
         if not isinstance(timeout, _Unset) and not isinstance(retry, _Unset):
             raise ValueError(
@@ -391,6 +392,8 @@ class Lock:
             options["mode"] = mode
         if held is not None:
             options["held"] = held
+        if data is not None:
+            options["data"] = data
         if url is not None:
             options["url"] = url
         self.name = os.fspath(name)
@@ -882,6 +885,7 @@ def lock(
     record: str | None = None,
     target: str | None = None,
     pidfile: str | None = None,
+    data: bool | None = None,
 ) -> int:
     """The mkdir lock sub: 1 once *name* is locked, 0 and ``$!`` after ``(retry-1)*wait`` s.
 
@@ -911,6 +915,7 @@ def lock(
             record=record,
             target=target,
             pidfile=pidfile,
+            data=data,
         ).acquire()
     except LockError as exc:
         return fail(exc.errno or errno.EWOULDBLOCK)
