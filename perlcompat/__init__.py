@@ -86,6 +86,12 @@ _EXPORTS = {
     "PerlWarning": "perl.handle",
     "PerlList": "perl.handle",
     "lstat": "perl.fs",
+    # the standard handles and read(FH, $buf, LEN)
+    "STDIN": "perl.stdio",
+    "STDOUT": "perl.stdio",
+    "STDERR": "perl.stdio",
+    "read": "perl.stdio",
+    "Scalar": "perl.stdio",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -186,6 +192,13 @@ if TYPE_CHECKING:
         seek as seek,
         tell as tell,
         truncate as truncate,
+    )
+    from .perl.stdio import (
+        STDERR as STDERR,
+        STDIN as STDIN,
+        STDOUT as STDOUT,
+        Scalar as Scalar,
+        read as read,
     )
     from .perl.text import (
         num as num,

@@ -176,7 +176,7 @@ url_cases = st.builds(
 )
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck), phases=NO_SHRINK)
+@settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck), phases=NO_SHRINK)
 @given(cases=st.lists(url_cases, min_size=40, max_size=40))
 def test_urlencoded_like_cgi_pm(
     cases: list[tuple[dict[str, str], bytes]],
@@ -231,7 +231,7 @@ def multipart_case(draw: st.DrawFn) -> tuple[dict[str, str], bytes]:
     return env, body
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck), phases=NO_SHRINK)
+@settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck), phases=NO_SHRINK)
 @given(cases=st.lists(multipart_case(), min_size=25, max_size=25))
 def test_multipart_like_cgi_pm(
     cases: list[tuple[dict[str, str], bytes]],

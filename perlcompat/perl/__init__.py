@@ -10,6 +10,8 @@ One module a group of perlfunc entries (the public names are exported lazily by
 * ``osflags``: the ``os.open`` flags (``O_NOFOLLOW``, ``O_CLOEXEC`` ...), 0 where absent.
 * ``handle``: ``open_`` and ``PerlFile`` (PerlIO's buffers and layers), ``close``,
   ``print_``, ``printf``, ``readline``, ``seek``, ``tell``, ``truncate``, ``binmode``, ``eof``.
+* ``stdio``: ``STDIN``, ``STDOUT``, ``STDERR`` as handles (made at first use) and
+  ``read(FH, buf, length)`` filling a ``Scalar``.
 * ``flock``: ``flock`` on a handle, file object or fd (``PerlFile.flushed_fileno()``).
 * ``flock_windows``: ``flock``'s ``LockFileEx`` over Perl's byte range (portalocker).
 * ``fs``: ``mkdir``, ``rmdir``, ``rename``, ``unlink``, ``symlink``, ``readlink``, ``stat``,

@@ -8,10 +8,12 @@ UTF-8 log comes out unchanged instead of raising ``UnicodeEncodeError``.
 any handle; on Windows, as in Perl, the three start in ``:crlf``.
 
 ``STDOUT`` and ``STDERR`` write through ``sys.stdout.buffer`` / ``sys.stderr.buffer``
-(looked up at each write, after flushing the text layer), so ``print()`` and
-``print_(STDOUT, ...)`` mixed in one script come out in the order they were
-called.  ``STDERR`` is unbuffered, as in Perl; ``STDOUT.autoflush(1)`` is Perl's
-``$| = 1``.  ``STDIN`` reads file descriptor 0 with its own buffer (do not mix
+(looked up at each write, after flushing what ``print()`` left in the text layer),
+so ``print()`` and ``print_(STDOUT, ...)`` mixed in one script come out in the
+order they were called.  That flush means what one print wrote reaches the
+descriptor by the next one: against ``STDERR`` (unbuffered, as in Perl)
+``STDOUT`` interleaves as Perl's does with ``$| = 1``, and
+``STDOUT.autoflush(1)`` (Perl's ``$| = 1``) also writes out the last print.  ``STDIN`` reads file descriptor 0 with its own buffer (do not mix
 it with ``sys.stdin``).  The three are made at first use, not at import: a
 process that forks and gives a child new descriptors 0/1/2 (a FastCGI server)
 can import perlcompat before the fork.
