@@ -49,7 +49,7 @@ from .perl.text import num, truth
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
-    from typing import IO, Union
+    from typing import IO, NoReturn, Union
 
     Value = Union[str, "Upload"]
 
@@ -58,6 +58,7 @@ __all__ = [
     "Cookie",
     "ReadParse",
     "Upload",
+    "Vars",
     "cookie",
     "delete",
     "escapeHTML",
@@ -67,7 +68,6 @@ __all__ = [
     "redirect",
     "unescape",
     "upload",
-    "Vars",
 ]
 
 CRLF = "\r\n"
@@ -82,8 +82,9 @@ def _raw(text: str) -> bytes:
 
 
 # -- CGI::Util::unescape ---------------------------------------------------------
-_PAIR_U = re.compile(rb"%u([Dd][89a-bA-B][0-9a-fA-F]{2})%u([Dd][c-fC-F][0-9a-fA-F]{2})")
-_ESCAPE = re.compile(rb"%(?:([0-9a-fA-F]{2})|u([0-9a-fA-F]{4}))")
+# (patterns are compiled on first use, through re's cache: not at import)
+_PAIR_U = rb"%u([Dd][89a-bA-B][0-9a-fA-F]{2})%u([Dd][c-fC-F][0-9a-fA-F]{2})"
+_ESCAPE = rb"%(?:([0-9a-fA-F]{2})|u([0-9a-fA-F]{4}))"
 
 
 def _utf8_chr(code: int) -> bytes:
@@ -94,12 +95,15 @@ def _unescape_bytes(raw: bytes) -> bytes:
     raw = raw.replace(b"+", b" ")
     if b"%" not in raw:
         return raw
-    raw = _PAIR_U.sub(
+    raw = re.sub(
+        _PAIR_U,
         lambda m: _utf8_chr(0x10000 + (int(m[1], 16) - 0xD800) * 0x400 + (int(m[2], 16) - 0xDC00)),
         raw,
     )
-    return _ESCAPE.sub(
-        lambda m: bytes([int(m[1], 16)]) if m[1] is not None else _utf8_chr(int(m[2], 16)), raw
+    return re.sub(
+        _ESCAPE,
+        lambda m: bytes([int(m[1], 16)]) if m[1] is not None else _utf8_chr(int(m[2], 16)),
+        raw,
     )
 
 
@@ -111,12 +115,10 @@ def unescape(text: str | bytes) -> str:
 
 def _escape(text: str) -> str:
     """CGI::Util's ``escape``: every byte but ``A-Za-z0-9_.~-`` as ``%XX``."""
-    return re.sub(
-        rb"[^a-zA-Z0-9_.~-]", lambda m: b"%%%02X" % m[0][0], _raw(text)
-    ).decode("ascii")
+    return re.sub(rb"[^a-zA-Z0-9_.~-]", lambda m: b"%%%02X" % m[0][0], _raw(text)).decode("ascii")
 
 
-def escapeHTML(text: str | None) -> str | None:  # noqa: N802  (CGI.pm's name)
+def escapeHTML(text: str | None) -> str | None:
     """CGI.pm's ``escapeHTML``: ``& < > " '`` as entities (None stays None)."""
     if text is None:
         return None
@@ -176,9 +178,9 @@ class Upload(str):
 
 
 # -- CGI.pm's MultipartBuffer, line for line -------------------------------------------
-_HEADER_FOLD = re.compile(rb"\r\n\s+")
-_HEADER_LINE = re.compile(rb"([-\w!#$%&'*+.^_`|{}~]+):\s+([^\r\n]*)", re.M)
-_CANON = re.compile(rb"\b(\w)")
+_HEADER_FOLD = rb"\r\n\s+"
+_HEADER_LINE = rb"([-\w!#$%&'*+.^_`|{}~]+):\s+([^\r\n]*)"
+_CANON = rb"\b(\w)"
 _SPIN_LOOP_MAX = 2000
 
 
@@ -223,15 +225,15 @@ class _MultipartBuffer:
                 return {}
         header = self.buffer[: end + 2]
         self.buffer = self.buffer[end + 4 :]
-        header = _HEADER_FOLD.sub(b" ", header)
+        header = re.sub(_HEADER_FOLD, b" ", header)
         found: dict[bytes, bytes] = {}
-        for match in _HEADER_LINE.finditer(header):
-            name = _CANON.sub(lambda m: m[1].upper(), match[1])
+        for match in re.finditer(_HEADER_LINE, header, re.M):
+            name = re.sub(_CANON, lambda m: m[1].upper(), match[1])
             found[name] = match[2]
         return found
 
     def read_body(self) -> bytes:
-        parts = []
+        parts: list[bytes] = []
         while True:
             data = self.read()
             if data is None:
@@ -282,14 +284,14 @@ class _MultipartBuffer:
         return not self.buffer and self.length <= 0
 
 
-_FILENAME = re.compile(rb' filename=(("[^"]*")|([a-z\d!#\'*+,.^_`{}|~]*))', re.I)
+_FILENAME = rb' filename=(("[^"]*")|([a-z\d!#\'*+,.^_`{}|~]*))'
 
 
 def _mp_value_parse(string: bytes, field: bytes) -> bytes | None:
-    if re.search(rb'[\s;]' + field + rb'="', string):
-        match = re.search(rb'[\s;]' + field + rb'="((?:\\"|[^"])*)"', string)
+    if re.search(rb"[\s;]" + field + rb'="', string):
+        match = re.search(rb"[\s;]" + field + rb'="((?:\\"|[^"])*)"', string)
     else:
-        match = re.search(rb'[\s;]' + field + rb'=([^()<>@,;:\\"/\[\]?={} \r\n\t]*)', string)
+        match = re.search(rb"[\s;]" + field + rb'=([^()<>@,;:\\"/\[\]?={} \r\n\t]*)', string)
     return match[1] if match else None
 
 
@@ -410,7 +412,7 @@ class CGI:
         for pair in pairs:
             if not pair:
                 continue  # split('=', '') gives no $param: skipped
-            name, eq, value = pair.partition(b"=")
+            name, _, value = pair.partition(b"=")
             self._add(_text(_unescape_bytes(name)), _text(_unescape_bytes(value)))
 
     def _read_multipart(self, boundary: bytes | None, length: int) -> None:
@@ -424,7 +426,7 @@ class CGI:
             if not truth(_text(disposition)):
                 disposition = b""
             name = _text(_mp_value_parse(disposition, b"name") or b"")
-            match = _FILENAME.search(disposition)
+            match = re.search(_FILENAME, disposition, re.I)
             filename = match[1] if match else b""
             if not truth(_text(filename)):
                 filename = b""
@@ -450,7 +452,7 @@ class CGI:
             self._params[name].append(upload)
 
     # -- CGI.pm's methods --
-    def param(self, name: str | None = None, *values: object) -> Value | None | list[str]:
+    def param(self, name: str | None = None, *values: object) -> Value | list[str] | None:
         """``param()``: the names in order; ``param(name)``: the first value or None.
 
         ``param(name, v1, v2)`` sets the values (None is left out) and returns the first.
@@ -458,7 +460,9 @@ class CGI:
         if name is None:
             return list(self._names)
         if values:
-            kept: list[Value] = [v if isinstance(v, str) else str(v) for v in values if v is not None]
+            kept: list[Value] = [
+                v if isinstance(v, str) else str(v) for v in values if v is not None
+            ]
             if kept:
                 if name not in self._params:
                     self._names.append(name)
@@ -470,7 +474,7 @@ class CGI:
         """CGI.pm's ``multi_param(name)``: every value of *name* ([] when absent)."""
         return list(self._params.get(name, ()))
 
-    def Vars(self) -> dict[str, str]:  # noqa: N802
+    def Vars(self) -> dict[str, str]:
         """CGI.pm's ``Vars``: each name to its values joined with ``"\\0"``."""
         return {name: "\0".join(self._params[name]) for name in self._names}
 
@@ -496,7 +500,7 @@ class CGI:
                 return value.file
         return None
 
-    def uploadInfo(self, value: Upload) -> dict[str, str]:  # noqa: N802
+    def uploadInfo(self, value: Upload) -> dict[str, str]:
         """The headers of an upload (``uploadInfo($fh)``)."""
         return value.headers
 
@@ -525,7 +529,12 @@ class CGI:
         return _header(
             self,
             (),
-            {"type": "", "status": _unescape_html(status), "location": _unescape_html(url), **options},
+            {
+                "type": "",
+                "status": _unescape_html(status),
+                "location": _unescape_html(url),
+                **options,
+            },
         )
 
     def cookie(
@@ -547,7 +556,7 @@ class CGI:
             return found.value[0] if found is not None and found.value else None
         if not name:
             return None
-        return Cookie(name, value, **options)
+        return Cookie(name, value, **options)  # type: ignore[arg-type]
 
     def multi_cookie(self, name: str) -> list[str]:
         """Every value of cookie *name* (CGI.pm's ``cookie`` in list context)."""
@@ -782,7 +791,7 @@ def _q() -> CGI:
     return _default_query
 
 
-def param(name: str | None = None, *values: object) -> Value | None | list[str]:
+def param(name: str | None = None, *values: object) -> Value | list[str] | None:
     """``param()`` / ``param(name)`` on the default query object (see :meth:`CGI.param`)."""
     return _q().param(name, *values)
 
@@ -792,7 +801,7 @@ def multi_param(name: str) -> list[Value]:
     return _q().multi_param(name)
 
 
-def Vars() -> dict[str, str]:  # noqa: N802
+def Vars() -> dict[str, str]:
     """``Vars`` on the default query object."""
     return _q().Vars()
 
@@ -827,14 +836,14 @@ def cookie(
 
 
 # -- cgi-lib.pl ------------------------------------------------------------------
-_CGILIB_ESCAPE = re.compile(rb"%([A-Fa-f0-9]{2})")
+_CGILIB_ESCAPE = rb"%([A-Fa-f0-9]{2})"
 
 
 def _cgilib_unescape(raw: bytes) -> bytes:
-    return _CGILIB_ESCAPE.sub(lambda m: bytes([int(m[1], 16)]), raw)
+    return re.sub(_CGILIB_ESCAPE, lambda m: bytes([int(m[1], 16)]), raw)
 
 
-def _cgi_die(*msg: str) -> None:
+def _cgi_die(*msg: str) -> NoReturn:
     """cgi-lib.pl's ``CgiDie``: an HTML error page on STDOUT, then ``die``."""
     from .perl.handle import print_
 
@@ -847,7 +856,7 @@ def _cgi_die(*msg: str) -> None:
     die(*msg)
 
 
-def ReadParse(  # noqa: N802  (cgi-lib.pl's name)
+def ReadParse(
     incfn: dict[str, str] | None = None, inct: dict[str, str] | None = None
 ) -> dict[str, str]:
     """cgi-lib.pl's ``&ReadParse``: return ``%in``, several values joined with ``"\\0"``.
@@ -863,8 +872,8 @@ def ReadParse(  # noqa: N802  (cgi-lib.pl's name)
     ctype = env.get("CONTENT_TYPE") or ""
     length = int(num(env.get("CONTENT_LENGTH", 0)))
     method = env.get("REQUEST_METHOD")
-    for name in ("STDIN", "STDOUT", "STDERR"):  # cgi-lib.pl's binmode(STDIN) ...
-        handle = std_handle(name)
+    for std in ("STDIN", "STDOUT", "STDERR"):  # cgi-lib.pl's binmode(STDIN) ...
+        handle = std_handle(std)
         if not handle.closed:
             handle.set_layer(":raw")
     found: dict[str, str] = {}
@@ -884,9 +893,9 @@ def ReadParse(  # noqa: N802  (cgi-lib.pl's name)
             pairs += [_raw(arg) for arg in sys.argv[1:]]
         for pair in pairs:
             key, _, value = pair.replace(b"+", b" ").partition(b"=")
-            name = _text(_cgilib_unescape(key))
+            key_text = _text(_cgilib_unescape(key))
             text = _text(_cgilib_unescape(value))
-            found[name] = found[name] + "\0" + text if name in found else text
+            found[key_text] = found[key_text] + "\0" + text if key_text in found else text
         return found
     if not ctype.startswith("multipart/form-data"):
         _cgi_die(f"cgi-lib.pl: Unknown Content-type: {ctype}\n")
@@ -895,7 +904,7 @@ def ReadParse(  # noqa: N802  (cgi-lib.pl's name)
         _cgi_die("Boundary not provided: probably a bug in your server")
     if method != "POST":
         _cgi_die(f"Invalid request method for  multipart/form-data: {method}\n")
-    boundary = b"--" + _raw(match[1])  # type: ignore[index]
+    boundary = b"--" + _raw(match[1])
     buf = _read_stdin(length)
     if len(buf) != length:
         _cgi_die(f"Short Read: wanted {length}, got {len(buf)}\n")

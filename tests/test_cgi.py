@@ -7,6 +7,7 @@ process; the names, every value's bytes, uploads (file name, content, type),
 ``cgi_error`` and CGI.pm's own ``die`` messages must be identical.
 """
 
+# ruff: noqa: E501  (the request and header tables read best one case a line)
 from __future__ import annotations
 
 import base64
@@ -18,8 +19,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 import perlcompat.cgi as cgi
 from perlcompat import Die, open_
@@ -108,7 +108,12 @@ def run_perl(cases: list[tuple[dict[str, str], bytes]], tmp: Path) -> list[bytes
     script.write_text(DUMP_PERL)
     data = tmp / "cases.json"
     data.write_text(
-        json.dumps([{"env": {k: b64(_raw(v)) for k, v in env.items()}, "body": b64(body)} for env, body in cases])
+        json.dumps(
+            [
+                {"env": {k: b64(_raw(v)) for k, v in env.items()}, "body": b64(body)}
+                for env, body in cases
+            ]
+        )
     )
     run = subprocess.run(
         ["perl", str(script), str(data)], capture_output=True, check=True, timeout=120
@@ -158,7 +163,10 @@ query_bytes = st.lists(st.sampled_from(TRICKY), max_size=25).map(b"".join)
 
 def urlencoded_case(kind: str, query: bytes, extra: bytes) -> tuple[dict[str, str], bytes]:
     if kind == "GET":
-        return {"REQUEST_METHOD": "GET", "QUERY_STRING": query.decode("utf-8", "surrogateescape")}, b""
+        return {
+            "REQUEST_METHOD": "GET",
+            "QUERY_STRING": query.decode("utf-8", "surrogateescape"),
+        }, b""
     env = {"REQUEST_METHOD": "POST", "CONTENT_LENGTH": str(len(query))}
     if kind == "POST":
         env["CONTENT_TYPE"] = "application/x-www-form-urlencoded"
@@ -192,7 +200,7 @@ content = st.one_of(
     st.lists(st.sampled_from(PART_BYTES), max_size=30).map(b"".join),
     st.tuples(st.sampled_from(PART_BYTES), st.integers(1000, 9000)).map(lambda t: t[0] * t[1]),
 )
-names = st.sampled_from(["a", "b", "name", "", "x y", "a;b", "日本", "n\\\"q"])
+names = st.sampled_from(["a", "b", "name", "", "x y", "a;b", "日本", 'n\\"q'])
 filenames = st.one_of(
     st.none(),
     st.sampled_from(["", "0", "f.txt", "C:\\dir\\f.txt", "日本.txt", "a b.bin", 'q"x.txt']),
@@ -212,7 +220,9 @@ def multipart_case(draw: st.DrawFn) -> tuple[dict[str, str], bytes]:
             disp += b'; filename="%s"' % _raw(filename)
         head = b"Content-Disposition: " + disp + b"\r\n"
         if filename is not None or draw(st.booleans()):
-            head += b"Content-Type: " + draw(st.sampled_from([b"text/plain", b"image/png"])) + b"\r\n"
+            head += (
+                b"Content-Type: " + draw(st.sampled_from([b"text/plain", b"image/png"])) + b"\r\n"
+            )
         body += b"--" + boundary.encode() + b"\r\n" + head + b"\r\n" + draw(content) + b"\r\n"
     body += b"--" + boundary.encode() + b"--\r\n" + draw(st.sampled_from([b"", b"epilogue"]))
     cut = draw(st.sampled_from(["whole", "whole", "whole", "truncate", "drop"]))
@@ -223,7 +233,10 @@ def multipart_case(draw: st.DrawFn) -> tuple[dict[str, str], bytes]:
         body = body[:at] + body[at + draw(st.integers(1, 8)) :]
     ctype = draw(
         st.sampled_from(
-            [f"multipart/form-data; boundary={boundary}", f'multipart/form-data; boundary="{boundary}"']
+            [
+                f"multipart/form-data; boundary={boundary}",
+                f'multipart/form-data; boundary="{boundary}"',
+            ]
         )
     )
     length = len(body) if cut != "drop" or draw(st.booleans()) else len(body) + 3
@@ -246,7 +259,9 @@ def get(query: str) -> tuple[dict[str, str], bytes]:
     return {"REQUEST_METHOD": "GET", "QUERY_STRING": query}, b""
 
 
-def post_mp(body: bytes, ctype: str = "multipart/form-data; boundary=B") -> tuple[dict[str, str], bytes]:
+def post_mp(
+    body: bytes, ctype: str = "multipart/form-data; boundary=B"
+) -> tuple[dict[str, str], bytes]:
     env = {"REQUEST_METHOD": "POST", "CONTENT_TYPE": ctype, "CONTENT_LENGTH": str(len(body))}
     return env, body
 
@@ -354,15 +369,31 @@ def without_dates(text: bytes) -> bytes:
     ("perl", "name", "value", "options"),
     [
         ("cookie(-name => 'id', -value => '42')", "id", "42", {}),
-        ("cookie(-name => 'a b', -value => ['x;y', 'z&'], -path => '/cgi-bin', -domain => 'Example.COM')",
-         "a b", ["x;y", "z&"], {"path": "/cgi-bin", "domain": "Example.COM"}),
-        ("cookie(-name => 'n', -value => qq{\\xe3\\x81\\x82}, -expires => '+1h', -secure => 1, -httponly => 1, -samesite => 'lax')",
-         "n", "あ", {"expires": "+1h", "secure": 1, "httponly": 1, "samesite": "lax"}),
-        ("cookie(-name => 'old', -value => '', -expires => 'now', -samesite => 'bogus')",
-         "old", "", {"expires": "now", "samesite": "bogus"}),
-        ("cookie(-name => 'e', -value => 'v', -expires => 'Thu, 01-Jan-1970 00:00:00 GMT')",
-         "e", "v", {"expires": "Thu, 01-Jan-1970 00:00:00 GMT"}),
-    ],  # fmt: skip
+        (
+            "cookie(-name => 'a b', -value => ['x;y', 'z&'], -path => '/cgi-bin', -domain => 'Example.COM')",
+            "a b",
+            ["x;y", "z&"],
+            {"path": "/cgi-bin", "domain": "Example.COM"},
+        ),
+        (
+            "cookie(-name => 'n', -value => qq{\\xe3\\x81\\x82}, -expires => '+1h', -secure => 1, -httponly => 1, -samesite => 'lax')",
+            "n",
+            "あ",
+            {"expires": "+1h", "secure": 1, "httponly": 1, "samesite": "lax"},
+        ),
+        (
+            "cookie(-name => 'old', -value => '', -expires => 'now', -samesite => 'bogus')",
+            "old",
+            "",
+            {"expires": "now", "samesite": "bogus"},
+        ),
+        (
+            "cookie(-name => 'e', -value => 'v', -expires => 'Thu, 01-Jan-1970 00:00:00 GMT')",
+            "e",
+            "v",
+            {"expires": "Thu, 01-Jan-1970 00:00:00 GMT"},
+        ),
+    ],
 )
 def test_making_cookies_like_cgi_pm(
     perl: str, name: str, value: str | list[str], options: dict[str, object]
@@ -377,12 +408,20 @@ def test_making_cookies_like_cgi_pm(
 
 def test_cookie_max_age_like_cgi_pm() -> None:
     made = cgi.Cookie("m", "v", max_age="+1d")
-    assert str(made) == perl_eval("cookie(-name => 'm', -value => 'v', '-max-age' => '+1d')").decode()
+    assert (
+        str(made) == perl_eval("cookie(-name => 'm', -value => 'v', '-max-age' => '+1d')").decode()
+    )
 
 
 @pytest.mark.parametrize(
     "raw",
-    ["id=42; theme=dark", "a=1&2&; a=shadowed, b=%E3%81%82+x", "bare; c=; =v; d=x=y", "", "  s = t  "],
+    [
+        "id=42; theme=dark",
+        "a=1&2&; a=shadowed, b=%E3%81%82+x",
+        "bare; c=; =v; d=x=y",
+        "",
+        "  s = t  ",
+    ],
 )
 def test_reading_cookies_like_cgi_pm(raw: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HTTP_COOKIE", raw)
@@ -404,7 +443,7 @@ def test_redirect_and_escape_html_like_cgi_pm() -> None:
     assert cgi.CGI({}).redirect("http://example.com/?a=1&amp;b=2").encode() == perl_eval(
         "redirect('http://example.com/?a=1&amp;b=2')"
     )
-    text = "<a href=\"x\">'&\x8b"
+    text = '<a href="x">\'&\x8b'
     assert _raw(cgi.escapeHTML(text) or "") == perl_eval(f"escapeHTML(q{{{text}}})")
 
 
@@ -493,6 +532,6 @@ def test_importing_cgi_is_cheap() -> None:
         "print(sorted(m for m in set(sys.modules) - before if not m.startswith('perlcompat')))"
     )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    loaded = eval(run.stdout)  # noqa: S307  (our own output)
+    loaded = eval(run.stdout)
     heavy = {"html", "io", "json", "email", "tempfile", "shutil", "multipart", "cgi", "urllib"}
     assert not heavy & {m.split(".")[0] for m in loaded}, loaded

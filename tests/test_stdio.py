@@ -121,7 +121,7 @@ def test_print_and_print_to_stdout_keep_their_order(tmp_path: Path) -> None:
         PRELUDE + 'print("Content-Type: text/plain\\n")\nprint_(STDOUT, "body\\n")\n'
         'print("more", end="")\nprint_(STDOUT, " and more\\n")\nsys.stdout.write("end\\n")\n'
     )
-    out, err = run([sys.executable, "t.py"], b"", tmp_path)
+    out, _ = run([sys.executable, "t.py"], b"", tmp_path)
     assert out == b"Content-Type: text/plain\n\nbody\nmore and more\nend\n"
 
 
@@ -130,7 +130,6 @@ POST = ("名前=" + "テスト" * 700 + "&msg=あいう\xff").encode("utf-8", "s
 
 def test_read_stdin_content_length_loop(tmp_path: Path) -> None:
     """The hand-rolled form reader: read(STDIN, $buffer, $ENV{CONTENT_LENGTH})."""
-    os.environ  # (CONTENT_LENGTH reaches both through the environment below)
     perl = (
         "$len = $ENV{CONTENT_LENGTH};\n"
         "$n = read(STDIN, $buffer, $len);\n"
@@ -143,7 +142,7 @@ def test_read_stdin_content_length_loop(tmp_path: Path) -> None:
         'length = int(os.environ["CONTENT_LENGTH"])\n'
         "buffer = Scalar()\n"
         "n = read(STDIN, buffer, length)\n"
-        'print_(STDOUT, f"{n} {len(buffer.value.encode(\'utf-8\', \'surrogateescape\'))}\\n")\n'
+        "print_(STDOUT, f\"{n} {len(buffer.value.encode('utf-8', 'surrogateescape'))}\\n\")\n"
         'for p in split("&", buffer.value):\n'
         '    k, v = split("=", p)[:2]\n'
         '    print_(STDOUT, f"{k}|{v}\\n")\n'
@@ -160,9 +159,9 @@ def test_read_stdin_content_length_loop(tmp_path: Path) -> None:
 def test_read_in_chunks_with_an_offset_joins_split_characters(tmp_path: Path) -> None:
     perl = (
         "$buf = '';\n"
-        "while (($n = read(STDIN, $buf, 7, length($buf))) > 0) { print \"$n,\"; }\n"
+        'while (($n = read(STDIN, $buf, 7, length($buf))) > 0) { print "$n,"; }\n'
         'print " [$n] $buf\\n";\n'
-        "read(STDIN, $x, 5, 3); print defined($x) ? \"<$x>\" : 'undef', \"\\n\";\n"
+        'read(STDIN, $x, 5, 3); print defined($x) ? "<$x>" : \'undef\', "\\n";\n'
     )
     python = (
         'buf = Scalar("")\n'
@@ -175,14 +174,17 @@ def test_read_in_chunks_with_an_offset_joins_split_characters(tmp_path: Path) ->
     out, _ = both(tmp_path, perl, python, stdin=POST)
     assert POST in out
     py = (tmp_path / "t.py").read_text()
-    assert "あいう" in subprocess.run(  # split characters are whole again in the value
-        [sys.executable, "-c", py + "assert 'あいう' in buf.value; print('あいう')"],
-        input=POST,
-        capture_output=True,
-        cwd=tmp_path,
-        env=dict(os.environ, PYTHONPATH=ROOT),
-        check=True,
-    ).stdout.decode()
+    assert (
+        "あいう"
+        in subprocess.run(  # split characters are whole again in the value
+            [sys.executable, "-c", py + "assert 'あいう' in buf.value; print('あいう')"],
+            input=POST,
+            capture_output=True,
+            cwd=tmp_path,
+            env=dict(os.environ, PYTHONPATH=ROOT),
+            check=True,
+        ).stdout.decode()
+    )
 
 
 def test_close_stdout_ends_the_response_and_the_script_goes_on(tmp_path: Path) -> None:

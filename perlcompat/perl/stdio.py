@@ -13,7 +13,8 @@ so ``print()`` and ``print_(STDOUT, ...)`` mixed in one script come out in the
 order they were called.  That flush means what one print wrote reaches the
 descriptor by the next one: against ``STDERR`` (unbuffered, as in Perl)
 ``STDOUT`` interleaves as Perl's does with ``$| = 1``, and
-``STDOUT.autoflush(1)`` (Perl's ``$| = 1``) also writes out the last print.  ``STDIN`` reads file descriptor 0 with its own buffer (do not mix
+``STDOUT.autoflush(1)`` (Perl's ``$| = 1``) also writes out the last print.
+``STDIN`` reads file descriptor 0 with its own buffer (do not mix
 it with ``sys.stdin``).  The three are made at first use, not at import: a
 process that forks and gives a child new descriptors 0/1/2 (a FastCGI server)
 can import perlcompat before the fork.
@@ -72,7 +73,8 @@ class Scalar:
             return self.value == other.value
         return self.value == other
 
-    __hash__ = None  # type: ignore[assignment]  (mutable)
+    # mutable: not hashable
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return f"Scalar({self.value!r})"
@@ -82,6 +84,8 @@ class _StdOut(PerlFile):
     """``STDOUT``/``STDERR``: a PerlFile whose writes go through ``sys.<stream>.buffer``."""
 
     __slots__ = ("_autoflush", "_stream")
+    _autoflush: bool
+    _stream: str
 
     def write(self, data: Data) -> int:
         """Write *data* (encoded by the handle's layers) after what ``print()`` wrote."""
@@ -95,7 +99,8 @@ class _StdOut(PerlFile):
                 view = view[os.write(self._fd, view) :]
             return len(data)
         try:
-            stream.flush()  # type: ignore[union-attr]  (what print() left in the text layer)
+            if stream is not None:
+                stream.flush()  # what print() left in the text layer goes first
             target.write(raw)
             if self._autoflush:
                 target.flush()
@@ -226,9 +231,10 @@ def read(fh: PerlFile, buf: Scalar, length: int, offset: int = 0) -> int | None:
 
     Fills ``buf.value`` as Perl fills ``$buffer``: from *offset* on (counted in
     the value's characters; padded with NULs when past the end; a negative one
-    counts from the end), the part before it kept, the rest replaced.  Text handles count bytes, as Perl does on a handle
-    without a ``:utf8`` layer, and the value is a str decoded with UTF-8 +
-    ``surrogateescape`` as a whole, so bytes split across reads join again; a
+    counts from the end), the part before it kept, the rest replaced.  Text
+    handles count bytes, as Perl does on a handle without a ``:utf8`` layer,
+    and the value is a str decoded with UTF-8 + ``surrogateescape`` as a
+    whole, so bytes split across reads join again; a
     ``:raw`` handle gives ``bytes``.  None with ``OS_ERROR`` set on error
     (closed handle: EBADF).
     """
