@@ -452,6 +452,8 @@ class CGI:
             self._params[name].append(upload)
 
     # -- CGI.pm's methods --
+    escapeHTML = staticmethod(escapeHTML)
+
     def param(self, name: str | None = None, *values: object) -> Value | list[str] | None:
         """``param()``: the names in order; ``param(name)``: the first value or None.
 
