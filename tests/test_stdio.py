@@ -20,6 +20,7 @@ PRELUDE = "import os, sys\nfrom perlcompat import *\n"
 
 def run(argv: list[str], stdin: bytes, cwd: Path, merge: bool = False) -> tuple[bytes, bytes]:
     env = dict(os.environ, PYTHONPATH=ROOT)
+    env.pop("PYTHONUNBUFFERED", None)  # (python -u would be Perl's $| = 1)
     proc = subprocess.run(
         argv,
         input=stdin,
@@ -103,17 +104,26 @@ def test_binmode_stdout_encoding_writes_characters_in_it(tmp_path: Path) -> None
 
 
 def test_print_returns_true_and_stderr_is_unbuffered(tmp_path: Path) -> None:
-    """STDOUT reaches the descriptor by the next print (print() and print_ keep their
-    order), so against a merged STDERR it interleaves as Perl's STDOUT with ``$| = 1``."""
     out, _ = both(
         tmp_path,
-        '$| = 1;\n$r = print STDOUT "out1\\n"; print STDERR "err1 $r\\n";\n'
+        '$r = print STDOUT "out1\\n"; print STDERR "err1 $r\\n";\n'
         'print STDOUT "out2\\n"; print STDERR "err2\\n";\n',
-        'STDOUT.autoflush(1)\nr = print_(STDOUT, "out1\\n")\nprint_(STDERR, f"err1 {r}\\n")\n'
+        'r = print_(STDOUT, "out1\\n")\nprint_(STDERR, f"err1 {r}\\n")\n'
         'print_(STDOUT, "out2\\n")\nprint_(STDERR, "err2\\n")\n',
         merge=True,
     )
-    assert out == b"out1\nerr1 1\nout2\nerr2\n"
+    assert out == b"err1 1\nerr2\nout1\nout2\n"  # STDOUT to a pipe: written at exit
+
+
+def test_autoflush_is_perls_dollar_bar(tmp_path: Path) -> None:
+    out, _ = both(
+        tmp_path,
+        '$| = 1;\nprint STDOUT "out1\\n"; print STDERR "err1\\n"; print STDOUT "out2\\n";\n',
+        'STDOUT.autoflush(1)\nprint_(STDOUT, "out1\\n"); print_(STDERR, "err1\\n")\n'
+        'print_(STDOUT, "out2\\n")\n',
+        merge=True,
+    )
+    assert out == b"out1\nerr1\nout2\n"
 
 
 def test_print_and_print_to_stdout_keep_their_order(tmp_path: Path) -> None:

@@ -7,13 +7,12 @@ UTF-8 log comes out unchanged instead of raising ``UnicodeEncodeError``.
 ``binmode(STDOUT)``, ``binmode(STDOUT, ":crlf")`` and ``:encoding(NAME)`` work as on
 any handle; on Windows, as in Perl, the three start in ``:crlf``.
 
-``STDOUT`` and ``STDERR`` write through ``sys.stdout.buffer`` / ``sys.stderr.buffer``
-(looked up at each write, after flushing what ``print()`` left in the text layer),
-so ``print()`` and ``print_(STDOUT, ...)`` mixed in one script come out in the
-order they were called.  That flush means what one print wrote reaches the
-descriptor by the next one: against ``STDERR`` (unbuffered, as in Perl)
-``STDOUT`` interleaves as Perl's does with ``$| = 1``, and
-``STDOUT.autoflush(1)`` (Perl's ``$| = 1``) also writes out the last print.
+``STDOUT`` and ``STDERR`` write into ``sys.stdout.buffer`` / ``sys.stderr.buffer``
+(looked up at each write); the first write sets the text stream to
+``write_through``, so ``print()`` and ``print_(STDOUT, ...)`` share one buffer and
+come out in the order they were called.  ``STDOUT`` is buffered as Perl's is
+(written out when the buffer fills and at exit); ``STDERR`` is unbuffered;
+``STDOUT.autoflush(1)`` is Perl's ``$| = 1``.
 ``STDIN`` reads file descriptor 0 with its own buffer (do not mix
 it with ``sys.stdin``).  The three are made at first use, not at import: a
 process that forks and gives a child new descriptors 0/1/2 (a FastCGI server)
@@ -81,11 +80,13 @@ class Scalar:
 
 
 class _StdOut(PerlFile):
-    """``STDOUT``/``STDERR``: a PerlFile whose writes go through ``sys.<stream>.buffer``."""
+    """``STDOUT``/``STDERR``: a PerlFile whose writes go into ``sys.<stream>.buffer``."""
 
-    __slots__ = ("_autoflush", "_stream")
+    __slots__ = ("_autoflush", "_seen", "_stream", "_through")
     _autoflush: bool
+    _seen: object
     _stream: str
+    _through: bool
 
     def write(self, data: Data) -> int:
         """Write *data* (encoded by the handle's layers) after what ``print()`` wrote."""
@@ -99,8 +100,11 @@ class _StdOut(PerlFile):
                 view = view[os.write(self._fd, view) :]
             return len(data)
         try:
-            if stream is not None:
-                stream.flush()  # what print() left in the text layer goes first
+            if stream is not self._seen:  # a sys stream not seen before: share its buffer
+                self._seen = stream
+                self._through = _write_through(stream)
+            if not self._through:
+                stream.flush()  # type: ignore[union-attr]
             target.write(raw)
             if self._autoflush:
                 target.flush()
@@ -152,6 +156,23 @@ _NAMES = {"STDIN": (0, "<", "stdin"), "STDOUT": (1, ">", "stdout"), "STDERR": (2
 _HANDLES: dict[str, PerlFile] = {}
 
 
+def _write_through(stream: object) -> bool:
+    """Make ``print()`` hand its text to the byte buffer at once (``write_through``).
+
+    Then ``print()`` and ``print_(STDOUT, ...)`` share one buffer and keep their
+    order without a flush per print; False where the stream cannot (then every
+    write flushes the text layer first).
+    """
+    reconfigure = getattr(stream, "reconfigure", None)
+    if reconfigure is None:
+        return False
+    try:
+        reconfigure(write_through=True)
+    except (ValueError, TypeError, OSError):
+        return False
+    return True
+
+
 def _make(name: str) -> PerlFile:
     fd, mode, stream = _NAMES[name]
     handle: PerlFile
@@ -160,6 +181,8 @@ def _make(name: str) -> PerlFile:
     else:
         out = _StdOut(fd, name, mode)
         out._stream = stream
+        out._seen = None
+        out._through = False
         out._autoflush = name == "STDERR"  # Perl's STDERR is unbuffered
         handle = out
     _HANDLES[name] = handle
