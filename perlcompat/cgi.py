@@ -907,46 +907,77 @@ def ReadParse(
     if method != "POST":
         _cgi_die(f"Invalid request method for  multipart/form-data: {method}\n")
     boundary = b"--" + _raw(match[1])
-    buf = _read_stdin(length)
-    if len(buf) != length:
-        _cgi_die(f"Short Read: wanted {length}, got {len(buf)}\n")
-    name: str | None = None
+    parts = _cgilib_multipart(boundary, length)
+    for target, values in ((incfn, parts[1]), (inct, parts[2])):
+        if target is not None:
+            target.update((_text(k), _text(v)) for k, v in values.items())
+    return {_text(k): _text(v) for k, v in parts[0].items()}
+
+
+def _cgilib_multipart(
+    boundary: bytes, length: int
+) -> tuple[dict[bytes, bytes], dict[bytes, bytes], dict[bytes, bytes]]:
+    """cgi-lib.pl's multipart loop, line for line: 8 KiB reads kept 100 bytes apart."""
+    bufsize, maxbound, blen = 8192, 100, len(boundary)
+    found: dict[bytes, bytes] = {}
+    names: dict[bytes, bytes] = {}
+    types: dict[bytes, bytes] = {}
+    buf, left = b"", length
+    name: bytes | None = None
+
+    def fill(amount: int) -> None:  # read(STDIN, $buf, $amt, length($buf)) == $amt or die
+        nonlocal buf, left
+        got = _read_stdin(amount)
+        buf += got
+        if len(got) != amount:
+            _cgi_die(f"Short Read: wanted {amount}, got {len(got)}\n")
+        left -= amount
+
     while True:
-        bpos = buf.find(boundary)
-        if bpos < 0:
-            _cgi_die(
-                "cgi-lib.pl: reached end of input while seeking boundary of multipart. "
-                "Format of CGI input is wrong.\n"
-            )
-        if name is not None:  # (before the first boundary: the preamble, discarded)
-            body = _text(buf[: bpos - 2])  # (Perl's substr($buf, 0, $bpos-2), negative too)
-            found[name] = found[name] + body if name in found else body
-        if buf[bpos + len(boundary) : bpos + len(boundary) + 2] == b"--":
-            return found
-        buf = buf[bpos + len(boundary) + 2 :]
-        lpos = buf.find(b"\r\n\r\n")
-        if lpos < 0:
-            _cgi_die(
-                "cgi-lib.pl: reached end of input while seeking end of headers. "
-                "Format of CGI input is wrong.\n" + _text(buf)
-            )
-        heads = _text(buf[: lpos + 2]).split("\r\n")
-        cd = next((h for h in heads if re.match(r"\s*Content-Disposition:", h, re.I)), "")
-        ct = next((h for h in heads if re.match(r"\s*Content-Type:", h, re.I)), "")
-        m = re.search(r'\bname="([^"]+)"', cd, re.I) or re.search(r"\bname=([^\s:;]+)", cd, re.I)
-        name = m[1] if m else ""
-        m = re.search(r'\bfilename="([^"]*)"', cd, re.I) or re.search(
-            r"\bfilename=([^\s:;]+)", cd, re.I
+        fill(min(left, bufsize + maxbound - len(buf)))
+        key = name or b""  # ($in{undef} is $in{''})
+        if key in found:
+            found[key] += b"\0"
+        while (bpos := buf.find(boundary)) == -1:
+            if left == 0 and buf == b"":
+                _cgi_die(
+                    "cgi-lib.pl: reached end of input while seeking boundary of multipart. "
+                    "Format of CGI input is wrong.\n"
+                )
+            if name not in (None, b"", b"0"):  # if ($name): the preamble has none
+                found[key] = found.get(key, b"") + buf[:bufsize]
+            buf = buf[bufsize:]
+            fill(min(left, bufsize))
+        if name is not None:
+            found[key] = found.get(key, b"") + buf[: bpos - 2]  # (substr($buf, 0, $bpos-2))
+        if buf[bpos + blen : bpos + blen + 2] == b"--":
+            return found, names, types
+        buf = buf[bpos + blen + 2 :]
+        fill(min(left, bufsize + maxbound - len(buf)))
+        head = b""
+        while (lpos := buf.find(b"\r\n\r\n")) == -1:
+            if left == 0 and buf == b"":
+                _cgi_die(
+                    "cgi-lib.pl: reached end of input while seeking end of headers. "
+                    "Format of CGI input is wrong.\n" + _text(buf)
+                )
+            head += buf[:bufsize]
+            buf = buf[bufsize:]
+            fill(min(left, bufsize))
+        head += buf[: lpos + 2]
+        heads = head.split(b"\r\n")
+        cd = next((h for h in heads if re.match(rb"\s*Content-Disposition:", h, re.I)), b"")
+        ct = next((h for h in heads if re.match(rb"\s*Content-Type:", h, re.I)), b"")
+        m = re.search(rb'\bname="([^"]+)"', cd, re.I) or re.search(rb"\bname=([^\s:;]+)", cd, re.I)
+        name = m[1] if m else None
+        key = name or b""
+        sep = b"\0" if key in found else b""
+        m = re.search(rb'\bfilename="([^"]*)"', cd, re.I) or re.search(
+            rb"\bfilename=([^\s:;]+)", cd, re.I
         )
-        fname = m[1] if m else ""
-        m = re.match(r'\s*Content-type:\s*"([^"]+)"', ct, re.I) or re.match(
-            r"\s*Content-Type:\s*([^\s:;]+)", ct, re.I
+        names[key] = names.get(key, b"") + sep + (m[1] if m else b"")
+        m = re.match(rb'\s*Content-type:\s*"([^"]+)"', ct, re.I) or re.match(
+            rb"\s*Content-Type:\s*([^\s:;]+)", ct, re.I
         )
-        sep = "\0" if name in found else ""
-        if incfn is not None:
-            incfn[name] = incfn.get(name, "") + sep + fname
-        if inct is not None:
-            inct[name] = inct.get(name, "") + sep + (m[1] if m else "")
-        if name in found:
-            found[name] += "\0"
+        types[key] = types.get(key, b"") + sep + (m[1] if m else b"")
         buf = buf[lpos + 4 :]

@@ -103,9 +103,11 @@ def b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
 
 
-def run_perl(cases: list[tuple[dict[str, str], bytes]], tmp: Path) -> list[bytes]:
+def run_perl(
+    cases: list[tuple[dict[str, str], bytes]], tmp: Path, perl: str = DUMP_PERL
+) -> list[bytes]:
     script = tmp / "dump.pl"
-    script.write_text(DUMP_PERL)
+    script.write_text(perl)
     data = tmp / "cases.json"
     data.write_text(
         json.dumps(
@@ -406,6 +408,31 @@ def test_making_cookies_like_cgi_pm(
     assert b"Date: " in got
 
 
+@pytest.mark.parametrize(
+    ("perl", "options"),
+    [
+        ("header(-expires => '+1d')", {"expires": "+1d"}),
+        (
+            "header(-expires => 'now', -status => '304 Not Modified')",
+            {"expires": "now", "status": "304 Not Modified"},
+        ),
+        ("header(-nph => 1)", {"nph": 1}),
+        (
+            "header(-nph => 1, -status => '404 Not Found', -type => 'text/plain')",
+            {"nph": 1, "status": "404 Not Found", "type": "text/plain"},
+        ),
+        (
+            "header(-expires => 'Thu, 01 Jan 1970 00:00:00 GMT')",
+            {"expires": "Thu, 01 Jan 1970 00:00:00 GMT"},
+        ),
+    ],
+)
+def test_header_dates_like_cgi_pm(perl: str, options: dict[str, object]) -> None:
+    got = cgi.CGI({}).header(**options).encode()
+    assert without_dates(got) == without_dates(perl_eval(perl))
+    assert b"Date: " in got
+
+
 def test_cookie_max_age_like_cgi_pm() -> None:
     made = cgi.Cookie("m", "v", max_age="+1d")
     assert (
@@ -522,6 +549,127 @@ def test_readparse_multipart_joins_values_and_names_files(
     inct: dict[str, str] = {}
     assert cgi.ReadParse(incfn, inct) == {"a": "1\0002", "f": "file\r\nbody"}
     assert incfn == {"a": "\0", "f": "x.txt"} and inct == {"a": "\0", "f": "text/plain"}
+
+
+#: cgi-lib.pl 2.18's multipart loop (S. E. Brenner; writefiles off), batched like DUMP_PERL
+READPARSE_MULTIPART_PERL = r"""
+use JSON::PP; use MIME::Base64;
+binmode STDOUT;
+sub dump_hash { my ($h) = @_; join('', map { 'K' . length($_) . ":$_" . 'V' . length($h->{$_}) . ":$h->{$_}" } sort keys %$h) }
+sub readparse {
+    local (*in, *incfn, *inct) = @_;
+    local ($len, $type, $bufsize, $maxbound, $boundary, $blen, $buf, $left, $amt, $got, $name,
+           $fn, $bpos, $lpos, $head, @heads, $cd, $ct, $fname, $ctype, $errflag);
+    $type = $ENV{'CONTENT_TYPE'}; $len = $ENV{'CONTENT_LENGTH'};
+    ($bufsize, $maxbound) = (8192, 100);
+    ($boundary) = $type =~ /boundary="([^"]+)"/;
+    ($boundary) = $type =~ /boundary=(\S+)/ unless $boundary;
+    $boundary = "--" . $boundary; $blen = length($boundary);
+    $buf = ''; $left = $len;
+    PART: while (1) {
+        $amt = ($left > $bufsize+$maxbound-length($buf) ? $bufsize+$maxbound-length($buf) : $left);
+        $errflag = (($got = read(STDIN, $buf, $amt, length($buf))) != $amt);
+        die "Short Read: wanted $amt, got $got\n" if $errflag;
+        $left -= $amt;
+        $in{$name} .= "\0" if defined $in{$name};
+        $in{$name} .= $fn if $fn;
+        BODY: while (($bpos = index($buf, $boundary)) == -1) {
+            if ($left == 0 && $buf eq '') {
+                die "cgi-lib.pl: reached end of input while seeking boundary of multipart. Format of CGI input is wrong.\n";
+            }
+            if ($name) { $in{$name} .= substr($buf, 0, $bufsize); }
+            $buf = substr($buf, $bufsize);
+            $amt = ($left > $bufsize ? $bufsize : $left);
+            $errflag = (($got = read(STDIN, $buf, $amt, length($buf))) != $amt);
+            die "Short Read: wanted $amt, got $got\n" if $errflag;
+            $left -= $amt;
+        }
+        if (defined $name) { $in{$name} .= substr($buf, 0, $bpos-2); }
+        last PART if substr($buf, $bpos + $blen, 2) eq "--";
+        substr($buf, 0, $bpos+$blen+2) = '';
+        $amt = ($left > $bufsize+$maxbound-length($buf) ? $bufsize+$maxbound-length($buf) : $left);
+        $errflag = (($got = read(STDIN, $buf, $amt, length($buf))) != $amt);
+        die "Short Read: wanted $amt, got $got\n" if $errflag;
+        $left -= $amt;
+        undef $head; undef $fn;
+        HEAD: while (($lpos = index($buf, "\r\n\r\n")) == -1) {
+            if ($left == 0 && $buf eq '') {
+                die "cgi-lib.pl: reached end of input while seeking end of headers. Format of CGI input is wrong.\n$buf";
+            }
+            $head .= substr($buf, 0, $bufsize);
+            $buf = substr($buf, $bufsize);
+            $amt = ($left > $bufsize ? $bufsize : $left);
+            $errflag = (($got = read(STDIN, $buf, $amt, length($buf))) != $amt);
+            die "Short Read: wanted $amt, got $got\n" if $errflag;
+            $left -= $amt;
+        }
+        $head .= substr($buf, 0, $lpos+2);
+        @heads = split("\r\n", $head);
+        ($cd) = grep (/^\s*Content-Disposition:/i, @heads);
+        ($ct) = grep (/^\s*Content-Type:/i, @heads);
+        ($name) = $cd =~ /\bname="([^"]+)"/i;
+        ($name) = $cd =~ /\bname=([^\s:;]+)/i unless defined $name;
+        ($fname) = $cd =~ /\bfilename="([^"]*)"/i;
+        ($fname) = $cd =~ /\bfilename=([^\s:;]+)/i unless defined $fname;
+        $incfn{$name} .= (defined $in{$name} ? "\0" : "") . (defined $fname ? $fname : "");
+        ($ctype) = $ct =~ /^\s*Content-type:\s*"([^"]+)"/i;
+        ($ctype) = $ct =~ /^\s*Content-Type:\s*([^\s:;]+)/i unless defined $ctype;
+        $inct{$name} .= (defined $in{$name} ? "\0" : "") . $ctype;
+        substr($buf, 0, $lpos+4) = '';
+        undef $fname; undef $ctype;
+    }
+}
+$SIG{__WARN__} = sub {};
+open(my $cases_in, '<', $ARGV[0]) or die;
+my $cases = decode_json(do { local $/; <$cases_in> });
+for my $c (@$cases) {
+    %ENV = map { $_ => decode_base64($c->{env}{$_}) } keys %{$c->{env}};
+    my $body = decode_base64($c->{body});
+    close STDIN;
+    open(STDIN, '<', \$body) or die;
+    my (%in, %incfn, %inct);
+    my $out = eval { readparse(\%in, \%incfn, \%inct); 'IN' . dump_hash(\%in) . 'FN' . dump_hash(\%incfn) . 'CT' . dump_hash(\%inct) };
+    $out = "DIE:$@" unless defined $out;
+    print unpack('H*', $out), "\n";
+}
+"""
+
+
+def dump_readparse(found: dict[str, str], incfn: dict[str, str], inct: dict[str, str]) -> bytes:
+    def dump(h: dict[str, str]) -> bytes:
+        items = sorted((_raw(k), _raw(v)) for k, v in h.items())
+        return b"".join(b"K%d:%sV%d:%s" % (len(k), k, len(v), v) for k, v in items)
+
+    return b"IN" + dump(found) + b"FN" + dump(incfn) + b"CT" + dump(inct)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck), phases=NO_SHRINK)
+@given(cases=st.lists(multipart_case(), min_size=25, max_size=25))
+def test_readparse_multipart_like_cgi_lib(
+    cases: list[tuple[dict[str, str], bytes]],
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    tmp = tmp_path_factory.mktemp("rpm")
+    want = run_perl(cases, tmp, READPARSE_MULTIPART_PERL)
+    got = []
+    for env, body in cases:
+        with monkeypatch.context() as patch:
+            for key in list(os.environ):
+                patch.delenv(key)
+            for key, value in env.items():
+                patch.setenv(key, value)
+            (tmp / "body").write_bytes(body)
+            patch.setitem(stdio._HANDLES, "STDIN", open_("<", tmp / "body"))
+            patch.setitem(stdio._HANDLES, "STDOUT", open_(">", tmp / "page"))  # CgiDie's page
+            incfn: dict[str, str] = {}
+            inct: dict[str, str] = {}
+            try:
+                got.append(dump_readparse(cgi.ReadParse(incfn, inct), incfn, inct))
+            except Die as exc:
+                got.append(b"DIE:" + _raw(str(exc)))
+    for case, w, g in zip(cases, want, got):
+        assert g == w, case
 
 
 # -- import cost ---------------------------------------------------------------------
