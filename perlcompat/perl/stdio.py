@@ -152,6 +152,15 @@ class _StdOut(PerlFile):
         pass
 
 
+class _StdIn(PerlFile):
+    """``STDIN``: a PerlFile on descriptor 0 that going away never closes."""
+
+    __slots__ = ()
+
+    def __del__(self) -> None:
+        pass
+
+
 _NAMES = {"STDIN": (0, "<", "stdin"), "STDOUT": (1, ">", "stdout"), "STDERR": (2, ">", "stderr")}
 _HANDLES: dict[str, PerlFile] = {}
 
@@ -177,7 +186,7 @@ def _make(name: str) -> PerlFile:
     fd, mode, stream = _NAMES[name]
     handle: PerlFile
     if mode == "<":
-        handle = PerlFile(fd, name, mode)
+        handle = _StdIn(fd, name, mode)
     else:
         out = _StdOut(fd, name, mode)
         out._stream = stream
