@@ -590,7 +590,7 @@ def _perl_number(value: float) -> str:
     return format(value, ".15g")
 
 
-def _expire_calc(when: object) -> str:
+def _expire_calc(when: object, now: int | None = None) -> str:
     """CGI::Util's ``expire_calc``: ``"+1d"``, ``"now"``, seconds, or a date kept as is."""
     import time
 
@@ -604,7 +604,7 @@ def _expire_calc(when: object) -> str:
         if not match:
             return text
         offset = _MULT[match[2]] * float(num(match[1]))
-    return _perl_number(int(time.time()) + offset)
+    return _perl_number((int(time.time()) if now is None else now) + offset)
 
 
 def _expires(when: object, form: str = "http") -> str:
@@ -653,7 +653,10 @@ class Cookie:
         self.expires = _expires(expires, "cookie") if expires is not None else None
         self.max_age: object = None
         if max_age is not None:
-            self.max_age = _perl_number(float(num(_expire_calc(max_age))) - int(time.time()))
+            now = int(
+                time.time()
+            )  # (one clock reading: CGI::Cookie reads two, a second apart at worst)
+            self.max_age = _perl_number(float(num(_expire_calc(max_age, now))) - now)
         self.httponly = httponly
         self.samesite: str | None = None
         if samesite:
