@@ -323,6 +323,22 @@ def test_a_second_query_object_sees_the_same_request(monkeypatch: pytest.MonkeyP
     assert cgi.CGI("a=3").param("a") == "3"
 
 
+def test_the_function_interface_is_one_default_object(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``use CGI qw(:standard)``: param() and friends work on one object, made at first use."""
+    monkeypatch.setenv("REQUEST_METHOD", "GET")
+    monkeypatch.setenv("QUERY_STRING", "a=1&b=2&b=3&.submit=go")
+    monkeypatch.setattr(cgi, "_saved", None)
+    monkeypatch.setattr(cgi, "_default_query", None)
+    assert cgi.param() == ["a", "b"]
+    assert (cgi.param("b"), cgi.multi_param("b")) == ("2", ["2", "3"])
+    assert cgi.Vars() == {"a": "1", "b": "2\x003"}
+    cgi.param("a", "9")
+    cgi.delete("b")
+    assert (cgi.param(), cgi.param("a")) == (["a"], "9")
+    assert cgi.upload("a") is None
+    assert cgi.header() == "Content-Type: text/html; charset=ISO-8859-1\r\n\r\n"
+
+
 # -- header(), cookie(), redirect(), escapeHTML() against CGI.pm ---------------------------
 HEADER_CALLS = [
     ("header()", {}),

@@ -239,3 +239,13 @@ def test_std_handles_follow_new_descriptors_in_a_forked_child(tmp_path: Path) ->
     (tmp_path / "t.py").write_text(script)
     out, _ = run([sys.executable, "t.py"], b"line1\nline2\n", tmp_path)
     assert out == b"parent: line1\nline2\nchild got: child request\n"
+
+
+def test_star_import_gains_the_handles_and_shadows_no_standard_module() -> None:
+    import perlcompat
+
+    mine = {"STDIN", "STDOUT", "STDERR", "read", "Scalar"}
+    assert mine <= set(perlcompat.__all__)
+    assert "cgi" not in perlcompat.__all__  # perlcompat.cgi is imported by name
+    stdlib = getattr(sys, "stdlib_module_names", {"cgi", "io", "os", "sys", "time"})
+    assert not mine & set(stdlib)
