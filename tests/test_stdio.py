@@ -249,3 +249,22 @@ def test_star_import_gains_the_handles_and_shadows_no_standard_module() -> None:
     assert "cgi" not in perlcompat.__all__  # perlcompat.cgi is imported by name
     stdlib = getattr(sys, "stdlib_module_names", {"cgi", "io", "os", "sys", "time"})
     assert not mine & set(stdlib)
+
+
+def test_a_die_keeps_what_stdout_had_buffered(tmp_path: Path) -> None:
+    """Perl flushes STDOUT when a die ends the script: the partial page reaches the server."""
+    (tmp_path / "t.pl").write_text('print STDOUT "Content-Type: text/plain\\n\\npartial\\n";\n'
+                                   'sub f { die "boom\\n" } f();\n')  # fmt: skip
+    (tmp_path / "t.py").write_text(
+        PRELUDE + 'print_(STDOUT, "Content-Type: text/plain\\n\\npartial\\n")\n'
+        'def f():\n    die("boom\\n")\nf()\n'
+    )
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    env.pop("PYTHONUNBUFFERED", None)
+    runs = [
+        subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, check=False, timeout=60)
+        for argv in (["perl", "t.pl"], [sys.executable, "t.py"])
+    ]
+    assert [(r.returncode, r.stdout, r.stderr) for r in runs] == [
+        (255, b"Content-Type: text/plain\n\npartial\n", b"boom\n")
+    ] * 2
