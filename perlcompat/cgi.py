@@ -30,6 +30,8 @@ first use, as CGI.pm's.  Checked against CGI.pm 4.x by tests/test_cgi.py:
 * ``header()`` is CGI.pm's: ``Content-Type: text/html; charset=ISO-8859-1`` and
   CR LF line ends by default, ``status``, ``cookie``, ``expires`` (``"+1d"``),
   ``charset``, ``attachment``, ``nph``, any other keyword as a header.
+* On Windows, importing this module turns ``:crlf`` off on STDIN, STDOUT and
+  STDERR, as ``use CGI`` does (CGI.pm's ``_set_binmode``).
 
 ``import perlcompat.cgi`` loads nothing beyond ``os``, ``re`` and perlcompat's own
 handles (a CGI process per request pays for it): the multipart parser is a
@@ -149,6 +151,18 @@ def _read_stdin(length: int) -> bytes:
     if length <= 0:
         return b""
     return _read_bytes(std_handle("STDIN"), length)
+
+
+def _binmode_std() -> None:
+    """Perl's ``binmode`` of STDIN, STDOUT, STDERR as CGI scripts do it: no ``:crlf``.
+
+    (A no-op on POSIX; on Windows CR LF is no longer translated.)  The handles
+    stay text handles: Perl's ``binmode`` changes no types, only the bytes.
+    """
+    for name in ("STDIN", "STDOUT", "STDERR"):
+        handle = std_handle(name)
+        if not handle.closed:
+            handle._crlf = False
 
 
 # -- uploads -----------------------------------------------------------------
@@ -844,6 +858,10 @@ def cookie(
     return _q().cookie(name, value, **options)
 
 
+if os.name == "nt":  # `use CGI` on Windows binmodes the three handles (CGI.pm's _set_binmode)
+    _binmode_std()
+
+
 # -- cgi-lib.pl ------------------------------------------------------------------
 _CGILIB_ESCAPE = rb"%([A-Fa-f0-9]{2})"
 
@@ -881,10 +899,7 @@ def ReadParse(
     ctype = env.get("CONTENT_TYPE") or ""
     length = int(num(env.get("CONTENT_LENGTH", 0)))
     method = env.get("REQUEST_METHOD")
-    for std in ("STDIN", "STDOUT", "STDERR"):  # cgi-lib.pl's binmode(STDIN) ...
-        handle = std_handle(std)
-        if not handle.closed:
-            handle.set_layer(":raw")
+    _binmode_std()  # cgi-lib.pl's binmode(STDIN); binmode(STDOUT); binmode(STDERR);
     found: dict[str, str] = {}
     if not method or method in ("GET", "HEAD") or ctype == "application/x-www-form-urlencoded":
         if not method or method in ("GET", "HEAD"):

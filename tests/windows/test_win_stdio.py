@@ -48,3 +48,24 @@ def test_binmode_stdin_reads_the_body_bytes() -> None:
         body,
     )
     assert out == b"%d:" % len(body) + body
+
+
+def test_use_cgi_binmodes_the_handles_as_cgi_pm_does() -> None:
+    """CGI.pm's _set_binmode: on Windows ``use CGI`` drops :crlf from STDIN/STDOUT/STDERR."""
+    out = child(
+        "import perlcompat.cgi\n"
+        "buf = Scalar()\nread(STDIN, buf, 4)\n"
+        "print_(STDOUT, type(buf.value).__name__, ' ', repr(buf.value), '\\n')\n",
+        b"a\r\nb",
+    )
+    assert out == b"str 'a\\r\\nb'\n"  # bytes unchanged, the value still a str
+
+
+def test_readparse_binmodes_without_changing_types() -> None:
+    out = child(
+        "import os\nos.environ.update(REQUEST_METHOD='GET', QUERY_STRING='a=1')\n"
+        "from perlcompat.cgi import ReadParse\nin_ = ReadParse()\n"
+        "print_(STDOUT, in_['a'], '\\n', type(readline(STDIN)).__name__, '\\n')\n",
+        b"line\r\n",
+    )
+    assert out == b"1\nstr\n"
