@@ -151,7 +151,7 @@ def compare(
     python = run_python(cases, tmp, monkeypatch)
     assert len(perl) == len(cases)
     for case, want, got in zip(cases, perl, python):
-        if got != want and os.environ.get("CGI_DEBUG"):
+        if got != want and os.environ.get("CGI_DEBUG"):  # a file to keep a failing request in
             Path(os.environ["CGI_DEBUG"]).write_bytes(repr((case, want, got)).encode())
         assert got == want, case
 
