@@ -120,6 +120,12 @@ _EXPORTS = {
     # require "./lib.pl"
     "require": "perl.require",
     "lstat": "perl.fs",
+    # the standard handles and read(FH, $buf, LEN)
+    "STDIN": "perl.stdio",
+    "STDOUT": "perl.stdio",
+    "STDERR": "perl.stdio",
+    "read": "perl.stdio",
+    "Scalar": "perl.stdio",
 }
 
 #: names ``from perlcompat import *`` leaves out: they are standard modules a port may
@@ -239,6 +245,13 @@ if TYPE_CHECKING:
     )
     from .perl.require import (
         require as require,
+    )
+    from .perl.stdio import (
+        STDERR as STDERR,
+        STDIN as STDIN,
+        STDOUT as STDOUT,
+        Scalar as Scalar,
+        read as read,
     )
     from .perl.sysopen import (
         O_APPEND as O_APPEND,

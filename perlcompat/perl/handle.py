@@ -223,6 +223,12 @@ def close_all() -> None:
     """
     for fh in _open_handles():
         fh._flocked = 0  # a lock released by exit: not a lost one
+        if fh.standard:  # STDIN/STDOUT/STDERR stay open: Perl reports on STDERR till the end
+            try:  # noqa: SIM105 - exit must reach every handle
+                fh.flush()
+            except Exception:
+                pass
+            continue
         try:
             failed = close(fh) == 0
         except Exception:  # exit must reach every handle
@@ -326,6 +332,8 @@ class PerlFile:
         if fd >= 0:
             _OPEN[fd] = _weakref(self)
 
+    #: STDIN, STDOUT, STDERR (``perl.stdio``): flushed at exit, never closed by it
+    standard = False
     #: the codec error handler: any bytes survive a text round trip
     _errors = "surrogateescape"
     #: writing: escaped bytes go back as they were; a character the encoding lacks is
