@@ -33,7 +33,12 @@ removing a live one.  Everything else lives here, once:
   (``$!`` = ENOLCK), its ``release()`` raises ``NotLockedError``.  A release
   that fails (``OSError`` from the method) leaves the lock held by its object,
   so the lock on disk and the object never disagree and the release can be
-  retried.
+  retried.  It never wedges the process: the next ``acquire()``/``lock()`` of
+  that lock in this thread (by any object) retries the pending release first
+  and, while it still fails, waits as for a busy lock (the lock is still on
+  disk); once the hold is older than ``stale`` (others may break it now) the
+  pending hold is dropped with a WARNING and the lock is treated as anyone
+  else's (waited on, broken when stale).
 * **Cleanup.** Held locks are released at normal interpreter exit and on
   SIGHUP/INT/PIPE/QUIT/TERM (``locks.cleanup``), then the signal does what it did.
   A forked child does not hold (or release) its parent's locks.
@@ -304,6 +309,8 @@ class Lock:
         self._owner_thread: int | None = None
         self._since = 0.0
         self._abandoned = False
+        #: the error of the last release, while it failed and the lock is still held
+        self._release_failed: OSError | None = None
 
     # -- state ---------------------------------------------------------
     @property
@@ -341,7 +348,8 @@ class Lock:
         timeout = self.timeout if isinstance(timeout, _Unset) else check_timeout(timeout)
         me = get_ident()
         key = (self.method, self.path)
-        if owned_here(self.method, self.path) is not None:
+        pending = owned_here(self.method, self.path)
+        if pending is not None and pending._release_failed is None:
             raise DuplicateLockError(f"this thread already holds the lock {self.path!r}")
         deadline = _retry.deadline_after(timeout)
         backend = self._backend
@@ -357,6 +365,8 @@ class Lock:
         cap = _retry.cap_for(self.wait)
         for _ in _retry.tries(deadline, cap=cap, poll=self.poll, block=block):
             # a stopping signal waits until a lock just taken is tracked (then removed)
+            if pending is not None and pending.is_locked and not pending._finish_release():
+                continue  # our own failed release is still pending: busy, as for anyone's lock
             _cleanup.enter()
             try:
                 taken = backend.try_acquire()
@@ -373,6 +383,9 @@ class Lock:
             finally:
                 _cleanup.leave()
         reason = backend.why_busy()
+        if pending is not None and pending._release_failed is not None:
+            failed = pending._release_failed
+            reason = f"this thread's release of it failed and is pending ({failed})"
         detail = f": {reason}" if reason else ""
         raise LockTimeout(f"lock {self.path!r} is busy (waited {timeout:g} s){detail}")
 
@@ -398,7 +411,12 @@ class Lock:
         try:
             held_for = time.monotonic() - self._since
             # first the lock itself: if that raises, this object still holds it
-            still_ours = self._backend.release()
+            try:
+                still_ours = self._backend.release()
+            except OSError as exc:
+                self._release_failed = exc
+                raise
+            self._release_failed = None
             self._disown()
         finally:
             _cleanup.leave()
@@ -415,6 +433,35 @@ class Lock:
 
         _log.warning("%s", message)
         raise ExpiredLockError(message)
+
+    def _finish_release(self) -> bool:
+        """Retry a release that failed; True once this object no longer holds the lock.
+
+        A retry that fails again keeps the hold (False) until it is older than
+        ``stale``: then the hold is dropped with a WARNING (the lock stays on
+        disk, breakable by anyone as stale) and True is returned.
+        """
+        try:
+            self.release()
+        except ExpiredLockError:
+            pass  # released, or found broken: logged by release()
+        except OSError as exc:
+            held_for = time.monotonic() - self._since
+            if held_for <= self.stale:
+                return False
+            self._release_failed = None
+            self._forget()
+            from . import log as _log
+
+            _log.warning(
+                "lock %r: its release failed (%s) and it was held %.3g s, past its stale"
+                " limit %g s; this process no longer holds it (left on disk, breakable as stale)",
+                self.path,
+                exc,
+                held_for,
+                self.stale,
+            )
+        return True
 
     def extend(self, seconds: float | None = None) -> None:
         """Renew a lease-based lock (redis) to *seconds* (default ``stale``) from now.

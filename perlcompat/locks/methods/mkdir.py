@@ -104,6 +104,7 @@ class MkdirBackend(StaleBackend):
         self.owner_path = path + OWNER_SUFFIX
         self._mine: os.stat_result | None = None
         self._token = ""
+        self._record = ""
         self._owner_fd = -1
 
     # -- acquire / release -------------------------------------------------
@@ -119,7 +120,8 @@ class MkdirBackend(StaleBackend):
         if st is None:
             return False  # removed at once by someone else (seed 003's racy stale check)
         self._token = _owner.nonce()
-        self._sign(_owner.record(self.method, dir=_tag(st), token=self._token))
+        self._record = _owner.record(self.method, dir=_tag(st), token=self._token)
+        self._sign(self._record)
         self._mine = st
         return True
 
@@ -128,7 +130,11 @@ class MkdirBackend(StaleBackend):
 
     def _undo(self) -> None:
         self._unsign()
-        retry_busy(os.rmdir, self.path)  # Windows: a waiter may be listing it for a moment
+        try:
+            retry_busy(os.rmdir, self.path)  # Windows: a waiter may be listing it for a moment
+        except OSError:
+            self._resign()  # still held (ENOTEMPTY ...): the record must name us again
+            raise
 
     def _after_release(self) -> None:
         self._close_owner()
@@ -225,6 +231,14 @@ class MkdirBackend(StaleBackend):
         if self._owner_fd >= 0:
             try:
                 write_at_zero(self._owner_fd, _BLANK)
+            except OSError:
+                return
+
+    def _resign(self) -> None:
+        """Write our record back after a failed release blanked it (best effort)."""
+        if self._owner_fd >= 0:
+            try:
+                write_at_zero(self._owner_fd, _owner.padded(self._record))
             except OSError:
                 return
 
