@@ -12,6 +12,7 @@ Modules:
 * ``guards``: the remover guards (one remover at a time): the interface and the local flock;
 * ``shared``: stale-lock removal on storage other hosts share (NFS, SMB, sshfs);
 * ``owner``: who holds a lock (pid, host, start time) and whether that holder still runs;
+* ``record``: the Perl side's lock format (``record=``/``target=`` templates): render, match;
 * ``cleanup``: the held locks released at exit and on a stopping signal;
 * ``winfile``: lock files on Windows (delete-sharing opens, busy retries);
 * ``log``: the ``perlcompat`` logger, imported only when there is something to log;
