@@ -27,7 +27,7 @@ from perlutil import Child, run_perl
 from perlcompat import OS_ERROR, Lock, LockError, lock, unlock
 from perlcompat.locks.api import detect_method
 
-METHODS = ["mkdir", "symlink", "rename", "excl", "flock", "toplock"]
+METHODS = ["mkdir", "symlink", "rename", "excl", "link", "flock", "toplock"]
 KINDS = ["data", "aged", "hardlink", "symlink", "fifo", "directory", "other_uid"]
 
 #: patience of each attempt; a refusal must come well before it ends.

@@ -2,7 +2,7 @@
 
 A *method* is a ``Backend`` (``locks.contract``: the declared contract, the
 registry of methods and their on-disk detection) in a module of its own under
-``locks.methods`` (mkdir, symlink, rename, excl, flock, toplock, redis), loaded
+``locks.methods`` (mkdir, symlink, rename, excl, link, flock, toplock, redis), loaded
 on first use.  A backend knows how to make one non-blocking attempt, how to
 release only what it holds, and how to recover a stale lock without ever
 removing a live one.  Everything else lives here, once:
@@ -253,7 +253,8 @@ class Lock:
     (giving both ``timeout`` and ``retry`` is a ValueError); ``poll`` seconds
     between tries waits at a Perl sub's cadence (fair to Perl waiters);
     ``stale`` is the age after which another process may break the lock.
-    Method options: ``mode`` (mkdir), ``held`` (rename), ``url`` (redis).
+    Method options: ``mode`` (mkdir), ``held`` (rename), ``url`` (redis),
+    ``record`` (the Perl side's lock file content: ``locks.record`` templates).
     """
 
     def __init__(
@@ -271,6 +272,7 @@ class Lock:
         url: str | None = None,
         mode: int | None = None,
         held: str | os.PathLike[str] | None = None,
+        record: str | None = None,
     ) -> None:
         if not isinstance(timeout, _Unset) and not isinstance(retry, _Unset):
             raise ValueError(
@@ -292,6 +294,8 @@ class Lock:
             options["mode"] = mode
         if held is not None:
             options["held"] = held
+        if record is not None:
+            options["record"] = record
         if url is not None:
             options["url"] = url
         self.name = os.fspath(name)
@@ -551,6 +555,7 @@ def lock(
     url: str | None = None,
     mode: int | None = None,
     held: str | os.PathLike[str] | None = None,
+    record: str | None = None,
 ) -> int:
     """Seed 003's ``sub lock``: 1 once *name* is locked, 0 and ``$!`` after ``(retry-1)*wait`` s.
 
@@ -576,6 +581,7 @@ def lock(
             url=url,
             mode=mode,
             held=held,
+            record=record,
         ).acquire()
     except LockError as exc:
         return fail(exc.errno or errno.EWOULDBLOCK)

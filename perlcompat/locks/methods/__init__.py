@@ -4,6 +4,7 @@
 * ``symlink``: a symlink to the holder's pid (seed 000);
 * ``rename``: a marker file renamed to ``<name>.locked`` while held;
 * ``excl``: a file created with ``O_EXCL`` (seed 004's ``set -C``);
+* ``link``: a temp file hard-linked to the lock name (NFS-safe: File::NFSLock, UnixNFSSafe);
 * ``flock``: ``flock(LOCK_EX)`` on a lock file (the recommended one);
 * ``toplock``: TOP?LOCK, held while our ``id<>time<>`` line is the file's first (seed 001);
 * ``redis``: a lease on a key of one Redis server (``url=``; needs redis-py).
