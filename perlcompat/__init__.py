@@ -34,6 +34,14 @@ _EXPORTS = {
     "binmode": "perl.handle",
     "eof": "perl.handle",
     "flock": "perl.flock",
+    # File::FcntlLock: fcntl(2) record locks and their constants
+    "FcntlLock": "perl.fcntllock",
+    "F_GETLK": "perl.fcntllock",
+    "F_SETLK": "perl.fcntllock",
+    "F_SETLKW": "perl.fcntllock",
+    "F_RDLCK": "perl.fcntllock",
+    "F_WRLCK": "perl.fcntllock",
+    "F_UNLCK": "perl.fcntllock",
     # files and directories
     "mkdir": "perl.fs",
     "rmdir": "perl.fs",
@@ -149,6 +157,15 @@ if TYPE_CHECKING:
     from .perl.errno import (
         ERRNO as ERRNO,
         OS_ERROR as OS_ERROR,
+    )
+    from .perl.fcntllock import (
+        F_GETLK as F_GETLK,
+        F_RDLCK as F_RDLCK,
+        F_SETLK as F_SETLK,
+        F_SETLKW as F_SETLKW,
+        F_UNLCK as F_UNLCK,
+        F_WRLCK as F_WRLCK,
+        FcntlLock as FcntlLock,
     )
     from .perl.flock import (
         flock as flock,

@@ -11,6 +11,7 @@ One module a group of perlfunc entries (the public names are exported lazily by
 * ``handle``: ``open_`` and ``PerlFile`` (PerlIO's buffers and layers), ``close``,
   ``print_``, ``printf``, ``readline``, ``seek``, ``tell``, ``truncate``, ``binmode``, ``eof``.
 * ``flock``: ``flock`` on a handle, file object or fd (``PerlFile.flushed_fileno()``).
+* ``fcntllock``: File::FcntlLock's ``FcntlLock`` (fcntl(2) record locks, ``F_SETLKW``).
 * ``flock_windows``: ``flock``'s ``LockFileEx`` over Perl's byte range (portalocker).
 * ``fs``: ``mkdir``, ``rmdir``, ``rename``, ``unlink``, ``symlink``, ``readlink``, ``stat``,
   ``lstat``, the file tests, ``utime``, ``chmod``, ``chown``, ``sleep``, ``BASETIME``.
