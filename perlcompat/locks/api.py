@@ -243,6 +243,51 @@ def _locate(
     return URL_METHOD, key, url
 
 
+#: the keywords that declare the Perl side's lock artefact (``locks.record``).
+PERL_FORMATS = ("record", "target", "pidfile")
+
+
+def perl_formats(
+    method: str | None,
+    takes: tuple[str, ...] | None,
+    record: str | None,
+    target: str | None,
+    pidfile: str | None,
+) -> dict[str, str]:
+    """The given ``record=``/``target=``/``pidfile=`` checked; ValueError naming the keyword.
+
+    A template must compile (``locks.record``); a pid file is a plain file name; the
+    method (whose backend *takes* these options) must be able to use each one.
+    """
+    given = {
+        key: value
+        for key, value in (("record", record), ("target", target), ("pidfile", pidfile))
+        if value is not None
+    }
+    for key, value in given.items():
+        if not isinstance(value, str):
+            raise ValueError(f"{key}= must be a str, not {type(value).__name__}")
+        if takes is not None and key not in takes:
+            users = {"record": "excl, mkdir (with pidfile=), link, rename", "target": "symlink"}
+            raise ValueError(
+                f"lock method {method!r} cannot use {key}={value!r}"
+                f" ({key}= is for {users.get(key, 'mkdir')})"
+            )
+        if key == "pidfile":
+            if value in ("", ".", "..") or "/" in value or "\\" in value or "\0" in value:
+                raise ValueError(
+                    f"pidfile= must be a file name inside the lock directory, not {value!r}"
+                )
+        else:
+            from . import record as _record
+
+            try:
+                _record.template(value)
+            except ValueError as exc:
+                raise ValueError(f"{key}={value!r}: {exc}") from None
+    return given
+
+
 class Lock:
     """A named lock: ``acquire()``/``release()``, context manager and decorator.
 
@@ -253,8 +298,9 @@ class Lock:
     (giving both ``timeout`` and ``retry`` is a ValueError); ``poll`` seconds
     between tries waits at a Perl sub's cadence (fair to Perl waiters);
     ``stale`` is the age after which another process may break the lock.
-    Method options: ``mode`` (mkdir), ``held`` (rename), ``url`` (redis),
-    ``record`` (the Perl side's lock file content: ``locks.record`` templates).
+    Method options: ``mode`` (mkdir), ``held`` (rename), ``url`` (redis); the Perl
+    side's lock format (``locks.record``): ``record`` (excl, link; mkdir's ``pidfile``),
+    ``target`` (symlink), ``pidfile`` (mkdir).
     """
 
     def __init__(
@@ -273,6 +319,8 @@ class Lock:
         mode: int | None = None,
         held: str | os.PathLike[str] | None = None,
         record: str | None = None,
+        target: str | None = None,
+        pidfile: str | None = None,
     ) -> None:
         if not isinstance(timeout, _Unset) and not isinstance(retry, _Unset):
             raise ValueError(
@@ -306,6 +354,8 @@ class Lock:
         self.shared = shared
         self.path = path
         cls = backend_class(method)
+        self.formats = perl_formats(method, cls.options, record, target, pidfile)
+        options.update(self.formats)
         for option in options:
             if option not in cls.options:
                 raise TypeError(f"lock method {method!r} takes no option {option!r}")
@@ -556,6 +606,8 @@ def lock(
     mode: int | None = None,
     held: str | os.PathLike[str] | None = None,
     record: str | None = None,
+    target: str | None = None,
+    pidfile: str | None = None,
 ) -> int:
     """Seed 003's ``sub lock``: 1 once *name* is locked, 0 and ``$!`` after ``(retry-1)*wait`` s.
 
@@ -582,6 +634,8 @@ def lock(
             mode=mode,
             held=held,
             record=record,
+            target=target,
+            pidfile=pidfile,
         ).acquire()
     except LockError as exc:
         return fail(exc.errno or errno.EWOULDBLOCK)
@@ -598,6 +652,9 @@ def unlock(
     method: str | None = None,
     root: str | os.PathLike[str] | None = None,
     url: str | None = None,
+    record: str | None = None,
+    target: str | None = None,
+    pidfile: str | None = None,
 ) -> int:
     """Seed 003's ``sub unlock``: 1 when this thread's lock is released, else 0 with ``$!``.
 
@@ -607,11 +664,19 @@ def unlock(
     another thread's) is never touched (``$!`` = ENOLCK, and a WARNING on the
     ``perlcompat`` logger names the method the lock on disk looks like).  A
     release that fails leaves the lock held (0, ``$!`` set), so ``unlock()``
-    may be called again.
+    may be called again.  ``record=``/``target=``/``pidfile=``, if given, must be
+    those the lock was taken with (ValueError otherwise).
     """
     method, path, url = _locate(name, method, url, root)
     owners = (owned_here(m, path) for m in ([method] if method else names()))
     found = [owner for owner in owners if owner is not None]
+    given = perl_formats(None, None, record, target, pidfile)
+    for key, value in given.items():
+        if found and found[0].formats.get(key) != value:
+            raise ValueError(
+                f"unlock({os.fspath(name)!r}, {key}={value!r}): the lock was taken with"
+                f" {key}={found[0].formats.get(key)!r}"
+            )
     if not found:
         if method != URL_METHOD:
             _not_ours(path, method)

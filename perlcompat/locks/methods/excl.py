@@ -18,17 +18,38 @@ pid reused by a process with another start time).  Stale files are removed by
 ``locks.stale`` (one remover at a time, identity re-checked right before the
 ``unlink``).  Release removes the file only if it is still the one this holder
 made.
+
+**The Perl side's format** (``record=``, a ``locks.record`` template).  Perl lock
+code usually writes into its lock file: lockrun's ``print L "$$\n"`` after an
+``O_CREAT|O_EXCL`` sysopen, SUSE SMT's ``print LOCK "$pid"``, File::NFSLock's
+``"HOST pid time rand"``.  With ``record=`` the holder writes exactly
+``record.render()`` and nothing else (the Perl code reading the lock, such as
+Proc::PID::File's ``/^(\\d+)/`` and ``kill 0`` or SMT's ``/proc/$pid/cmdline``,
+finds our pid); content matching the template (or empty: a Perl holder between
+its sysopen and its print) is a lock, busy while present and stale when its pid
+is dead on this host (a template without ``{host}`` names this host; on shared
+storage it is judged by age only), when its ``{expires}`` has passed, or when
+the file is older than ``stale``.  Our own token and start time then stay in
+memory: release compares the file's device and inode, its inode generation where
+the file system has one, and its whole content with what we wrote.  Without
+``record=``, content that is not our own record is refused with an error that
+names the content and the ``record=`` that declares it.  ``mode=`` is the new
+file's mode (default 0644; LockFile::Simple makes its lock files 0444, so that
+its own ``open(FILE, ">$lockfile")`` cannot truncate a lock another one holds).
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import stat as stat_module
 import time
 from errno import EPERM
 
+from ...perl.fsinfo import is_shared
 from .. import owner as _owner
 from ..contract import register
+from ..files import generation, identity
 from ..stale import (
     O_BINARY,
     O_CLOEXEC,
@@ -48,6 +69,7 @@ from ..winfile import busy_create, open_file, retry_busy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from ..record import Fields, Template
     from ..stale import Owner
 
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_BINARY
@@ -62,16 +84,33 @@ class ExclBackend(StaleBackend):
     """A file created with O_EXCL at ``path``, the holder's record inside."""
 
     method = "excl"
+    options = ("record", "mode")
 
-    def __init__(self, path: str, *, stale: float, shared: bool = False) -> None:
+    def __init__(
+        self,
+        path: str,
+        *,
+        stale: float,
+        shared: bool = False,
+        record: str | None = None,
+        mode: int = 0o644,
+    ) -> None:
         super().__init__(path, stale=stale, shared=shared)
+        self.mode = mode
         self._mine: os.stat_result | None = None
         self._token = ""
+        self._template: Template | None = None
+        if record is not None:
+            from ..record import template
+
+            self._template = template(record)
+        self._written = b""
+        self._generation: int | None = None
 
     def try_acquire(self) -> bool:
         """Create the file exclusively; True if we created it."""
         try:
-            fd = open_file(self.path, _CREATE, 0o644)
+            fd = open_file(self.path, _CREATE, self.mode)
         except OSError as exc:
             if busy(exc, self.path):
                 return False  # EEXIST, or a network file system's EPERM/EACCES collision
@@ -79,8 +118,12 @@ class ExclBackend(StaleBackend):
                 return False  # Windows: the last holder's file, deleted, still open somewhere
             raise
         token = _owner.nonce()
+        if self._template is None:
+            data = _owner.record(self.method, token=token).encode()
+        else:  # exactly what the Perl sibling writes; our token stays in memory
+            data = self._template.render(stale=self.stale).encode("utf-8", "surrogateescape")
         try:
-            os.write(fd, _owner.record(self.method, token=token).encode())
+            os.write(fd, data)
             st = os.fstat(fd)
         except OSError:
             os.close(fd)
@@ -89,10 +132,22 @@ class ExclBackend(StaleBackend):
         os.close(fd)
         self._mine = st
         self._token = token
+        self._written = data
+        if self._template is not None:
+            self._generation = generation(self.path)
         return True
 
     def _still_mine(self, st: os.stat_result, mine: os.stat_result) -> bool:
-        return self._record_is_ours(st, mine, self.path, self.method)
+        if self._template is None:
+            return self._record_is_ours(st, mine, self.path, self.method)
+        # the Perl format carries no token: the inode (and its generation) and the content
+        if (st.st_dev, st.st_ino) != (mine.st_dev, mine.st_ino) and not is_shared(st.st_dev):
+            return False
+        if self._generation is not None and generation(self.path) != self._generation:
+            return False
+        if identity(st) == identity(mine):
+            return True
+        return read_small(self.path) == self._written
 
     def _undo(self) -> None:
         retry_busy(os.unlink, self.path)
@@ -118,15 +173,51 @@ class ExclBackend(StaleBackend):
             data = read_same(self.path, st)
             if (
                 data is not None
-                and not is_record(data, self.method)
+                and not self._is_lock(data)
                 and read_same(self.path, st) == data  # a second read agrees (see above)
             ):
-                raise not_a_lock(
-                    self.path, self.method, f"holds {st.st_size} bytes that are not a lock record"
-                )
+                raise self._foreign(data)
+
+    def _is_lock(self, data: bytes) -> bool:
+        """True if *data* (the whole file) is a lock: our record, or the declared format."""
+        if is_record(data, self.method):
+            return True
+        return self._template is not None and self._template.match(data) is not None
+
+    def _foreign(self, data: bytes) -> OSError:
+        """The refusal of a file holding *data*: it names the content and ``record=``."""
+        from .. import record as _record
+
+        if self._template is None:
+            message = _record.foreign(self.path, data, method=self.method)
+        else:
+            message = (
+                f"{self.path} holds {_record.shown(data)}, which is not the declared"
+                f" record={self._template.text!r}"
+            )
+        return OSError(errno.EEXIST, f"{message}; refusing to touch it")
+
+    def _fields(self) -> Fields | None:
+        """The declared format's fields of the file now at the path (None if none match)."""
+        if self._template is None:
+            return None
+        return self._template.match(read_small(self.path) or b"")
 
     def _owner(self, st: os.stat_result) -> Owner:
-        return _owner.owner_of(_owner.parse(read_small(self.path) or b"", self.method))
+        fields = self._fields()
+        if fields is None:
+            return _owner.owner_of(_owner.parse(read_small(self.path) or b"", self.method))
+        if fields.host is None and is_shared(st.st_dev):
+            from .symlink import UNKNOWN_HOST
+
+            return fields.pid, UNKNOWN_HOST, None  # any host may have written it: age only
+        return fields.pid, fields.holder_host(), None
+
+    def _is_stale(self, st: os.stat_result, clock_ns: int | None = None) -> bool:
+        if super()._is_stale(st, clock_ns):
+            return True
+        fields = self._fields()
+        return fields is not None and fields.expires is not None and fields.expires < time.time()
 
     @classmethod
     def detect(cls, path: str, st: os.stat_result | None) -> bool:

@@ -25,9 +25,23 @@ A lock is stale when its mtime is older than ``stale`` (seed 003's
 ``(stat($dir))[9] < time - 180``), or at once when its record names a dead
 process on this host.  Stale locks are removed by ``locks.stale``: one remover at a
 time, identity re-checked right before the ``rmdir``.  Release removes the
-directory only if it is still the one this holder made.  On Windows a release
+directory only if it is still the one this holder made: on local storage its
+inode generation where the file system has one (ext4, XFS, btrfs), else its
+unchanged identity, so a Perl lock that reused the inode number after breaking
+ours is never removed.  On Windows a release
 whose ``rmdir`` meets a sharing violation (another process looking at the
 directory at that instant) retries it for a moment (``locks.winfile.retry_busy``).
+
+**A pid file inside** (``pidfile=``: the "mkdir + pid file inside" recipe,
+``mkdir $d and print {open ">$d/pid"} "$$\n"``, stale when ``kill 0`` says the pid
+is gone).  The holder writes ``record=`` (default ``"{pid}\n"``) into
+``<lock>/<pidfile>`` right after its mkdir, and nothing else (no ``.owner`` file:
+our token stays in memory); the directory may then hold that one file.  A pid
+file matching the template names the holder (stale at once when that pid is dead
+on this host); a directory without it yet (a Perl holder between its mkdir and
+its write) is judged by age.  Release and stale removal unlink the pid file, then
+``rmdir``.  Without ``pidfile=`` a non-empty directory is refused, and the error
+names the ``pidfile=`` that declares a pid file found inside.
 """
 
 from __future__ import annotations
@@ -36,8 +50,10 @@ import errno
 import os
 import stat as stat_module
 
+from ...perl.fsinfo import is_shared
 from .. import owner as _owner
 from ..contract import register
+from ..files import generation, identity
 from ..stale import (
     O_BINARY,
     O_CLOEXEC,
@@ -60,6 +76,7 @@ from ..winfile import retry_busy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from ..record import Template
     from ..stale import Owner
 
 #: suffix of the owner file kept beside the lock directory.
@@ -82,6 +99,14 @@ def is_owner_file(data: bytes | None) -> bool:
     return data == b"" or is_record(data, MkdirBackend.method, blank=True)
 
 
+def _entries(path: str) -> list[str] | None:
+    """The names in the directory *path*; None if it cannot be read."""
+    try:
+        return os.listdir(path)
+    except OSError:
+        return None
+
+
 def _empty_dir(path: str) -> bool:
     """False if the directory *path* has an entry (True if it is empty or cannot be read)."""
     try:
@@ -96,16 +121,39 @@ class MkdirBackend(StaleBackend):
     """A lock directory at ``path`` (mode 0755 like seed 003), owner file beside it."""
 
     method = "mkdir"
-    options = ("mode",)
+    options = ("mode", "pidfile", "record")
 
-    def __init__(self, path: str, *, stale: float, shared: bool = False, mode: int = 0o755) -> None:
+    def __init__(
+        self,
+        path: str,
+        *,
+        stale: float,
+        shared: bool = False,
+        mode: int = 0o755,
+        pidfile: str | None = None,
+        record: str | None = None,
+    ) -> None:
         super().__init__(path, stale=stale, shared=shared)
+        if record is not None and pidfile is None:
+            raise ValueError(
+                f"record={record!r} for method 'mkdir' is the content of a pid file inside"
+                f" the lock directory: give pidfile= too (lock {path!r})"
+            )
         self.mode = mode
         self.owner_path = path + OWNER_SUFFIX
         self._mine: os.stat_result | None = None
         self._token = ""
         self._record = ""
         self._owner_fd = -1
+        self._generation: int | None = None
+        self.pidfile = pidfile
+        self.pid_path = os.path.join(path, pidfile) if pidfile else ""
+        self._template: Template | None = None
+        if pidfile is not None:
+            from ..record import template
+
+            self._template = template("{pid}\n" if record is None else record)
+        self._written = b""
 
     # -- acquire / release -------------------------------------------------
     def try_acquire(self) -> bool:
@@ -116,20 +164,63 @@ class MkdirBackend(StaleBackend):
             if busy(exc, self.path):
                 return False
             raise
+        if self._template is not None and not self._write_pidfile():
+            return False
         st = lstat(self.path)
         if st is None:
             return False  # removed at once by someone else (seed 003's racy stale check)
         self._token = _owner.nonce()
-        self._record = _owner.record(self.method, dir=_tag(st), token=self._token)
-        self._sign(self._record)
+        if self._template is None:
+            self._record = _owner.record(self.method, dir=_tag(st), token=self._token)
+            self._sign(self._record)
+        self._generation = generation(self.path)
         self._mine = st
         return True
 
+    def _write_pidfile(self) -> bool:
+        """Write the declared pid file into the directory we just made; False if it went."""
+        assert self._template is not None
+        data = self._template.render(stale=self.stale).encode("utf-8", "surrogateescape")
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_BINARY
+        try:
+            fd = os.open(self.pid_path, flags, 0o644)
+            try:
+                os.write(fd, data)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            if exc.errno == errno.ENOENT:
+                return False  # removed at once (a Perl recipe found it without a pid)
+            unlink_quietly(self.pid_path)
+            _rmdir_quietly(self.path)
+            raise
+        self._written = data
+        return True
+
     def _still_mine(self, st: os.stat_result, mine: os.stat_result) -> bool:
-        return self._record_is_ours(st, mine, self.owner_path, self.method)
+        """The very directory we made: never one that reuses its inode number.
+
+        A Perl ``sub lock`` that broke our lock (held past its stale time) and made its
+        own directory often gets the same inode (ext4 reuses it at once), and our
+        ``.owner`` record, which Perl never touches, still names us.  So on local storage
+        the inode generation decides where the file system has one (ext4, XFS, btrfs),
+        else the directory's identity (device, inode, mtime, ctime) unchanged; only on
+        shared storage, where inode numbers are not stable, does our record's token.
+        """
+        if is_shared(st.st_dev):
+            if self._template is not None:
+                return read_small(self.pid_path) == self._written
+            return self._record_is_ours(st, mine, self.owner_path, self.method)
+        if (st.st_dev, st.st_ino) != (mine.st_dev, mine.st_ino):
+            return False
+        if self._generation is not None:
+            return generation(self.path) == self._generation
+        return identity(st) == identity(mine)
 
     def _undo(self) -> None:
         self._unsign()
+        if self.pid_path:
+            _unlink_if_there(self.pid_path)
         try:
             retry_busy(os.rmdir, self.path)  # Windows: a waiter may be listing it for a moment
         except OSError:
@@ -251,28 +342,93 @@ class MkdirBackend(StaleBackend):
     def _check(self, st: os.stat_result) -> None:
         if not stat_module.S_ISDIR(st.st_mode):
             raise kind_error(self.path, st, "directory")
+        if self.pidfile is not None:
+            names = _entries(self.path)
+            if names is None or set(names) <= {self.pidfile}:
+                return
+            raise not_a_lock(
+                self.path,
+                self.method,
+                f"is a directory holding {sorted(names)[:5]!r}, not only its pidfile="
+                f"{self.pidfile!r}",
+                errno.ENOTEMPTY,
+            )
         if not _empty_dir(self.path):
             raise not_a_lock(
-                self.path, self.method, "is a directory that is not empty", errno.ENOTEMPTY
+                self.path,
+                self.method,
+                "is a directory that is not empty" + self._pidfile_hint(),
+                errno.ENOTEMPTY,
             )
 
+    def _pidfile_hint(self) -> str:
+        """For a directory holding one small file in a known Perl format: the pidfile= to give."""
+        names = _entries(self.path)
+        if not names or len(names) != 1:
+            return ""
+        data = read_small(os.path.join(self.path, names[0]), 256)
+        if not data:
+            return ""
+        from .. import record as _record
+
+        known = _record.guess(data)
+        if known is None:
+            return ""
+        extra = "" if known == "{pid}\n" else f", record={known!r}"
+        return (
+            f" (it holds {names[0]!r} = {_record.shown(data)}; if a Perl script writes a pid"
+            f" file inside its lock directory, declare it: lock({self.path!r}, method='mkdir',"
+            f" pidfile={names[0]!r}{extra}))"
+        )
+
     def _owner(self, st: os.stat_result) -> Owner:
-        fields = _owner.parse(read_small(self.owner_path) or b"", self.method)
-        if fields is None or fields.get("dir") != _tag(st):
+        if self._template is not None:
+            fields = self._template.match(read_small(self.pid_path) or b"")
+            if fields is None:
+                return None, None, None  # no pid file yet: age only
+            if fields.host is None and is_shared(st.st_dev):
+                from .symlink import UNKNOWN_HOST
+
+                return fields.pid, UNKNOWN_HOST, None
+            return fields.pid, fields.holder_host(), None
+        record = _owner.parse(read_small(self.owner_path) or b"", self.method)
+        if record is None or record.get("dir") != _tag(st):
             return None, None, None
-        return _owner.owner_of(fields)
+        return _owner.owner_of(record)
 
     def _remove(self, st: os.stat_result) -> bool:
         if not same(self.path, st):
             return False
+        if self.pid_path:
+            return self._remove_with_pidfile(st)
         self._blank_owner_file(st)
         return remove_same(self.path, st, os.rmdir)
 
+    def _remove_with_pidfile(self, st: os.stat_result) -> bool:
+        """Unlink the pid file of the stale directory *st*, then rmdir it (if still it)."""
+        before = generation(self.path)
+        _unlink_if_there(self.pid_path)
+        now = lstat(self.path)
+        if now is None or (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+            return False
+        if before is not None and generation(self.path) != before:
+            return False
+        try:
+            os.rmdir(self.path)
+        except OSError:
+            return False
+        return True
+
     def _record_extra(self) -> bytes:
+        if self.pid_path:
+            return read_small(self.pid_path) or b""
         return read_small(self.owner_path) or b""
 
     def _discard(self, moved: str, st: os.stat_result) -> None:
-        self._blank_owner_file(st)
+        if self.pidfile is not None:
+            _unlink_if_there(os.path.join(moved, self.pidfile))
+        else:
+            self._blank_owner_file(st)
         os.rmdir(moved)
 
     def _blank_owner_file(self, st: os.stat_result) -> None:
@@ -292,3 +448,19 @@ class MkdirBackend(StaleBackend):
             pass
         finally:
             os.close(fd)
+
+
+def _unlink_if_there(path: str) -> None:
+    """Unlink *path*; nothing there is fine (any other failure raises)."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return
+
+
+def _rmdir_quietly(path: str) -> None:
+    """Remove the directory *path* if that can be done (undoing a failed hold)."""
+    try:
+        os.rmdir(path)
+    except OSError:
+        return

@@ -18,6 +18,17 @@ link only if it is exactly the one this holder made (device, inode, mtime,
 ctime): the pid target cannot tell two threads of one process apart, and a
 link remade after a break may reuse the inode.
 
+**The Perl side's target** (``target=``, a ``locks.record`` template).  The
+holder's link points at exactly ``target`` rendered: ``"."`` for daycount.cgi's
+``symlink(".", $lock)``, ``"/{pid}"`` for ``symlink("/$$", $lock)``.  ``"."``
+matters where the Perl code asks ``-e $lock`` or ``-M $lock``: Perl follows the
+link, so a link to a pid that names no file reads as absent and Perl never sees
+(nor breaks) a port's stale lock.  A target with ``{pid}`` is read back as the
+holder's pid (``"/12345"`` and ``"12345"`` alike); one without (``"."``) is
+judged by the link's age only, as the Perl script judges it.  Without
+``target=`` a ``"/12345"`` target is read as a pid too.  Release compares
+the link's identity, as without ``target=``.
+
 On Windows the method refuses with ``ValueError`` when the lock is made: a
 symlink there needs a privilege (or Developer Mode), Perl before 5.34 has no
 ``symlink`` at all, and under wine ``os.symlink`` reports success and creates
@@ -37,6 +48,7 @@ from ..stale import StaleBackend, busy, kind_error, lstat
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from ..record import Template
     from ..stale import Owner
 
 #: the host named for a bare pid on shared storage: none can be assumed.
@@ -55,8 +67,11 @@ class SymlinkBackend(StaleBackend):
     """A symlink at ``path`` whose target is the holder's pid."""
 
     method = "symlink"
+    options = ("target",)
 
-    def __init__(self, path: str, *, stale: float, shared: bool = False) -> None:
+    def __init__(
+        self, path: str, *, stale: float, shared: bool = False, target: str | None = None
+    ) -> None:
         if sys.platform == "win32":
             raise ValueError(
                 f"lock method 'symlink' does not work on Windows (lock {path!r}): symlinks "
@@ -64,12 +79,22 @@ class SymlinkBackend(StaleBackend):
             )
         super().__init__(path, stale=stale, shared=shared)
         self._mine: os.stat_result | None = None
+        self._template: Template | None = None
+        if target is not None:
+            from ..record import template
+
+            self._template = template(target)
 
     def try_acquire(self) -> bool:
         """Make the link; True if we made it."""
-        pid = str(os.getpid())
+        if self._template is None:
+            target = str(os.getpid())
+        else:
+            target = self._template.render(stale=self.stale)
+            if not target or "\0" in target:
+                raise ValueError(f"target={self._template.text!r} renders as {target!r}")
         try:
-            os.symlink(pid, self.path)
+            os.symlink(target, self.path)
         except OSError as exc:
             if busy(exc, self.path):
                 return False
@@ -95,7 +120,16 @@ class SymlinkBackend(StaleBackend):
             raise problem
 
     def _owner(self, st: os.stat_result) -> Owner:
-        pid = _owner.pid_of(_target(self.path))
+        text = _target(self.path)
+        if self._template is not None and text is not None:
+            fields = self._template.fullmatch_name(text)
+            if fields is None or fields.pid is None:
+                return None, None, None  # "." or another target: age only, as Perl judges it
+            if fields.host is not None:
+                return fields.pid, fields.host, None
+            pid: int | None = fields.pid
+        else:  # symlink($$, ...) or symlink("/$$", ...)
+            pid = _owner.pid_of(text[1:] if text and text.startswith("/") else text)
         if pid is None:
             return None, None, None
         if is_shared(st.st_dev):
@@ -104,8 +138,10 @@ class SymlinkBackend(StaleBackend):
 
     @classmethod
     def detect(cls, path: str, st: os.stat_result | None) -> bool:
-        """A symlink to a pid or to ``"."`` or ``":"`` (seed 000's forms) is a symlink lock."""
+        """A symlink to a pid (or ``"/pid"``), ``"."`` or ``":"`` (seed 000's forms) is a lock."""
         if st is None or not stat_module.S_ISLNK(st.st_mode):
             return False
         target = _target(path)
-        return target is not None and (target.isdigit() or target in (".", ":"))
+        if target is None:
+            return False
+        return target.lstrip("/").isdigit() or target in (".", ":")
