@@ -298,7 +298,7 @@ class Lock:
     (giving both ``timeout`` and ``retry`` is a ValueError); ``poll`` seconds
     between tries waits at a Perl sub's cadence (fair to Perl waiters);
     ``stale`` is the age after which another process may break the lock.
-    Method options: ``mode`` (mkdir), ``held`` (rename), ``url`` (redis); the Perl
+    Method options: ``mode`` (mkdir), ``held`` and ``data`` (rename), ``url`` (redis); the Perl
     side's lock format (``locks.record``): ``record`` (excl, link; mkdir's ``pidfile``),
     ``target`` (symlink), ``pidfile`` (mkdir).
     """
@@ -321,6 +321,7 @@ class Lock:
         record: str | None = None,
         target: str | None = None,
         pidfile: str | None = None,
+        data: bool | None = None,
     ) -> None:
         if not isinstance(timeout, _Unset) and not isinstance(retry, _Unset):
             raise ValueError(
@@ -344,6 +345,8 @@ class Lock:
             options["held"] = held
         if record is not None:
             options["record"] = record
+        if data is not None:
+            options["data"] = data
         if url is not None:
             options["url"] = url
         self.name = os.fspath(name)
@@ -608,6 +611,7 @@ def lock(
     record: str | None = None,
     target: str | None = None,
     pidfile: str | None = None,
+    data: bool | None = None,
 ) -> int:
     """Seed 003's ``sub lock``: 1 once *name* is locked, 0 and ``$!`` after ``(retry-1)*wait`` s.
 
@@ -636,6 +640,7 @@ def lock(
             record=record,
             target=target,
             pidfile=pidfile,
+            data=data,
         ).acquire()
     except LockError as exc:
         return fail(exc.errno or errno.EWOULDBLOCK)
