@@ -1,13 +1,16 @@
 """The link() lock (NFS-safe): a unique temp file hard-linked to the lock name.
 
 The classic NFS-safe lock of File::NFSLock (CPAN, 1.22 to 1.29), SpamAssassin's
-``Mail::SpamAssassin::Locker::UnixNFSSafe`` and flufl.lock (Python): write the
-holder's record into a temp file of a unique name, ``link()`` it to the lock
-name, and hold the lock if the temp file then has exactly two links (a
-``link()`` over NFS may report failure when its reply was lost although it
-succeeded; the link count tells the truth); the temp file is removed either
-way.  Release unlinks the lock file, only if it is still the one this holder
-linked (same inode, and unchanged or still holding our bytes).
+``Mail::SpamAssassin::Locker::UnixNFSSafe`` and flufl.lock (Python), the rule the
+open(2) man page gives for ``O_EXCL`` on NFS: write the holder's record into a
+temp file of a unique name, ``link()`` it to the lock name, and hold the lock if
+``link()`` succeeded or, when it reported a failure, if the temp file then has
+two links (over NFS a ``link()`` whose reply was lost reports a failure although
+it was made; the link count tells the truth).  That is SpamAssassin's rule;
+File::NFSLock wants both, which never holds on sshfs (it reports one link
+whatever the count).  The temp file is removed either way.  Release unlinks the
+lock file only while it is still the one this holder linked (same inode, and
+unchanged or still holding our bytes).
 
 ``record=`` declares what the Perl side writes, so that each side reads the
 other's lock (``locks.record`` templates):
@@ -50,7 +53,6 @@ from ..stale import (
     busy,
     is_record,
     kind_error,
-    lstat,
     not_a_lock,
     read_small,
     unlink_quietly,
@@ -106,12 +108,10 @@ class LinkBackend(StaleBackend):
                     os.link(temp, self.path)
                 except OSError as exc:
                     failed = exc
-                # the NFS rule: a lost reply may report failure for a link that was made
-                held = os.fstat(fd).st_nlink == 2
-                if not held and failed is None:  # linked, yet not two links: look at the name
-                    st = lstat(self.path)
-                    ours = os.fstat(fd)
-                    held = st is not None and (st.st_dev, st.st_ino) == (ours.st_dev, ours.st_ino)
+                # link() made the name: ours (sshfs reports one link whatever the count).
+                # It failed: the NFS rule, a lost reply may report failure for a link that
+                # was made, and the temp file's two links tell the truth.
+                held = failed is None or os.fstat(fd).st_nlink == 2
             finally:
                 unlink_quietly(temp)
             if not held:
