@@ -42,6 +42,9 @@ _EXPORTS = {
     "F_RDLCK": "perl.fcntllock",
     "F_WRLCK": "perl.fcntllock",
     "F_UNLCK": "perl.fcntllock",
+    "fcntl": "perl.fcntllock",
+    "pack_flock": "perl.fcntllock",
+    "unpack_flock": "perl.fcntllock",
     # files and directories
     "mkdir": "perl.fs",
     "rmdir": "perl.fs",
@@ -166,6 +169,9 @@ if TYPE_CHECKING:
         F_UNLCK as F_UNLCK,
         F_WRLCK as F_WRLCK,
         FcntlLock as FcntlLock,
+        fcntl as fcntl,
+        pack_flock as pack_flock,
+        unpack_flock as unpack_flock,
     )
     from .perl.flock import (
         flock as flock,

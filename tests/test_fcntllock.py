@@ -32,8 +32,11 @@ from perlcompat import (
     SEEK_SET,
     FcntlLock,
     close,
+    fcntl,
     flock,
     open_,
+    pack_flock,
+    unpack_flock,
 )
 
 PERL_HOLD = r"""
@@ -134,6 +137,57 @@ def test_bad_arguments_are_named_or_fail_as_perl(tmp_path: Path) -> None:
     path.write_text("")
     with open(path, "rb") as reader:  # an exclusive lock needs a handle open for writing
         assert fs.lock(reader, F_SETLK) is None and int(OS_ERROR) == errno.EBADF
+
+
+#: Perl's own fcntl with the struct packed by hand, as MailScanner's Lock.pm does (x86_64
+#: Linux: short l_type, short l_whence, off_t l_start, off_t l_len, pid_t l_pid)
+PERL_RAW_HOLD = r"""
+use strict; use warnings; use Fcntl;
+my ($path) = @ARGV;
+open(FH, "+< $path") or die "open: $!";
+my $struct = pack("s s x4 q q i x4", F_WRLCK, 0, 0, 0, 0);
+my $got = fcntl(FH, F_SETLKW, $struct);
+defined $got or die "fcntl: $!";
+print "locked $got\n";
+<STDIN>;
+my $buf = pack("s s x4 q q i x4", F_WRLCK, 0, 0, 0, 0);
+fcntl(FH, F_GETLK, $buf) or die "F_GETLK: $!";
+my ($type, $whence, $start, $len, $pid) = unpack("s s x4 q q i x4", $buf);
+print "seen $type $pid\n";
+"""
+
+
+def test_perls_own_fcntl_and_the_ports_exclude_each_other(tmp_path: Path) -> None:
+    path = tmp_path / "data"
+    path.write_text("0\n")
+    holder = Child.perl(PERL_RAW_HOLD, str(path))
+    try:
+        assert holder.readline() == "locked 0 but true"  # Perl's "0 but true"
+        fh = open_("+<", str(path))
+        assert fcntl(fh, F_SETLK, pack_flock(F_WRLCK)) is None
+        assert int(OS_ERROR) in (errno.EAGAIN, errno.EACCES)
+        found = bytearray(pack_flock(F_WRLCK))
+        assert fcntl(fh, F_GETLK, found) == "0 but true"  # filled in place, as Perl's scalar
+        l_type, _whence, _start, _len, pid = unpack_flock(found)
+        assert (l_type, pid) == (F_WRLCK, holder.proc.pid)
+        holder.send("")
+        holder.proc.stdout.readline()  # "seen 2 0": nothing of ours yet
+        status, _out, err = holder.wait()
+        assert status == 0, err
+        assert fcntl(fh, F_SETLKW, pack_flock(F_WRLCK)) == "0 but true"
+        # and Perl's F_GETLK sees our lock and pid
+        probe = run_perl(
+            "use Fcntl; open(FH, '+<', $ARGV[0]) or die;"
+            ' my $b = pack("s s x4 q q i x4", F_WRLCK, 0, 0, 0, 0);'
+            ' fcntl(FH, F_GETLK, $b) or die "$!";'
+            ' my @f = unpack("s s x4 q q i x4", $b); print "$f[0] $f[4]"',
+            str(path),
+        )
+        assert probe.stdout.decode() == f"{F_WRLCK} {os.getpid()}"
+        assert fcntl(fh, F_SETLK, pack_flock(F_UNLCK)) == "0 but true"
+        assert close(fh) == 1
+    finally:
+        holder.kill()
 
 
 CYCLES = 100

@@ -23,7 +23,9 @@ The locks are the process's, as in Perl: closing *any* descriptor of the file
 in this process drops them, and they never exclude another thread of the same
 process.  *fh* is a ``PerlFile``, a Python file object or a descriptor; an
 exclusive (F_WRLCK) lock needs it open for writing, a shared one for reading.
-A blocking ``F_SETLKW`` waits in the kernel; an ``alarm()`` whose handler
+Perl's own ``fcntl(FH, F_SETLKW, $flock_struct)`` (MailScanner's Lock.pm packs the
+struct itself) is :func:`fcntl`, with :func:`pack_flock` packing this platform's
+``struct flock``.  A blocking ``F_SETLKW`` waits in the kernel; an ``alarm()`` whose handler
 raises interrupts it.  On Windows there are no fcntl locks: ``lock`` fails with
 ENOSYS.  ``struct flock`` is packed for Linux (and the BSD/macOS layout there).
 """
@@ -44,6 +46,9 @@ __all__ = [
     "F_UNLCK",
     "F_WRLCK",
     "FcntlLock",
+    "fcntl",
+    "pack_flock",
+    "unpack_flock",
 ]
 
 if sys.platform == "win32":
@@ -78,7 +83,7 @@ ZERO_BUT_TRUE = "0 but true"
 def _layout() -> str:
     """``struct flock`` as a ``struct`` format: Linux's order, or the BSDs' and macOS's."""
     if sys.platform.startswith(("linux", "cygwin")) or sys.platform == "win32":
-        return "@hhqqi"  # l_type, l_whence, l_start, l_len, l_pid
+        return "@hhqqi4x"  # l_type, l_whence, l_start, l_len, l_pid; C's tail padding
     return "@qqihh"  # l_start, l_len, l_pid, l_type, l_whence
 
 
@@ -230,3 +235,58 @@ def _descriptor(fh: object) -> int:
     from .flock import _fileno
 
     return _fileno(fh)
+
+
+def pack_flock(
+    l_type: int, l_whence: int = SEEK_SET, l_start: int = 0, l_len: int = 0, l_pid: int = 0
+) -> bytes:
+    """This platform's ``struct flock``, the bytes a Perl script packs for ``fcntl``."""
+    import struct
+
+    layout = _layout()
+    fields = (l_type, l_whence, l_start, l_len, l_pid)
+    if not layout.startswith("@hh"):
+        fields = fields[2:] + fields[:2]
+    return struct.pack(layout, *fields)
+
+
+def unpack_flock(data: bytes | bytearray) -> tuple[int, int, int, int, int]:
+    """(l_type, l_whence, l_start, l_len, l_pid) of a packed ``struct flock``."""
+    import struct
+
+    layout = _layout()
+    values = struct.unpack(layout, bytes(data[: struct.calcsize(layout)]))
+    if not layout.startswith("@hh"):
+        values = values[3:] + values[:3]
+    l_type, l_whence, l_start, l_len, l_pid = values
+    return l_type, l_whence, l_start, l_len, l_pid
+
+
+def fcntl(fh: object, function: int, scalar: int | bytes | bytearray) -> int | str | None:
+    """Perl's ``fcntl(FH, FUNCTION, SCALAR)``: "0 but true" for 0, the number, or None and ``$!``.
+
+    A bytearray *scalar* is updated in place, as Perl writes into the scalar
+    (``F_GETLK`` fills the ``struct flock``); bytes are read only.
+    """
+    try:
+        fd = _descriptor(fh)
+        if sys.platform == "win32":
+            raise OSError(errno.ENOSYS, "fcntl does not exist on Windows")
+        number = _integer(function)
+        if number is None:
+            raise OSError(errno.EINVAL, f"not an fcntl function: {function!r}")
+        import fcntl as _fcntl
+
+        if isinstance(scalar, (bytes, bytearray)):
+            result = _fcntl.fcntl(fd, number, bytes(scalar))
+            if isinstance(scalar, bytearray):
+                scalar[: len(result)] = result
+            value = 0  # the buffer form: the call returned 0 (else it raised)
+        else:
+            value = _fcntl.fcntl(fd, number, int(scalar))
+    except OSError as exc:
+        reraise_foreign(exc)
+        errno_state.errno = exc.errno or errno.EIO
+        return None
+    errno_state.errno = 0
+    return ZERO_BUT_TRUE if value == 0 else value
