@@ -420,3 +420,41 @@ def test_two_perl_and_two_python_lose_nothing(tmp_path: Path, idiom: str) -> Non
     assert int(counter.read_text()) == sum(r[1] for r in reports)
     assert max(r[2] for r in reports) < min(r[3] for r in reports)  # they overlapped
     assert sorted(os.listdir(tmp_path)) == ["counter", "started"]  # no lock, no temp file
+
+
+PERL_SHARED = r"""
+use strict; use warnings; use File::NFSLock;
+my ($path) = @ARGV;
+my $lock = File::NFSLock->new({file => $path, lock_type => 'SHARED', blocking_timeout => 10})
+    or die "no shared lock: $File::NFSLock::errstr";
+print "locked\n";
+<STDIN>;
+$lock->unlock;
+print "released\n";
+"""
+
+
+def test_file_nfslock_shared_holders_are_waited_on_not_refused(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    name = lock_file("File::NFSLock", data)
+    holders = [Child.perl(PERL_SHARED, str(data)) for _ in range(2)]
+    try:
+        for holder in holders:
+            holder.expect("locked")
+        lines = Path(name).read_text().splitlines()
+        assert sorted(int(line.split()[1]) for line in lines) == sorted(
+            h.proc.pid for h in holders
+        )  # one "HOST pid time rand" line per shared holder
+        assert Path(name).stat().st_mode & 0o1  # File::NFSLock's shared bit
+        assert (lock(name, method="link", record=NFSLOCK, retry=1), int(OS_ERROR)) == (
+            0,
+            errno.EWOULDBLOCK,
+        )
+        for holder in holders:
+            holder.send("release")
+            holder.expect("released")
+    finally:
+        for holder in holders:
+            holder.kill()
+    assert (lock(name, method="link", record=NFSLOCK, retry=50, wait=0.1), int(OS_ERROR)) == (1, 0)
+    assert unlock(name) == 1
