@@ -43,7 +43,7 @@ ROWS = [
         "print_(fh, int(n or 0) + 1); truncate(fh, tell(fh)); close(fh)",
     ),
     (
-        "... lock() + unlock() (seed 003's subs, mkdir)",
+        "... lock() + unlock() (the mkdir lock subs, mkdir)",
         "import sys\n"
         "from perlcompat import lock, unlock\n"
         "lock(sys.argv[1] + '.lk') or sys.exit(1); unlock(sys.argv[1] + '.lk')",

@@ -195,6 +195,58 @@ def test_a_stale_held_data_file_is_never_renamed_onto_a_data_file(tmp_path: Path
     assert listing(tmp_path) == ["data.lock", "data.txt"]
 
 
+def test_held_may_be_given_as_a_path_beside_the_data_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Perl's ``rename("./db/data.txt", "./db/data.lock")``: both names as paths."""
+    (tmp_path / "db").mkdir()
+    (tmp_path / "db" / "data.txt").write_bytes(b"1")
+    monkeypatch.chdir(tmp_path)
+    assert lock("./db/data.txt", method="rename", held="./db/data.lock", data=True) == 1
+    assert listing(tmp_path / "db") == ["data.lock"]
+    assert unlock("./db/data.txt") == 1
+    assert listing(tmp_path / "db") == ["data.txt"]
+
+
+def test_a_symlink_at_the_data_name_is_refused_never_followed(tmp_path: Path) -> None:
+    (tmp_path / "real.txt").write_bytes(b"1")
+    (tmp_path / "data.txt").symlink_to("real.txt")
+    assert lock(str(tmp_path / "data.txt"), method="rename", held="data.lock", data=True) == 0
+    assert int(OS_ERROR) == errno.ELOOP
+    assert listing(tmp_path) == ["data.txt", "real.txt"]
+    assert os.readlink(tmp_path / "data.txt") == "real.txt"
+
+
+def test_release_never_renames_onto_a_new_data_file(tmp_path: Path) -> None:
+    data, held = tmp_path / "data.txt", tmp_path / "data.lock"
+    data.write_bytes(b"mine")
+    assert lock(str(data), method="rename", held="data.lock", data=True) == 1
+    data.write_bytes(b"someone else's")  # a writer that does not lock made a new one
+    assert unlock(str(data)) == 0
+    assert int(OS_ERROR) == errno.EEXIST
+    assert data.read_bytes() == b"someone else's" and held.read_bytes() == b"mine"
+    data.unlink()  # a person kept the held one
+    assert unlock(str(data)) == 1  # the release failed, so the lock stayed held: retried
+    assert listing(tmp_path) == ["data.txt"] and data.read_bytes() == b"mine"
+
+
+def test_data_file_renamed_to_a_per_holder_name(tmp_path: Path) -> None:
+    """``rename("data.txt", "data.txt" . time)``: a template held name for the data file."""
+    data = tmp_path / "data.txt"
+    data.write_bytes(b"5")
+    perl_held = tmp_path / f"data.txt{int(time.time())}"
+    data.rename(perl_held)  # a Perl holder has it
+    assert lock(str(data), method="rename", held="data.txt{time}", data=True, retry=0) == 0
+    assert listing(tmp_path) == [perl_held.name]  # busy: nothing made beside it
+    perl_held.rename(data)
+    with Lock(str(data), method="rename", held="data.txt{time}", data=True) as held:
+        name = held.backend.held_path
+        assert os.path.basename(name).startswith("data.txt") and name != str(data)
+        assert listing(tmp_path) == [os.path.basename(name)]
+        Path(name).write_bytes(b"6")
+    assert listing(tmp_path) == ["data.txt"] and data.read_bytes() == b"6"
+
+
 def test_port_waits_on_a_live_perl_holder_of_the_data_file(tmp_path: Path) -> None:
     (tmp_path / "data.txt").write_bytes(b"0")
     perl = Child.perl(DATA_PERL, str(tmp_path), "hold", "0", "60")
@@ -455,6 +507,15 @@ def test_as_quoted_the_plugins_name_carries_no_pid(plugin_dir: Path) -> None:
         perl.kill()
 
 
+def test_a_catch_all_template_never_takes_perlcompats_own_files_for_a_marker(
+    plugin_dir: Path,
+) -> None:
+    (plugin_dir / "lock.breaker").write_bytes(b"")  # the remover's file, as on Windows
+    with plugin_lock(plugin_dir, "lo{any}", timeout=5) as held:  # matches "lock.breaker" too
+        assert held.backend.held_path == str(plugin_dir / "lo")
+    assert markers(plugin_dir) == ["lock", "lock.breaker"]
+
+
 def test_a_marker_held_under_a_matching_name_is_busy_never_a_second_marker(
     plugin_dir: Path, form: tuple[str, str]
 ) -> None:
@@ -563,3 +624,37 @@ def test_plugin_hammer_2_perl_2_python_loses_nothing_beyond_perl_alone(
     assert 4 * N - together <= 4 * N - perl_alone, (perl_alone, together)
     assert together == 4 * N
     assert markers(mixed) == ["lock"]
+
+
+# -- the audit points at the interoperating call --------------------------------------------
+
+RENAMES_DATA_AWAY = r"""#!/usr/bin/perl
+$file = "data.txt";
+$tmp = "data.lock";
+rename($file, $tmp) || &error("BUSY");
+open(IN, $tmp) || &error("open"); @lines = <IN>; close(IN);
+unshift(@lines, "new\n");
+open(OUT, ">$tmp") || &error("open"); print OUT @lines; close(OUT);
+rename($tmp, $file);
+sub error { exit; }
+"""
+
+
+def test_audit_suggests_the_data_rename_lock_not_a_flock(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    script = tmp_path / "board.cgi"
+    script.write_text(RENAMES_DATA_AWAY)
+    done = subprocess.run(
+        [sys.executable, "-m", "perlcompat", "audit", str(script)],
+        capture_output=True,
+        text=True,
+        env=CHILD_ENV,
+        check=False,
+    )
+    update = [line for line in done.stdout.splitlines() if "unlocked-update" in line]
+    assert len(update) == 1, done.stdout
+    hint = done.stdout.splitlines()[done.stdout.splitlines().index(update[0]) + 1]
+    assert 'lock(file, method="rename", held=tmp, data=True)' in hint, hint
+    assert "flock" not in hint

@@ -134,6 +134,7 @@ print(json.dumps([got, int(OS_ERROR)]))
 """
 
 
+@pytest.mark.privileged  # a pid namespace (unshare)
 @pytest.mark.parametrize("holder_host", ["a", "b"])
 @pytest.mark.parametrize("method", STALE_METHODS)
 def test_live_holder_in_another_pid_namespace_same_hostname_is_kept(
@@ -163,6 +164,7 @@ def test_live_holder_in_another_pid_namespace_same_hostname_is_kept(
         holder.wait()
 
 
+@pytest.mark.privileged  # a pid namespace (unshare)
 @pytest.mark.parametrize("method", ["mkdir", "excl", "rename", "toplock"])
 def test_locks_cli_says_a_lock_from_another_pid_namespace_is_judged_by_age(
     tmp_path: Path, method: str

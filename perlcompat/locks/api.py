@@ -4,11 +4,12 @@ A *method* is a ``Backend`` (``locks.contract``: the declared contract, the
 registry of methods and their on-disk detection) in a module of its own under
 ``locks.methods`` (mkdir, symlink, rename, excl, link, flock, toplock, redis), loaded
 on first use.  A backend knows how to make one non-blocking attempt, how to
-release only what it holds, and how to recover a stale lock without ever
-removing a live one.  Everything else lives here, once:
+release only what it holds, and how to recover a stale lock (older than
+``stale``, or its owner dead) without removing a successor's.  Everything else
+lives here, once:
 
-* **Patience.** ``lock()`` tries for ``(retry - 1) * wait`` seconds, as seed
-  003's sub does (five tries with four one-second sleeps between them: 4 s;
+* **Patience.** ``lock()`` tries for ``(retry - 1) * wait`` seconds, as the
+  mkdir lock sub does (five tries with four one-second sleeps between them: 4 s;
   ``retry`` 0 or 1: one try), then returns 0 with ``$!`` = EWOULDBLOCK.
   ``Lock(timeout=...)``/``acquire(timeout=...)`` give the patience in seconds
   instead (None or -1: without limit, filelock's convention); ``retry=None``
@@ -140,7 +141,7 @@ class _Unset:
 
 #: default of ``timeout=`` and ``retry=``: not given (-1 and None mean "wait for ever").
 UNSET = _Unset()
-#: seed 003's tries: ``Lock``'s ``retry`` when neither it nor ``timeout`` is given.
+#: the mkdir lock sub's tries: ``Lock``'s ``retry`` when neither it nor ``timeout`` is given.
 DEFAULT_RETRY = 5
 
 
@@ -165,7 +166,7 @@ def check_retry(retry: object) -> int | None:
 
 
 def retry_patience(retry: int | None, wait: float) -> float | None:
-    """Seconds of seed 003's sub: *retry* tries with ``retry - 1`` sleeps of *wait*."""
+    """Seconds of the mkdir lock sub: *retry* tries with ``retry - 1`` sleeps of *wait*."""
     if retry is None:
         return None
     return check_seconds("(retry - 1) * wait", max(retry - 1, 0) * wait)
@@ -291,10 +292,10 @@ def perl_formats(
 class Lock:
     """A named lock: ``acquire()``/``release()``, context manager and decorator.
 
-    ``Lock("lockdir")`` is seed 003's mkdir lock; ``method=`` picks another
+    ``Lock("lockdir")`` is the mkdir lock sub; ``method=`` picks another
     (``"flock"`` is the recommended one where no Perl script needs a directory),
     ``url="redis://..."`` a Redis lock.  The patience is ``timeout`` seconds
-    (None or -1: for ever) or, without it, seed 003's ``(retry - 1) * wait``
+    (None or -1: for ever) or, without it, the mkdir lock sub's ``(retry - 1) * wait``
     (giving both ``timeout`` and ``retry`` is a ValueError); ``poll`` seconds
     between tries waits at a Perl sub's cadence (fair to Perl waiters);
     ``stale`` is the age after which another process may break the lock.
@@ -613,7 +614,7 @@ def lock(
     pidfile: str | None = None,
     data: bool | None = None,
 ) -> int:
-    """Seed 003's ``sub lock``: 1 once *name* is locked, 0 and ``$!`` after ``(retry-1)*wait`` s.
+    """The mkdir lock sub: 1 once *name* is locked, 0 and ``$!`` after ``(retry-1)*wait`` s.
 
     As the sub, ``retry`` tries ``wait`` seconds apart (``retry`` 0 or 1: one
     try); ``poll`` seconds between tries (or ``PERLCOMPAT_LOCK_POLL``) waits at
@@ -661,7 +662,7 @@ def unlock(
     target: str | None = None,
     pidfile: str | None = None,
 ) -> int:
-    """Seed 003's ``sub unlock``: 1 when this thread's lock is released, else 0 with ``$!``.
+    """The mkdir lock's ``sub unlock``: 1 when this thread's lock is released, else 0 with ``$!``.
 
     Without ``method=``/``url=`` it releases the lock this thread holds at
     *name* whatever its method.  Only a lock taken by ``lock()`` in this

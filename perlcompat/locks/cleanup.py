@@ -1,4 +1,4 @@
-"""Release this process's locks when it is stopped (seed 000's signal trap).
+"""Release this process's locks when it is stopped (the Perl locking article's signal trap).
 
 ``track(lock)`` and ``untrack(lock)`` (called by ``locks.api.Lock``) keep the set of
 locks this process holds.  The first ``track`` registers an ``atexit`` hook
@@ -8,7 +8,7 @@ stops nothing needs no cleanup, and the locks stay held).
 
 Locks are released eagerly only when the process is certain to die: on a
 signal whose previous disposition was SIG_DFL, every held lock is released,
-each only if it is still ours (seed 000's ``$$ == readlink``), then SIG_DFL is
+each only if it is still ours (the Perl locking article's ``$$ == readlink``), then SIG_DFL is
 restored and the signal sent again, so a death by signal stays a death by that
 signal (exit status, core dump).  A ``Lock`` released this way counts as
 released: its ``release()`` or ``with`` exit is then a no-op.
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 else:  # the C module: ``signal`` would import ``enum`` on a CGI's every request
     import _signal
 
-#: the signals after which seed 000 removes its lock.
+#: the signals after which the Perl locking article removes its lock.
 SIGNALS = ("SIGHUP", "SIGINT", "SIGPIPE", "SIGQUIT", "SIGTERM")
 
 _tracked: dict[int, Lock] = {}

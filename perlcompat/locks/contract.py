@@ -2,9 +2,10 @@
 
 A lock *method* is one :class:`Backend` subclass in a module of its own under
 ``locks.methods``.  It makes one non-blocking attempt (``try_acquire``),
-releases only what it holds (``release``), recovers a stale lock without ever
-removing a live one (``break_stale``) and describes the lock at its path for the
-tools (``describe``): the four required operations.  ``locks.api.Lock`` adds the
+releases only what it holds (``release``), recovers a stale lock (older than
+``stale``, or its owner dead) without removing a successor's (``break_stale``)
+and describes the lock at its path for the tools (``describe``): the four
+required operations.  ``locks.api.Lock`` adds the
 patience, ownership and cleanup on top, once for every method.
 
 What only some methods can do is declared here with a default, never looked up
@@ -52,7 +53,7 @@ METHODS = {
 }
 #: methods whose locks are not files: never imported to look at a directory.
 OFF_DISK = frozenset({"redis"})
-#: the method of ``lock()`` without ``method=`` or ``url=`` (seed 003's mkdir lock).
+#: the method of ``lock()`` without ``method=`` or ``url=`` (the mkdir lock sub).
 DEFAULT_METHOD = "mkdir"
 #: the method ``url=`` (or ``PERLCOMPAT_LOCK_URL``) selects.
 URL_METHOD = "redis"

@@ -1,14 +1,15 @@
 """Race-free removal of stale locks, shared by the lock-file methods.
 
-Removing a stale lock is check-then-act, and seed 000 shows the five steps that
+Removing a stale lock is check-then-act, and the Perl locking article shows the five steps that
 go wrong: A and B both see an old lock, A removes it, C makes a fresh one, B
 removes C's.  Three rules close that here:
 
-1. **One remover at a time** (seed 000's second lock, seed 004's single
-   remover).  A remover holds an exclusive ``flock`` on the lock's directory
-   (on Windows, and where the directory can be written but not read, e.g.
-   mode 0733, on a ``<lock>.breaker`` file beside the lock).  The kernel drops
-   it if the remover dies, so the second lock never goes stale itself.  A
+1. **One remover at a time** (the lock swap's second lock in the Perl locking
+   article, the shell locks article's single remover).  A remover holds an
+   exclusive ``flock`` on the lock's directory (on Windows, and where the
+   directory can be written but not read, e.g. mode 0733, on a
+   ``<lock>.breaker`` file beside the lock).  The kernel drops it if the
+   remover dies, so the second lock never goes stale itself.  A
    remover takes it with LOCK_NB: one that finds it busy gives up this round
    and tries again on its next wait.
 2. **Look again, then compare identity.**  Holding it, the remover judges the

@@ -1,4 +1,4 @@
-"""The exclusive-create lock (seed 004's ``(set -C; : > file)``): a file held while it exists.
+"""The exclusive-create lock, ``(set -C; : > f)`` (the shell locks article): held while it exists.
 
 ``open(O_CREAT | O_EXCL | O_NOFOLLOW)`` fails if anything exists at the path
 (a planted symlink included, whose target is never touched), so exactly one

@@ -1,4 +1,4 @@
-"""The flock lock (seed 000's "lock file"): a file held with ``flock(LOCK_EX)``.
+"""The flock lock (the Perl locking article's "lock file"): a file held with ``flock(LOCK_EX)``.
 
 The recommended method wherever no Perl script needs a lock directory: the
 kernel grants the lock to one holder (or, with ``shared=True``, LOCK_SH to many

@@ -1,8 +1,8 @@
-"""The mkdir lock (seed 003's ``sub lock``, the default method): a directory held while it exists.
+"""The mkdir lock (the mkdir lock sub, the default method): a directory held while it exists.
 
 ``mkdir(2)`` checks and creates in one step, so of any number of processes
 exactly one creates the directory and holds the lock; ``rmdir`` releases it.
-The directory stays **empty**, so a Perl script running seed 003's
+The directory stays **empty**, so a Perl script running the mkdir lock sub's
 ``sub lock``/``sub unlock`` on the same path excludes us and is excluded by
 us, and its bare ``rmdir`` unlock still works.
 
@@ -21,7 +21,7 @@ A record counts only while it names the directory that is there (device,
 inode and mtime), so a record left by an earlier holder is ignored; a
 directory made by Perl has none.
 
-A lock is stale when its mtime is older than ``stale`` (seed 003's
+A lock is stale when its mtime is older than ``stale`` (the mkdir lock column's
 ``(stat($dir))[9] < time - 180``), or at once when its record names a dead
 process on this host.  Stale locks are removed by ``locks.stale``: one remover at a
 time, identity re-checked right before the ``rmdir``.  Release removes the
@@ -118,7 +118,7 @@ def _empty_dir(path: str) -> bool:
 
 @register
 class MkdirBackend(StaleBackend):
-    """A lock directory at ``path`` (mode 0755 like seed 003), owner file beside it."""
+    """A lock directory at ``path`` (mode 0755 like the mkdir lock sub), owner file beside it."""
 
     method = "mkdir"
     options = ("mode", "pidfile", "record")
@@ -168,7 +168,7 @@ class MkdirBackend(StaleBackend):
             return False
         st = lstat(self.path)
         if st is None:
-            return False  # removed at once by someone else (seed 003's racy stale check)
+            return False  # removed at once by someone else (the mkdir lock sub's racy stale check)
         self._token = _owner.nonce()
         if self._template is None:
             self._record = _owner.record(self.method, dir=_tag(st), token=self._token)

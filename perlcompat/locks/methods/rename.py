@@ -1,7 +1,7 @@
-"""The rename lock (seed 000's inverse marker): held while the marker is *not* under its name.
+"""The rename lock (the inverse marker of the Perl locking article): held while it is moved away.
 
 A marker file sits at ``path`` while the lock is free.  Taking the lock is
-``rename(path, held)`` (``held`` defaults to ``path + ".locked"``, seed 000's
+``rename(path, held)`` (``held`` defaults to ``path + ".locked"``, the Perl locking article's
 ``$lockfile2``); rename is atomic, so exactly one process moves it and the
 others get ENOENT.  Release renames it back.  The holder writes its record into
 the marker (``perlcompat rename pid=.. host=.. start=.. token=..``) and empties
@@ -22,7 +22,7 @@ On Windows a rename opens the source and then renames the open file: two
 contenders that both opened the free marker both succeed (the second renames
 it onto the name it already has; seen under wine).  There acquirers take the
 remover lock of ``locks.stale`` exclusively around the rename, so they take turns;
-a Windows Perl doing seed 000's rename is not excluded by it.  Markers are
+a Windows Perl doing the Perl locking article's rename is not excluded by it.  Markers are
 opened with FILE_SHARE_DELETE (``locks.winfile``) so a waiter reading one never
 stops its holder renaming it back, and the age of a held marker is its NTFS
 change time (``st_ctime`` is the creation time there).
@@ -41,12 +41,14 @@ data file (neither name exists) is ENOENT: the mode never creates one.
 
 **Per-holder held names** (``held=`` with fields, ``locks.record`` syntax).  A Japanese
 "lock plugin" renames ``$lockfile`` to ``$lockfile . time . "_$$_$ENV{REMOTE_ADDR}"`` and
-finds it again with ``opendir`` and ``/^lock(\\d+)/``: ``held="lock{time}_{pid}_{addr}"``
-renders this process's name in the same shape and takes every entry of the lock's
-directory that matches the template for a held marker.  While one is there the lock is busy
-(no first-use marker is made beside it); it is stale when its ``{pid}`` is provably dead on
-this host or its ``{time}`` (or, later, its ctime) is older than ``stale``.  No record is
-written into such a marker: the name carries the holder.
+finds it again with ``opendir`` and ``/^lock(\\d+)/``.  Perl reads ``"_$$_"`` there as
+``"_" . ${$_}``, so the names carry no pid: ``held="lock{time}_{addr}"`` (a script writing
+``"_${$}_"`` gets ``"lock{time}_{pid}_{addr}"``) renders this process's name in the same
+shape, and every entry of the lock's directory that matches the template is a held marker.
+While one is there the lock is busy (no first-use marker is made beside it); it is stale
+when its ``{pid}`` is provably dead on this host or its ``{time}`` (or, later, its ctime)
+is older than ``stale``.  No record is written into such a marker: the name carries the
+holder.
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ from ...perl.fsinfo import check_method
 from .. import owner as _owner
 from ..contract import register
 from ..stale import (
+    BREAKER_SUFFIX,
     O_BINARY,
     O_CLOEXEC,
     O_NOFOLLOW,
@@ -118,6 +121,18 @@ def _marker_problem(
     return problem
 
 
+def _held_name(path: str, held: str) -> str:
+    """The held name *held* beside the lock *path*.
+
+    A name is taken in the lock's directory; a path to that same directory (Perl's
+    ``rename("./db/data.txt", "./db/data.lock")``) is taken as it is.
+    """
+    directory = os.path.dirname(path)
+    if os.path.dirname(held) and os.path.dirname(os.path.abspath(held)) == directory:
+        return os.path.abspath(held)
+    return os.path.join(directory, held)
+
+
 @register
 class RenameBackend(StaleBackend):
     """A marker file at ``path``, renamed to ``held`` while the lock is held.
@@ -143,7 +158,6 @@ class RenameBackend(StaleBackend):
             raise TypeError(f"data= of the rename lock is True or False, not {data!r}")
         self.data = data
         text = os.fspath(held) if held else ""
-        directory = os.path.dirname(path)
         self._pattern: Template | None = None
         if "{" in text or "}" in text:
             from ..record import template
@@ -155,7 +169,7 @@ class RenameBackend(StaleBackend):
                 )
             self._pattern = template(text)
         if text:
-            self.held = os.path.join(directory, text)
+            self.held = _held_name(path, text)
         elif data:
             raise ValueError(
                 f"data=True needs held=: the name the Perl script renames the data file {path!r}"
@@ -199,9 +213,12 @@ class RenameBackend(StaleBackend):
             entries = sorted(os.listdir(directory or "."))
         except (FileNotFoundError, NotADirectoryError):
             return None
+        ours = (free, free + BREAKER_SUFFIX)  # the free name and perlcompat's own files beside
         for name, _fields in pattern.names(entries):
+            if name in ours or name.startswith(free + ".breaking."):
+                continue
             where = os.path.join(directory, name)
-            st = None if name == free else lstat(where)
+            st = lstat(where)
             if st is not None:
                 return where, st
         return None
@@ -212,6 +229,10 @@ class RenameBackend(StaleBackend):
         if pattern is None:
             return self.held
         name = pattern.render(stale=self.stale)
+        if name == os.path.basename(self.path):
+            raise ValueError(
+                f"held name template {pattern.text!r} renders the lock's own name {name!r}"
+            )
         if (
             pattern.fullmatch_name(name) is None
             or os.path.basename(name) != name

@@ -1,10 +1,11 @@
-"""The symlink lock (seed 000): ``symlink($$, $lockfile)``, held while the link exists.
+"""The symlink lock, ``symlink($$, $lockfile)`` (the Perl locking article): held while it exists.
 
 ``symlink(2)`` fails if anything exists at the path, so exactly one process
-makes the link.  Its target is the holder's pid, as in seed 000, so a Perl
+makes the link.  Its target is the holder's pid, as in the Perl locking article, so a Perl
 script doing ``symlink($$, $f)`` / ``$$ == readlink($f)`` / ``unlink($f)`` and
-Python processes exclude each other.  Any symlink at the path is a lock (seed
-000's first version links to ``"."``); its target is never followed.
+Python processes exclude each other.  Any symlink at the path is a lock (the
+Perl locking article's first version links to ``"."``); its target is never
+followed.
 
 The target is only a pid, so the holder is assumed to be on this host, in the
 initial pid namespace: a process in another pid namespace (a container) and
@@ -32,7 +33,7 @@ the link's identity, as without ``target=``.
 On Windows the method refuses with ``ValueError`` when the lock is made: a
 symlink there needs a privilege (or Developer Mode), Perl before 5.34 has no
 ``symlink`` at all, and under wine ``os.symlink`` reports success and creates
-nothing.  Use the mkdir method (seed 003's ``sub lock``) instead.
+nothing.  Use the mkdir method (the mkdir lock sub) instead.
 """
 
 from __future__ import annotations
@@ -138,7 +139,7 @@ class SymlinkBackend(StaleBackend):
 
     @classmethod
     def detect(cls, path: str, st: os.stat_result | None) -> bool:
-        """A symlink to a pid (or ``"/pid"``), ``"."`` or ``":"`` (seed 000's forms) is a lock."""
+        """A symlink to a pid (or ``"/pid"``), ``"."`` or ``":"`` (Perl locking article): a lock."""
         if st is None or not stat_module.S_ISLNK(st.st_mode):
             return False
         target = _target(path)

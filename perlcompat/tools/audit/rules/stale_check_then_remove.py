@@ -37,7 +37,7 @@ def check(res: Result, judge: Judge) -> Iterator[Finding]:
                     sub=_lock_sub(judge, res),
                     stale=res.stale_at.get(ev.age, 0),
                 )
-                + "  # stale recovery that never removes a live lock",
+                + "  # stale recovery that never removes a successor's new lock",
             )
 
 
