@@ -65,7 +65,7 @@ def test_the_table_covers_the_idioms_of_issue_22() -> None:
         "lock plugin",
         "File::FcntlLock",
         "flock(LOCK, 2)",
-        "seed 003",
+        "the mkdir lock sub",
         "symlink($$",
         "set -C",
         "TOP?LOCK",
