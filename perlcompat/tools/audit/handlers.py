@@ -53,6 +53,7 @@ if TYPE_CHECKING:
         rename_pairs: set[tuple[str, str]]
 
         def literal(self, items: Sequence[Item]) -> str: ...
+        def lock_scope(self) -> bool: ...
 
         def path(self, items: Sequence[Item], head: str | None = None) -> Path: ...
         def resolve(self, raw: str) -> str: ...
@@ -459,7 +460,9 @@ def _h_rename(w: Walk, items: Sequence[Item], i: int, st: State, ctx: Ctx) -> in
             w.release(st, line, held[dst.key])
         return i + 1
     used = w.used(items, i, end, ctx)
-    renamed_back = (dst.key, src.key) in w.rename_pairs  # the file is renamed back: a lock
+    # a lock sub whose rename another sub (the unlock sub) undoes: the data file renamed
+    # away as the lock (in straight-line code read_write's unlocked-update says so instead)
+    renamed_back = (dst.key, src.key) in w.rename_pairs and w.lock_scope()
     if used and (ctx.loop or renamed_back):
         inst = Inst(
             w.prog.new_id(), "rename", src.key, line, f"rename({src.text}, ...)", name=src.py

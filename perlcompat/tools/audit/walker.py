@@ -133,6 +133,11 @@ class Walker:
             raw = new
         return _normalize(raw)
 
+    def lock_scope(self) -> bool:
+        """True while walking a lock sub (``sub lock``, or one learned to return holding)."""
+        scope = self.res.scope
+        return scope in self.prog.subs and self.prog.classify(scope, source=self.src) == "lock"
+
     def literal(self, items: Sequence[Item]) -> str:
         """The path *items* as a Python string literal where the script fixes it, else "".
 
