@@ -3,6 +3,8 @@
 Every name is loaded on first use (PEP 562), so ``import perlcompat`` costs almost
 nothing: a CGI script pays only for the functions it calls.  The table below is
 the whole public API; each entry names the module that implements it.
+``from perlcompat import *`` takes all of it but the names of standard modules
+(``time``, ``stat``, ``crypt``, ``readline``), which a port imports by name.
 """
 
 from __future__ import annotations
@@ -95,11 +97,47 @@ _EXPORTS = {
     "rename_if_holding": "locks.methods.toplock",
     "readline": "perl.handle",
     "PerlWarning": "perl.handle",
-    "PerlList": "perl.handle",
+    "LostLockWarning": "perl.handle",
+    "PerlList": "perl.lists",
+    # sysopen and Fcntl's O_* flags
+    "sysopen": "perl.sysopen",
+    "O_RDONLY": "perl.sysopen",
+    "O_WRONLY": "perl.sysopen",
+    "O_RDWR": "perl.sysopen",
+    "O_CREAT": "perl.sysopen",
+    "O_EXCL": "perl.sysopen",
+    "O_TRUNC": "perl.sysopen",
+    "O_APPEND": "perl.sysopen",
+    "O_NONBLOCK": "perl.sysopen",
+    "O_NOFOLLOW": "perl.sysopen",
+    "O_NOCTTY": "perl.sysopen",
+    "O_SYNC": "perl.sysopen",
+    "O_BINARY": "perl.sysopen",
+    "O_TEXT": "perl.sysopen",
+    # undef, arrays and hashes read as Perl reads them
+    "undef": "perl.undef",
+    "defined": "perl.undef",
+    "elem": "perl.lists",
+    "hval": "perl.lists",
+    "PerlHash": "perl.lists",
+    "pop": "perl.lists",
+    "shift": "perl.lists",
+    "push": "perl.lists",
+    "unshift": "perl.lists",
+    "chomp": "perl.text",
+    "chop": "perl.text",
+    "strftime": "perl.time",
+    # require "./lib.pl"
+    "require": "perl.require",
     "lstat": "perl.fs",
 }
 
-__all__ = sorted(_EXPORTS)
+#: names ``from perlcompat import *`` leaves out: they are standard modules a port may
+#: also import (``import time`` must stay the module); import them by name instead
+#: (``from perlcompat import time as perl_time``).
+_NOT_STAR = frozenset({"crypt", "readline", "stat", "time"})
+
+__all__ = sorted(name for name in _EXPORTS if name not in _NOT_STAR)
 __version__ = "0.1.0"
 
 from time import time as _time  # noqa: E402  (a builtin module: free)
@@ -196,8 +234,8 @@ if TYPE_CHECKING:
         SharedStorageWarning as SharedStorageWarning,
     )
     from .perl.handle import (
+        LostLockWarning as LostLockWarning,
         PerlFile as PerlFile,
-        PerlList as PerlList,
         PerlWarning as PerlWarning,
         binmode as binmode,
         close as close,
@@ -210,7 +248,38 @@ if TYPE_CHECKING:
         tell as tell,
         truncate as truncate,
     )
+    from .perl.lists import (
+        PerlHash as PerlHash,
+        PerlList as PerlList,
+        elem as elem,
+        hval as hval,
+        pop as pop,
+        push as push,
+        shift as shift,
+        unshift as unshift,
+    )
+    from .perl.require import (
+        require as require,
+    )
+    from .perl.sysopen import (
+        O_APPEND as O_APPEND,
+        O_BINARY as O_BINARY,
+        O_CREAT as O_CREAT,
+        O_EXCL as O_EXCL,
+        O_NOCTTY as O_NOCTTY,
+        O_NOFOLLOW as O_NOFOLLOW,
+        O_NONBLOCK as O_NONBLOCK,
+        O_RDONLY as O_RDONLY,
+        O_RDWR as O_RDWR,
+        O_SYNC as O_SYNC,
+        O_TEXT as O_TEXT,
+        O_TRUNC as O_TRUNC,
+        O_WRONLY as O_WRONLY,
+        sysopen as sysopen,
+    )
     from .perl.text import (
+        chomp as chomp,
+        chop as chop,
         num as num,
         split as split,
         truth as truth,
@@ -220,7 +289,12 @@ if TYPE_CHECKING:
         localtime as localtime,
         scalar_gmtime as scalar_gmtime,
         scalar_localtime as scalar_localtime,
+        strftime as strftime,
         time as time,
+    )
+    from .perl.undef import (
+        defined as defined,
+        undef as undef,
     )
 
 

@@ -107,11 +107,28 @@ def _test_ids(*args: str) -> set[str]:
 
 
 def test_a_plain_user_build_can_deselect_every_root_or_fuse_test() -> None:
-    # A distro build runs the suite as a plain user, without /dev/fuse or namespaces.
+    # A distro build runs the suite as a plain user, without /dev/fuse or namespaces:
+    # -m "not privileged" keeps no test that mounts sshfs, starts sshd or fills a tmpfs.
     needs = ["tests/test_shared_storage.py", "tests/test_full_disk.py"]
     kept = _test_ids("-m", "not privileged", *needs, "tests/test_lock_existing_paths.py")
-    assert not [test for test in kept if test.startswith(tuple(needs))]
+    assert not [test for test in kept if test.startswith("tests/test_full_disk.py")]
     assert not [test for test in kept if "other_uid" in test or "another_user" in test]
     assert any(test.startswith("tests/test_lock_existing_paths.py") for test in kept)
+    assert any(test.startswith("tests/test_shared_storage.py") for test in kept)  # pure ones
+    proc = subprocess.run(
+        [
+            sys.executable,
+            *("-m", "pytest", "--fixtures-per-test", "-p", "no:cacheprovider"),
+            *("-m", "not privileged", *needs),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    used = re.findall(r"^(sshd_server|two_hosts|two_hosts_uncached) -- ", proc.stdout, re.M)
+    assert not used, f"kept tests use {sorted(set(used))}"
     marked = _test_ids("-m", "privileged", *needs)
     assert len([t for t in marked if t.startswith("tests/test_shared_storage.py")]) >= 20

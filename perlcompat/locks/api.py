@@ -623,7 +623,8 @@ def lock(
     not take) raise ``ValueError``/``TypeError`` naming what was wrong; a busy
     lock or an OS failure (missing or unwritable directory, a symlink planted
     at the lock path) returns 0 with ``$!`` set.  Never returns 1 without
-    holding the lock.
+    holding the lock.  ``record=``/``target=``/``pidfile=`` declare what the Perl
+    side writes into its lock (``locks.record``; docs/locks.md).
     """
     try:
         Lock(

@@ -6,6 +6,10 @@ and, from the main thread, a handler for each of SIGHUP, SIGINT, SIGPIPE,
 SIGQUIT and SIGTERM that is not ignored (Python ignores SIGPIPE: a signal that
 stops nothing needs no cleanup, and the locks stay held).
 
+At exit, the open ``PerlFile`` handles are flushed and closed before any lock is
+released (what a script wrote reaches its file before another process may
+take the lock), as Perl's global destruction flushes handles.
+
 Locks are released eagerly only when the process is certain to die: on a
 signal whose previous disposition was SIG_DFL, every held lock is released,
 each only if it is still ours (the Perl locking article's ``$$ == readlink``), then SIG_DFL is
@@ -33,6 +37,7 @@ forked child holds none of its parent's locks and never releases them.
 from __future__ import annotations
 
 import os
+import sys
 from _thread import get_ident
 
 TYPE_CHECKING = False
@@ -102,12 +107,20 @@ def release_all() -> None:
             continue
 
 
+def _at_exit() -> None:
+    """At exit: flush and close the open Perl handles first (data before locks), then release."""
+    handle = sys.modules.get("perlcompat.perl.handle")
+    if handle is not None:
+        handle.close_all()
+    release_all()
+
+
 def _install() -> None:
     global _installed_pid, _atexit_done, _main_ident
     if not _atexit_done:
         import atexit
 
-        atexit.register(release_all)
+        atexit.register(_at_exit)
         if hasattr(os, "register_at_fork"):
             os.register_at_fork(after_in_child=_forget_all)
         _atexit_done = True

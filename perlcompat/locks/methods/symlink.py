@@ -139,7 +139,8 @@ class SymlinkBackend(StaleBackend):
 
     @classmethod
     def detect(cls, path: str, st: os.stat_result | None) -> bool:
-        """A symlink to a pid (or ``"/pid"``), ``"."`` or ``":"`` (Perl locking article): a lock."""
+        """A symlink to a pid (or ``"/pid"``), ``"."`` or ``":"`` (the Perl locking article's
+        forms) is a symlink lock."""
         if st is None or not stat_module.S_ISLNK(st.st_mode):
             return False
         target = _target(path)

@@ -465,6 +465,8 @@ class Walker:
                 if handler is not None:
                     i = handler(self, items, i, st, ctx)
                     continue
+                if name == "fork" and not item.extra:  # rules/fork_while_locked.py
+                    self.event("fork", item.line, st)
                 if (
                     item.extra == "&"
                     or name in self.prog.subs
