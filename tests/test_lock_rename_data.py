@@ -527,6 +527,26 @@ def test_a_marker_held_under_a_matching_name_is_busy_never_a_second_marker(
     assert markers(plugin_dir) == before  # no first-use marker beside the held one
 
 
+def test_first_use_never_adds_a_marker_when_the_held_one_moves_as_it_is_looked_at(
+    plugin_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The race behind double holders in the hammer: listed under a held name, the marker
+    has moved on (back to the free name, on to another held name) when that name is
+    looked at.  The listing alone decides: it was there, so no first-use marker is made."""
+    from perlcompat.locks.methods import rename as rename_method
+
+    held_name = f"lock{int(time.time()) - 5}_{ADDR}"  # not the name this second renders
+    (plugin_dir / "lock").rename(plugin_dir / held_name)
+    real = rename_method.lstat
+
+    def moving(path: str) -> os.stat_result | None:  # gone each time it is looked at
+        return None if os.path.basename(path) == held_name else real(path)
+
+    monkeypatch.setattr(rename_method, "lstat", moving)
+    assert lock(str(plugin_dir / "lock"), method="rename", held="lock{time}_{addr}", retry=0) == 0
+    assert markers(plugin_dir) == [held_name]
+
+
 def test_port_waits_on_a_live_perl_plugin_holder(plugin_dir: Path, form: tuple[str, str]) -> None:
     code, held = form
     perl = Child.perl(code, str(plugin_dir), "hold", "0", "60")

@@ -8,8 +8,10 @@ the marker (``perlcompat rename pid=.. host=.. start=.. token=..``) and empties
 it again before giving it back, so a free marker names nobody.
 
 If neither name exists (first use), the marker is created already held, with
-O_EXCL under the remover lock of ``locks.stale``, and only after looking at
-``held`` and then ``path``: a second marker would let two processes hold.
+O_EXCL under the remover lock of ``locks.stale``, and only after one listing of
+the directory shows it under neither name (a rename waits for a listing in
+progress, so a marker on the move is seen under one of its names): a second
+marker would let two processes hold.
 
 A lock is stale when the held marker's ctime (set by the rename) is older than
 ``stale`` seconds, or at once when its record names a dead process on this
@@ -203,25 +205,60 @@ class RenameBackend(StaleBackend):
         A fixed held name is looked at; a template is matched against the lock's directory,
         as the Perl side finds it again (``opendir`` and ``/^lock(\\d+)/``).
         """
-        pattern = self._pattern
-        if pattern is None:
+        if self._pattern is None:
             st = lstat(self.held)
             return None if st is None else (self.held, st)
-        directory = os.path.dirname(self.path)
-        free = os.path.basename(self.path)
+        entries = self._listing()
+        return None if entries is None else self._held_among(entries)
+
+    def _listing(self) -> list[str] | None:
+        """The names in the lock's directory (one ``listdir``), None if it cannot be read."""
         try:
-            entries = sorted(os.listdir(directory or "."))
-        except (FileNotFoundError, NotADirectoryError):
+            return os.listdir(os.path.dirname(self.path) or ".")
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
             return None
-        ours = (free, free + BREAKER_SUFFIX)  # the free name and perlcompat's own files beside
-        for name, _fields in pattern.names(entries):
-            if name in ours or name.startswith(free + ".breaking."):
-                continue
+
+    def _held_names(self, entries: list[str]) -> list[str]:
+        """The names among *entries* (of the lock's directory) a held marker has."""
+        if self._pattern is None:
+            held = os.path.basename(self.held)
+            return [held] if held in entries else []
+        free = os.path.basename(self.path)
+        ours = (free, free + BREAKER_SUFFIX)  # the free name and perlcompat's files beside
+        return [
+            name
+            for name, _fields in self._pattern.names(sorted(entries))
+            if name not in ours and not name.startswith(free + ".breaking.")
+        ]
+
+    def _held_among(self, entries: list[str]) -> tuple[str, os.stat_result] | None:
+        """The first of *entries* (names in the lock's directory) that is a held marker."""
+        directory = os.path.dirname(self.path)
+        if self._pattern is None and os.path.dirname(self.held) != directory:
+            return self._find_held()
+        for name in self._held_names(entries):
             where = os.path.join(directory, name)
             st = lstat(where)
             if st is not None:
                 return where, st
         return None
+
+    def _no_marker(self) -> bool:
+        """True if the marker is under neither name: one listing of the directory shows both.
+
+        A rename in a directory waits for a ``listdir`` of it in progress (one ``getdents``
+        of a small directory), so the marker moving between its names is seen under one of
+        them, never missed as two looks one after the other can miss it.  An unreadable
+        directory is looked at name by name instead.
+        """
+        entries = self._listing()
+        if entries is None or (
+            self._pattern is None and os.path.dirname(self.held) != os.path.dirname(self.path)
+        ):
+            return lstat(self.path) is None and self._find_held() is None
+        # the names alone decide: a held name in the listing may be gone by the time it is
+        # looked at (moved back to the free name), but the marker was there
+        return os.path.basename(self.path) not in entries and not self._held_names(entries)
 
     def _target(self) -> str:
         """The held name for this hold: the fixed one, or the template rendered now."""
@@ -351,8 +388,8 @@ class RenameBackend(StaleBackend):
         if fd is None and not guarded:
             return False
         try:
-            if self._find_held() is not None or lstat(self.path) is not None:
-                return False
+            if not self._no_marker():
+                return False  # held by someone, or free again: no second marker
             target = self._target()
             try:
                 marker = open_file(target, _WRITE | os.O_CREAT | os.O_EXCL, 0o644)
@@ -368,7 +405,7 @@ class RenameBackend(StaleBackend):
     def _data_missing(self) -> bool:
         """Neither name holds the data file: False if it shows up again (it was in flight)."""
         for _ in range(MISSING_LOOKS):
-            if lstat(self.path) is not None or self._find_held() is not None:
+            if not self._no_marker():
                 return False
         raise FileNotFoundError(
             errno.ENOENT,
