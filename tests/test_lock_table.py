@@ -81,8 +81,10 @@ def test_each_rows_call_runs_as_written(
     monkeypatch.chdir(tmp_path)
     (tmp_path / "lock").mkdir()  # daycount.cgi's lock directory (./lock/daycount.lock)
     (tmp_path / "data.txt").write_text("0\n")
-    tree = ast.parse(call, mode="eval").body
-    assert isinstance(tree, ast.Call)
+    module = ast.parse(call)
+    last = module.body[-1]
+    assert isinstance(last, ast.Expr) and isinstance(last.value, ast.Call), call
+    tree = last.value
     name = tree.args[0].value if tree.args and isinstance(tree.args[0], ast.Constant) else None
     keywords = {k.arg: k.value for k in tree.keywords}
     method = keywords.get("method")
@@ -91,10 +93,15 @@ def test_each_rows_call_runs_as_written(
             os.rmdir(tmp_path / "lock")
         (tmp_path / str(name)).write_text("")  # the free marker the Perl script keeps
     namespace = {key: getattr(perlcompat, key) for key in perlcompat.__all__}
-    result = eval(compile(call, "<docs/locks.md>", "eval"), namespace)
+    setup = ast.Module(body=module.body[:-1], type_ignores=[])
+    exec(compile(setup, "<docs/locks.md>", "exec"), namespace)
+    result = eval(compile(ast.Expression(tree), "<docs/locks.md>", "eval"), namespace)
     assert result, f"{call} -> {result!r}, $! = {perlcompat.OS_ERROR}"
     if isinstance(tree.func, ast.Name) and tree.func.id == "lock":
         assert perlcompat.unlock(name) == 1, f"unlock after {call}: {perlcompat.OS_ERROR}"
+    for value in list(namespace.values()):
+        if isinstance(value, perlcompat.PerlFile):
+            assert perlcompat.close(value) == 1  # the row's handle kept its lock until here
 
 
 @pytest.mark.parametrize("title", ["## link() locks", "## fcntl record locks"])
