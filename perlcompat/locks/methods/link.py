@@ -6,7 +6,8 @@ open(2) man page gives for ``O_EXCL`` on NFS: write the holder's record into a
 temp file of a unique name, ``link()`` it to the lock name, and hold the lock if
 ``link()`` succeeded or, when it reported a failure, if the temp file then has
 two links (over NFS a ``link()`` whose reply was lost reports a failure although
-it was made; the link count tells the truth).  That is SpamAssassin's rule;
+it was made; the link count tells the truth).  That is SpamAssassin's rule and
+flufl.lock's (its ``Lock.lock``: "If we got here, we know we got the lock");
 File::NFSLock wants both, which never holds on sshfs (it reports one link
 whatever the count).  The temp file is removed either way.  Release unlinks the
 lock file only while it is still the one this holder linked (same inode, and
