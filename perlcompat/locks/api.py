@@ -299,9 +299,9 @@ class Lock:
     (giving both ``timeout`` and ``retry`` is a ValueError); ``poll`` seconds
     between tries waits at a Perl sub's cadence (fair to Perl waiters);
     ``stale`` is the age after which another process may break the lock.
-    Method options: ``mode`` (mkdir), ``held`` and ``data`` (rename), ``url`` (redis); the Perl
-    side's lock format (``locks.record``): ``record`` (excl, link; mkdir's ``pidfile``),
-    ``target`` (symlink), ``pidfile`` (mkdir).
+    Method options: ``mode`` (mkdir), ``held`` and ``data`` (rename), ``url``
+    (redis); the Perl side's lock format (``locks.record``): ``record`` (excl, link;
+    mkdir's ``pidfile``), ``target`` (symlink), ``pidfile`` (mkdir).
     """
 
     def __init__(
@@ -344,8 +344,6 @@ class Lock:
             options["mode"] = mode
         if held is not None:
             options["held"] = held
-        if record is not None:
-            options["record"] = record
         if data is not None:
             options["data"] = data
         if url is not None:
