@@ -79,6 +79,7 @@ _EXPORTS = {
     "lock": "locks.api",
     "unlock": "locks.api",
     "Lock": "locks.api",
+    "fork": "locks.fork",
     "LockError": "locks.errors",
     "LockTimeout": "locks.errors",
     "DuplicateLockError": "locks.errors",
@@ -160,6 +161,7 @@ if TYPE_CHECKING:
         LockTimeout as LockTimeout,
         NotLockedError as NotLockedError,
     )
+    from .locks.fork import fork as fork
     from .locks.methods.toplock import (
         rename_if_holding as rename_if_holding,
         still_holding as still_holding,

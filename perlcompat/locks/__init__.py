@@ -15,6 +15,7 @@ Modules:
 * ``owner``: who holds a lock (pid, host, start time) and whether that holder still runs;
 * ``record``: the Perl side's lock format (``record=``/``target=`` templates): render, match;
 * ``cleanup``: the held locks released at exit and on a stopping signal;
+* ``fork``: Perl's ``fork()``, handing this thread's locks to the child;
 * ``winfile``: lock files on Windows (delete-sharing opens, busy retries);
 * ``log``: the ``perlcompat`` logger, imported only when there is something to log;
 * ``semaphore``: counting semaphores (*n* flock slot files);

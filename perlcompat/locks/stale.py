@@ -94,6 +94,7 @@ from .files import (
     remove_same,
     root_and_not_mine,
     same,
+    touch,
     unlink_quietly,
     write_at_zero,
 )
@@ -150,6 +151,7 @@ __all__ = [
     "remover_guard",
     "root_and_not_mine",
     "same",
+    "touch",
     "unguard",
     "unlink_quietly",
     "write_at_zero",
@@ -321,6 +323,42 @@ class StaleBackend(Backend):
             unguard(fd)
             if self._mine is None:
                 self._after_release()
+
+    # -- refresh: our lock made young again (``Lock.refresh``), under the release guard --
+    def refresh(self) -> bool:
+        """Set our lock's times to now (re-signing its record: :meth:`_touch`); False if not ours.
+
+        Under the release guard as a release is, so no perlcompat remover is
+        between its look and its removal; the new times change the lock's
+        identity, so a remover that judged it before gives up.  A lock not ours
+        any more is not touched.  If the guard cannot be had, a lock past
+        ``stale`` is left (OSError), as at release.
+        """
+        mine = self._mine
+        if mine is None:
+            return False
+        try:
+            fd = release_guard(self.path)
+        except OSError:
+            st = lstat(self._held_path())
+            if st is not None and self._still_mine(st, mine) and self._age(st) > self.stale:
+                raise
+            fd = None  # not stale: no remover is about to remove it
+        try:
+            st = lstat(self._held_path())
+            if st is None or not self._still_mine(st, mine):
+                return False
+            fresh = self._touch(st)
+            if fresh is None:
+                return False
+            self._mine = fresh
+            return True
+        finally:
+            unguard(fd)
+
+    def _touch(self, st: os.stat_result) -> os.stat_result | None:
+        """Make our lock object *st* young (times now); its new stat, None if it changed."""
+        return touch(self._held_path(), st)
 
     def _record_is_ours(
         self, st: os.stat_result, mine: os.stat_result, record_path: str, method: str

@@ -64,6 +64,7 @@ from ..stale import (
     read_same,
     read_small,
     root_and_not_mine,
+    write_at_zero,
 )
 from ..winfile import busy_create, open_file, retry_busy
 
@@ -151,6 +152,29 @@ class ExclBackend(StaleBackend):
 
     def _undo(self) -> None:
         retry_busy(os.unlink, self.path)
+
+    def _touch(self, st: os.stat_result) -> os.stat_result | None:
+        """Refresh: the file's mtime now; its record rewritten if it names another process.
+
+        (A ``perlcompat.fork()`` child's: the record named the parent.)  A declared
+        ``record=`` is rendered again, its time and expiry fields renewed.
+        """
+        if self._template is None:
+            data = _owner.record(self.method, token=self._token).encode()
+        else:
+            data = self._template.render(stale=self.stale).encode("utf-8", "surrogateescape")
+        if read_small(self.path) != data:
+            fd = open_file(self.path, os.O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_BINARY)
+            try:
+                now = os.fstat(fd)
+                if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+                    return None
+                os.ftruncate(fd, 0)  # a reader sees empty (an unknown owner) or the whole
+                write_at_zero(fd, data)  # record, never a shorter one over a longer one's tail
+                self._written = data
+            finally:
+                os.close(fd)
+        return super()._touch(st)
 
     def _check(self, st: os.stat_result) -> None:
         if not stat_module.S_ISREG(st.st_mode):

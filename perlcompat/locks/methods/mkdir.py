@@ -197,6 +197,26 @@ class MkdirBackend(StaleBackend):
         self._written = data
         return True
 
+    def _rewrite_pidfile(self) -> bool:
+        """Render the pid file again if it changed (a fork, a time field); False if it went."""
+        assert self._template is not None
+        data = self._template.render(stale=self.stale).encode("utf-8", "surrogateescape")
+        if data == self._written:
+            return True
+        try:
+            fd = os.open(self.pid_path, os.O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_BINARY)
+        except FileNotFoundError:
+            return False  # removed by someone else: the lock is no longer ours as made
+        try:
+            if not stat_module.S_ISREG(os.fstat(fd).st_mode):
+                return False
+            os.ftruncate(fd, 0)
+            write_at_zero(fd, data)
+        finally:
+            os.close(fd)
+        self._written = data
+        return True
+
     def _still_mine(self, st: os.stat_result, mine: os.stat_result) -> bool:
         """The very directory we made: never one that reuses its inode number.
 
@@ -229,6 +249,22 @@ class MkdirBackend(StaleBackend):
 
     def _after_release(self) -> None:
         self._close_owner()
+
+    def _touch(self, st: os.stat_result) -> os.stat_result | None:
+        """Refresh: the directory's mtime now (the sub's age rule), our record naming it again.
+
+        A declared pid file is rendered again (this process, renewed time fields).
+        """
+        if self._template is not None and not self._rewrite_pidfile():
+            return None
+        fresh = super()._touch(st)
+        if fresh is not None and self._owner_fd >= 0:
+            record = _owner.record(self.method, dir=_tag(fresh), token=self._token)
+            try:  # noqa: SIM105 - advisory, as at acquire: the lock then recovers by age
+                write_at_zero(self._owner_fd, _owner.padded(record))  # this process, after a fork
+            except OSError:
+                pass
+        return fresh
 
     def forget(self) -> None:
         """In a forked child: drop the parent's hold without touching the directory."""

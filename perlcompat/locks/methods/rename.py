@@ -505,6 +505,35 @@ class RenameBackend(StaleBackend):
             return identity(st) == identity(mine)
         return self._record_is_ours(st, mine, self._taken, self.method)
 
+    def _touch(self, st: os.stat_result) -> os.stat_result | None:
+        """Refresh: our record written again into the held marker (its ctime and mtime now).
+
+        A data file (``data=True``) is never written, and a per-holder held name carries
+        its holder and time in the name: neither can be refreshed (TypeError).
+        """
+        if self.data or self._pattern is not None:
+            raise TypeError(
+                "a rename lock with data=True or a held= template cannot be refreshed:"
+                " perlcompat never writes the data file, and the held name carries its time"
+            )
+        marker = open_file(self._taken or self.held, _WRITE)
+        try:
+            now = os.fstat(marker)
+        except BaseException:
+            os.close(marker)
+            raise
+        if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+            os.close(marker)
+            return None
+        try:  # a reader sees empty (an unknown owner) or a whole record, never a torn one
+            os.ftruncate(marker, 0)
+        except BaseException:
+            os.close(marker)
+            raise
+        # closes it; names this process (a ``perlcompat.fork()`` child)
+        self._sign(marker, self._taken or self.held)
+        return self._mine
+
     def _undo(self) -> None:
         """Give the marker back: rename it to the free name (a marker emptied first)."""
         if self.data or self._pattern is not None:

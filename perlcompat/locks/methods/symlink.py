@@ -111,6 +111,30 @@ class SymlinkBackend(StaleBackend):
     def _undo(self) -> None:
         os.unlink(self.path)
 
+    def _touch(self, st: os.stat_result) -> os.stat_result | None:
+        """Refresh: the link's mtime now (``(lstat $f)[9]``); a link to another target is remade.
+
+        (A ``perlcompat.fork()`` child's: the link named the parent.)  The new
+        link, to our pid, replaces ours by rename, the path never empty.
+        """
+        if self._template is None:
+            target = str(os.getpid())
+        else:  # the declared target again: "." stays "."; "{pid}" names this process
+            target = self._template.render(stale=self.stale)
+        if _target(self.path) == target:
+            return super()._touch(st)
+        temp = f"{self.path}.{_owner.nonce()}"
+        os.symlink(target, temp)
+        try:
+            now = lstat(self.path)
+            if now is None or (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+                return None
+            os.replace(temp, self.path)
+        finally:
+            if os.path.lexists(temp):
+                os.unlink(temp)
+        return lstat(self.path)
+
     def _check(self, st: os.stat_result) -> None:
         if not stat_module.S_ISLNK(st.st_mode):
             raise kind_error(self.path, st, "symlink")
