@@ -36,6 +36,17 @@ _EXPORTS = {
     "binmode": "perl.handle",
     "eof": "perl.handle",
     "flock": "perl.flock",
+    # File::FcntlLock: fcntl(2) record locks and their constants
+    "FcntlLock": "perl.fcntllock",
+    "F_GETLK": "perl.fcntllock",
+    "F_SETLK": "perl.fcntllock",
+    "F_SETLKW": "perl.fcntllock",
+    "F_RDLCK": "perl.fcntllock",
+    "F_WRLCK": "perl.fcntllock",
+    "F_UNLCK": "perl.fcntllock",
+    "fcntl": "perl.fcntllock",
+    "pack_flock": "perl.fcntllock",
+    "unpack_flock": "perl.fcntllock",
     # files and directories
     "mkdir": "perl.fs",
     "rmdir": "perl.fs",
@@ -131,7 +142,7 @@ _EXPORTS = {
 #: names ``from perlcompat import *`` leaves out: they are standard modules a port may
 #: also import (``import time`` must stay the module); import them by name instead
 #: (``from perlcompat import time as perl_time``).
-_NOT_STAR = frozenset({"crypt", "readline", "stat", "time"})
+_NOT_STAR = frozenset({"crypt", "fcntl", "readline", "stat", "time"})
 
 __all__ = sorted(name for name in _EXPORTS if name not in _NOT_STAR)
 __version__ = "0.1.0"
@@ -195,6 +206,18 @@ if TYPE_CHECKING:
     from .perl.errno import (
         ERRNO as ERRNO,
         OS_ERROR as OS_ERROR,
+    )
+    from .perl.fcntllock import (
+        F_GETLK as F_GETLK,
+        F_RDLCK as F_RDLCK,
+        F_SETLK as F_SETLK,
+        F_SETLKW as F_SETLKW,
+        F_UNLCK as F_UNLCK,
+        F_WRLCK as F_WRLCK,
+        FcntlLock as FcntlLock,
+        fcntl as fcntl,
+        pack_flock as pack_flock,
+        unpack_flock as unpack_flock,
     )
     from .perl.flock import (
         flock as flock,

@@ -20,6 +20,10 @@ python3 -c "import ensurepip, venv" >/dev/null 2>&1 || pkgs+=(python3-venv)
 [ -f /usr/share/perl5/Jcode.pm ] || pkgs+=(libjcode-pm-perl)
 # CGI.pm (no longer in Perl's core), the reference for perlcompat.cgi (tests/test_cgi.py)
 [ -f /usr/share/perl5/CGI.pm ] || pkgs+=(libcgi-pm-perl)
+# File::NFSLock and File::FcntlLock, the real Perl modules the link and fcntl locks meet
+# (tests/test_lock_link.py, tests/test_fcntllock.py)
+[ -f /usr/share/perl5/File/NFSLock.pm ] || pkgs+=(libfile-nfslock-perl)
+perl -MFile::FcntlLock -e1 >/dev/null 2>&1 || pkgs+=(libfile-fcntllock-perl)
 # tests/sharedfs.py: shared storage as two hosts, two sshfs (FUSE) mounts over a loopback sshd
 PATH="$PATH:/usr/sbin" command -v sshd >/dev/null 2>&1 || pkgs+=(openssh-server)
 command -v sshfs >/dev/null 2>&1 || pkgs+=(sshfs)

@@ -505,6 +505,8 @@ def plant_old_lock(where: Path, method: str, stem: str, age: float) -> None:
         return
     elif method == "toplock":
         path.write_text(f"{'1' * 20}<>{int(then)}<>\n")
+    elif method == "link":  # a holder on a host gone for good: age decides
+        path.write_text("perlcompat link pid=12345 host=gone-host token=planted\n")
     os.utime(path, (then, then), follow_symlinks=False)
 
 

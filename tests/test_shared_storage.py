@@ -89,6 +89,19 @@ def test_hammer_default_caching_no_double_holders(two_hosts: SharedDir, method: 
     assert not [key for key in counts if key.startswith("error_")], counts
 
 
+def test_link_method_excludes_and_recovers_across_hosts(two_hosts_uncached: SharedDir) -> None:
+    """link() is the NFS-safe lock (issue 22 item 5): sshfs reports one link whatever the
+    count, so a link() that succeeded is held without the nlink == 2 check."""
+    counts = hammer(two_hosts_uncached, "link", workers=4, increments=20, timeout=240)
+    assert counts.get("crashes") is None
+    assert (counts["doubles"], counts["lost"], counts["timeouts"]) == (0, 0, 0), counts
+    assert not [key for key in counts if key.startswith("error_")], counts
+    taken = takeover(two_hosts_uncached, "link", trials=3, workers=3, stale=2.0)
+    assert taken.get("crashes") is None
+    assert (taken["doubles"], taken["expired"]) == (0, 0), taken
+    assert taken["held"] == 3 * 2 * 3  # every waiter got the lock once the old one broke
+
+
 # -- stale takeover across hosts ----------------------------------------------------------
 @pytest.mark.parametrize("method", RECOMMENDED)
 def test_takeover_of_an_old_lock_by_waiters_on_both_hosts(

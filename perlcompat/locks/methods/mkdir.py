@@ -143,6 +143,7 @@ class MkdirBackend(StaleBackend):
         self.owner_path = path + OWNER_SUFFIX
         self._mine: os.stat_result | None = None
         self._token = ""
+        self._record = ""
         self._owner_fd = -1
         self._generation: int | None = None
         self.pidfile = pidfile
@@ -170,7 +171,8 @@ class MkdirBackend(StaleBackend):
             return False  # removed at once by someone else (the mkdir lock sub's racy stale check)
         self._token = _owner.nonce()
         if self._template is None:
-            self._sign(_owner.record(self.method, dir=_tag(st), token=self._token))
+            self._record = _owner.record(self.method, dir=_tag(st), token=self._token)
+            self._sign(self._record)
         self._generation = generation(self.path)
         self._mine = st
         return True
@@ -239,7 +241,11 @@ class MkdirBackend(StaleBackend):
         self._unsign()
         if self.pid_path:
             _unlink_if_there(self.pid_path)
-        retry_busy(os.rmdir, self.path)  # Windows: a waiter may be listing it for a moment
+        try:
+            retry_busy(os.rmdir, self.path)  # Windows: a waiter may be listing it for a moment
+        except OSError:
+            self._resign()  # still held (ENOTEMPTY ...): the record must name us again
+            raise
 
     def _after_release(self) -> None:
         self._close_owner()
@@ -352,6 +358,14 @@ class MkdirBackend(StaleBackend):
         if self._owner_fd >= 0:
             try:
                 write_at_zero(self._owner_fd, _BLANK)
+            except OSError:
+                return
+
+    def _resign(self) -> None:
+        """Write our record back after a failed release blanked it (best effort)."""
+        if self._owner_fd >= 0:
+            try:
+                write_at_zero(self._owner_fd, _owner.padded(self._record))
             except OSError:
                 return
 

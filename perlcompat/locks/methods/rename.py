@@ -513,7 +513,7 @@ class RenameBackend(StaleBackend):
         """
         if self.data or self._pattern is not None:
             return super()._touch(st)
-        marker = open_file(self._taken, _WRITE)
+        marker = open_file(self._taken or self.held, _WRITE)
         try:
             now = os.fstat(marker)
         except BaseException:
@@ -527,7 +527,9 @@ class RenameBackend(StaleBackend):
         except BaseException:
             os.close(marker)
             raise
-        self._sign(marker, self._taken)  # closes it; names this process (a fork()'s child)
+        self._sign(
+            marker, self._taken or self.held
+        )  # closes it; names this process (a fork()'s child)
         return self._mine
 
     def _undo(self) -> None:

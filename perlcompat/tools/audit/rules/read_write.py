@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..findings import Finding, Policy
 from ..model import REWRITE, Ev, Inst, Path, Program, Result
-from ..suggest import flock_suggestion, lock_call
+from ..suggest import fcntl_suggestion, flock_suggestion, lock_call
 from .common import Judge, by_open
 
 TYPE_CHECKING = False
@@ -177,5 +177,7 @@ def _acquired_after(events: list[Ev], inst: Inst, n: int) -> bool:
 def _before_read_suggestion(prog: Program, res: Result, inst: Inst, read: Ev) -> str:
     if inst.kind == "flock" and inst.open is not None:
         return flock_suggestion(inst.open.handle, inst.open.path) + f"  # before line {read.line}"
+    if inst.kind == "fcntl" and inst.open is not None:
+        return fcntl_suggestion(inst.open.handle) + f"  # before line {read.line}"
     call = lock_call(prog, res.source, inst.name or '"lockdir"', inst=inst)
     return f"{call}  # before reading, line {read.line}"
