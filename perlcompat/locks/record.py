@@ -8,7 +8,9 @@ exact text a port writes (so the Perl code reading the lock finds what it expect
 :meth:`Template.match` reads what the Perl side wrote (so the port waits on a live Perl holder
 and recovers a dead one).
 
-Syntax: literal text plus fields in braces; ``{{`` and ``}}`` are literal braces.
+Syntax: literal text plus fields in braces; ``{{`` and ``}}`` are literal braces.  Two
+fields need text between them (``{time}{pid}`` could not be read back), and a template must
+say more than ``{any}`` and blanks (every file would match): both raise ``ValueError``.
 
 =============== ======================================== ================================
 field           written as (render)                      read as (match)
@@ -165,6 +167,7 @@ class Template:
         self.text = text
         self._parts = _parse(text)
         self.fields = frozenset(name for kind, name in self._parts if kind == "field")
+        _check_readable(text, self._parts)
         self._content = re.compile(_regex(self._parts, content=True), re.DOTALL | re.ASCII)
         self._name = re.compile(_regex(self._parts, content=False), re.DOTALL | re.ASCII)
 
@@ -314,6 +317,28 @@ def _parse(text: str) -> list[tuple[str, str]]:
     if literal:
         parts.append(("text", "".join(literal)))
     return parts
+
+
+def _check_readable(text: str, parts: list[tuple[str, str]]) -> None:
+    """ValueError for a template that cannot tell a lock from other content.
+
+    Two fields with no text between them (``{time}{pid}`` renders ``176408700012345``,
+    read back as pid 5: a live holder judged by a stranger's pid), and a template of
+    ``{any}`` and blanks only, which every file matches (a data file given by mistake
+    would be taken for a lock, and removed once older than ``stale``).
+    """
+    for (kind, name), (next_kind, next_name) in zip(parts, parts[1:]):
+        if kind == next_kind == "field":
+            raise ValueError(
+                f"record template {text!r}: fields {{{name}}}{{{next_name}}} are adjacent, so"
+                " nothing tells where one ends when it is read back; write the text the Perl"
+                " code puts between them"
+            )
+    if all(name == "any" if kind == "field" else not name.strip() for kind, name in parts):
+        raise ValueError(
+            f"record template {text!r} matches any content, so a data file would be taken"
+            " for a lock; write the Perl lock's format, e.g. '{pid}\\n'"
+        )
 
 
 def _literal(text: str) -> str:
