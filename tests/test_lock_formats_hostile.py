@@ -5,6 +5,10 @@ or runs where there is none (overlayfs, a container's usual root, reuses an inod
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -67,3 +71,121 @@ def test_adjacent_fields_are_refused_by_lock(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"record=.*adjacent"):
         lock(str(tmp_path / "x.lock"), method="excl", record="{time}{pid}\n")
     assert os.listdir(tmp_path) == []
+
+
+# -- a release that cannot read the inode generation ----------------------------------------
+
+EMFILE_CHILD = """
+import errno, os, resource, sys
+from perlcompat import OS_ERROR, lock, unlock
+path, method = sys.argv[1], sys.argv[2]
+options = {"record": "{pid}\\n"} if method == "excl" else {}
+assert lock(path, method=method, **options) == 1
+resource.setrlimit(resource.RLIMIT_NOFILE, (64, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+fillers = []
+while True:  # every descriptor taken: the release can open nothing (a daemon near its limit)
+    try:
+        fillers.append(os.open(os.devnull, os.O_RDONLY))
+    except OSError as exc:
+        assert exc.errno == errno.EMFILE
+        break
+got = unlock(path, method=method)
+for fd in fillers:
+    os.close(fd)
+print(got, int(OS_ERROR), os.path.lexists(path))
+"""
+
+
+@pytest.mark.parametrize("method", ["mkdir", "excl"])
+def test_release_with_no_descriptor_left_still_releases(tmp_path: Path, method: str) -> None:
+    """The inode generation is read by opening the lock; when that open fails (EMFILE)
+    the lock is still ours (its identity says so): a release that called it "broken"
+    left it on disk, naming a live pid, for ``stale`` seconds."""
+    path = tmp_path / "count.lock"
+    out = subprocess.run(
+        [sys.executable, "-c", EMFILE_CHILD, str(path), method],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["1", "0", "False"]
+
+
+# -- overlayfs: no inode generation, an inode reused at once ---------------------------------
+
+OVERLAY_CHILD = """
+import os, sys, threading
+from perlcompat import Lock
+from perlcompat.locks.errors import ExpiredLockError
+path = sys.argv[1]
+reused = removed = 0
+for _ in range(20):  # until the freed inode came back a few times (other files may take it)
+    first = Lock(path, method="excl", record="{pid}\\n", stale=60)
+    first.acquire()
+    inode = os.lstat(path).st_ino
+    old = os.lstat(path).st_mtime - 120
+    os.utime(path, (old, old))  # held past stale: another thread breaks it, makes its own
+    second = Lock(path, method="excl", record="{pid}\\n", stale=60, retry=1)
+    taken, done = threading.Event(), threading.Event()
+    def hold():
+        with second:
+            taken.set()
+            done.wait()
+    thread = threading.Thread(target=hold)
+    thread.start()
+    assert taken.wait(30), "the second thread did not break the stale lock"
+    same = os.lstat(path).st_ino == inode
+    try:
+        first.release()
+    except ExpiredLockError:
+        pass
+    reused += same
+    if not os.path.exists(path):
+        removed += 1
+        os.close(os.open(path, os.O_CREAT | os.O_WRONLY))  # for the second's release
+    done.set()
+    thread.join()
+    if os.path.exists(path):
+        os.unlink(path)  # (what the second's release left: the removed file's stand-in)
+    if reused >= 3:
+        break
+print(reused, removed)
+"""
+
+
+@pytest.mark.privileged  # a mount namespace (unshare) and an overlay mount
+def test_excl_record_release_on_overlayfs_leaves_a_successor_with_the_same_record(
+    tmp_path: Path,
+) -> None:
+    """Two threads of one process write the same ``{pid}`` record; overlayfs has no
+    FS_IOC_GETVERSION and gives the successor's file the inode just freed.  The release
+    of the broken holder must leave the successor's lock (it removed it: a third holder
+    could then enter while the second still held)."""
+    unshare = shutil.which("unshare")
+    assert unshare is not None, "unshare (util-linux) is missing"
+    for name in ("lower", "upper", "work", "mnt"):
+        (tmp_path / name).mkdir()
+    prefix = [unshare, "--mount", "--propagation", "private"]
+    if os.geteuid() != 0:
+        prefix = [unshare, "--user", "--map-root-user", "--mount", "--propagation", "private"]
+    layers = f"lowerdir={tmp_path}/lower,upperdir={tmp_path}/upper,workdir={tmp_path}/work"
+    script = textwrap.dedent(
+        f"""
+        set -e
+        mount -t overlay overlay -o {layers} {tmp_path}/mnt
+        "{sys.executable}" -c "$1" {tmp_path}/mnt/count.lock
+        """
+    )
+    out = subprocess.run(
+        [*prefix, "sh", "-c", script, "sh", OVERLAY_CHILD],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    reused, removed = map(int, out.stdout.split())
+    assert reused >= 1  # the condition under test: the same inode, no generation
+    assert removed == 0, "the broken holder's release removed its successor's lock"

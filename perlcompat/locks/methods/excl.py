@@ -31,7 +31,9 @@ is dead on this host (a template without ``{host}`` names this host; on shared
 storage it is judged by age only), when its ``{expires}`` has passed, or when
 the file is older than ``stale``.  Our own token and start time then stay in
 memory: release compares the file's device and inode, its inode generation where
-the file system has one, and its whole content with what we wrote.  Without
+the file system has one, and its whole content with what we wrote (the content
+only where the generation proves the inode ours, or on shared storage: a successor
+may write the same record into a file that reuses our inode number).  Without
 ``record=``, content that is not our own record is refused with an error that
 names the content and the ``record=`` that declares it.  ``mode=`` is the new
 file's mode (default 0644; LockFile::Simple makes its lock files 0444, so that
@@ -140,14 +142,20 @@ class ExclBackend(StaleBackend):
     def _still_mine(self, st: os.stat_result, mine: os.stat_result) -> bool:
         if self._template is None:
             return self._record_is_ours(st, mine, self.path, self.method)
-        # the Perl format carries no token: the inode (and its generation) and the content
-        if (st.st_dev, st.st_ino) != (mine.st_dev, mine.st_ino) and not is_shared(st.st_dev):
+        # The Perl format carries no token, and another holder may write the very same
+        # record (a thread of ours, a template without {pid}) into a file that reuses our
+        # inode number (ext4; overlayfs at once, and it has no generation).  So on local
+        # storage the content counts only where the generation proves the inode is ours.
+        if is_shared(st.st_dev):  # inode numbers are not stable there: the content decides
+            return identity(st) == identity(mine) or read_small(self.path) == self._written
+        if (st.st_dev, st.st_ino) != (mine.st_dev, mine.st_ino):
             return False
-        if self._generation is not None and generation(self.path) != self._generation:
+        now = None if self._generation is None else generation(self.path)
+        if now is not None and now != self._generation:
             return False
         if identity(st) == identity(mine):
-            return True
-        return read_small(self.path) == self._written
+            return True  # (a generation that cannot be read now, EMFILE: the identity decides)
+        return now is not None and read_small(self.path) == self._written
 
     def _undo(self) -> None:
         retry_busy(os.unlink, self.path)

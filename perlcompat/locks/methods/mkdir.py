@@ -212,7 +212,9 @@ class MkdirBackend(StaleBackend):
         if (st.st_dev, st.st_ino) != (mine.st_dev, mine.st_ino):
             return False
         if self._generation is not None:
-            return generation(self.path) == self._generation
+            now = generation(self.path)
+            if now is not None:  # (None: it cannot be read now, EMFILE: the identity decides)
+                return now == self._generation
         return identity(st) == identity(mine)
 
     def _undo(self) -> None:
