@@ -4,6 +4,7 @@ or runs where there is none (overlayfs, a container's usual root, reuses an inod
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import subprocess
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from perlcompat import lock
+from perlcompat import OS_ERROR, lock
 from perlcompat.locks.record import Template
 
 
@@ -71,6 +72,48 @@ def test_adjacent_fields_are_refused_by_lock(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"record=.*adjacent"):
         lock(str(tmp_path / "x.lock"), method="excl", record="{time}{pid}\n")
     assert os.listdir(tmp_path) == []
+
+
+# -- data files that a declared format half-matches ----------------------------------------
+
+
+def test_excl_record_refuses_a_long_file_whose_start_matches(tmp_path: Path) -> None:
+    """Only the first 4 KiB of a file are read: a log whose first line matches
+    ``{pid} {any}`` must not be taken for a lock (and removed when stale) for it."""
+    data = tmp_path / "access.log"
+    content = ("4242 GET /index.html\n" * 1000).encode()
+    data.write_bytes(content)
+    _age(data, 10**6)
+    assert lock(str(data), method="excl", record="{pid} {any}\n", retry=2, wait=0.05) == 0
+    assert int(OS_ERROR) == errno.EEXIST
+    assert data.read_bytes() == content
+
+
+@pytest.mark.parametrize("kind", ["foreign", "directory", "hardlink"])
+def test_mkdir_pidfile_that_is_not_a_pid_file_is_refused(tmp_path: Path, kind: str) -> None:
+    """A directory holding one entry of the pidfile= name that is not the declared pid
+    file (other content, a directory, a second name of a data file) is not a lock:
+    refused at once, never unlinked, however old."""
+    path = tmp_path / "run"
+    path.mkdir()
+    inside = path / "pid"
+    data = tmp_path / "data.txt"
+    data.write_text("keep me\n")
+    if kind == "foreign":
+        inside.write_text("keep me\n")
+    elif kind == "directory":
+        inside.mkdir()
+    else:
+        os.link(data, inside)
+    _age(path, 10**6)
+    began = time.monotonic()
+    assert lock(str(path), pidfile="pid", stale=1, retry=3, wait=0.2) == 0
+    assert int(OS_ERROR) not in (0, errno.EWOULDBLOCK), OS_ERROR
+    assert time.monotonic() - began < 0.3
+    assert os.listdir(path) == ["pid"]
+    assert data.read_text() == "keep me\n"
+    if kind == "foreign":
+        assert inside.read_text() == "keep me\n"
 
 
 # -- a release that cannot read the inode generation ----------------------------------------

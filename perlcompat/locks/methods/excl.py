@@ -33,7 +33,8 @@ the file is older than ``stale``.  Our own token and start time then stay in
 memory: release compares the file's device and inode, its inode generation where
 the file system has one, and its whole content with what we wrote (the content
 only where the generation proves the inode ours, or on shared storage: a successor
-may write the same record into a file that reuses our inode number).  Without
+may write the same record into a file that reuses our inode number).  A file
+longer than 4 KiB is never a lock: only its start could be read.  Without
 ``record=``, content that is not our own record is refused with an error that
 names the content and the ``record=`` that declares it.  ``mode=`` is the new
 file's mode (default 0644; LockFile::Simple makes its lock files 0444, so that
@@ -77,6 +78,8 @@ if TYPE_CHECKING:
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_BINARY
 
 
+#: the longest lock file read as a record (``read_same``'s limit); a longer one is refused.
+RECORD_LIMIT = 4096
 #: how much of a file ``detect`` reads for a record.
 DETECT_LIMIT = 65536
 
@@ -176,6 +179,10 @@ class ExclBackend(StaleBackend):
                 self.method,
                 f"is empty, belongs to uid {st.st_uid}, and we are root",
                 EPERM,
+            )
+        if st.st_size > RECORD_LIMIT:  # only its start could be read: never a lock for it
+            raise not_a_lock(
+                self.path, self.method, f"holds {st.st_size} bytes, more than any lock record"
             )
         if st.st_size:
             data = read_same(self.path, st)

@@ -39,7 +39,9 @@ is gone).  The holder writes ``record=`` (default ``"{pid}\n"``) into
 our token stays in memory); the directory may then hold that one file.  A pid
 file matching the template names the holder (stale at once when that pid is dead
 on this host); a directory without it yet (a Perl holder between its mkdir and
-its write) is judged by age.  Release and stale removal unlink the pid file, then
+its write), or with it still empty, is judged by age.  A pid file the template does
+not match (other content, not a plain file, a second name of another file, more
+than 4 KiB) is refused, never unlinked.  Release and stale removal unlink the pid file, then
 ``rmdir``.  Without ``pidfile=`` a non-empty directory is refused, and the error
 names the ``pidfile=`` that declares a pid file found inside.
 """
@@ -66,6 +68,7 @@ from ..stale import (
     lstat,
     not_a_lock,
     read_fd,
+    read_same,
     read_small,
     remove_same,
     same,
@@ -81,6 +84,8 @@ if TYPE_CHECKING:
 
 #: suffix of the owner file kept beside the lock directory.
 OWNER_SUFFIX = ".owner"
+#: the longest pid file (``pidfile=``) read as a record; a longer one is refused.
+RECORD_LIMIT = 4096
 #: the owner record is padded to this size, so rewriting it never truncates.
 RECORD_SIZE = _owner.RECORD_SIZE
 
@@ -333,6 +338,8 @@ class MkdirBackend(StaleBackend):
         if self.pidfile is not None:
             names = _entries(self.path)
             if names is None or set(names) <= {self.pidfile}:
+                if names:
+                    self._check_pidfile()
                 return
             raise not_a_lock(
                 self.path,
@@ -348,6 +355,43 @@ class MkdirBackend(StaleBackend):
                 "is a directory that is not empty" + self._pidfile_hint(),
                 errno.ENOTEMPTY,
             )
+
+    def _check_pidfile(self) -> None:
+        """Raise if the entry named ``pidfile=`` is not a pid file in the declared format.
+
+        Empty is fine (a Perl holder between its open and its print); anything else that
+        the template does not match (read twice, alike), a directory, a second name of
+        another file, or more than any record is refused: release and stale removal
+        unlink it.
+        """
+        from .. import record as _record
+
+        assert self._template is not None
+        st = lstat(self.pid_path)
+        if st is None or (stat_module.S_ISREG(st.st_mode) and not st.st_size):
+            return
+        if not stat_module.S_ISREG(st.st_mode):
+            why = "is not a plain file"
+        elif st.st_nlink > 1:
+            why = f"has {st.st_nlink} hard links"
+        elif st.st_size > RECORD_LIMIT:
+            why = f"holds {st.st_size} bytes"
+        else:
+            data = read_same(self.pid_path, st)
+            if (
+                data is None
+                or self._template.match(data) is not None
+                or read_same(self.pid_path, st) != data
+            ):
+                return  # changed as we looked: judged again on the next look
+            why = f"holds {_record.shown(data)}"
+        raise not_a_lock(
+            self.path,
+            self.method,
+            f"is a directory whose {self.pidfile!r} {why}, not a pid file of the declared"
+            f" record={self._template.text!r}",
+            errno.ENOTEMPTY,
+        )
 
     def _pidfile_hint(self) -> str:
         """For a directory holding one small file in a known Perl format: the pidfile= to give."""
