@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from perlcompat import OS_ERROR, lock
+from perlcompat.locks.api import Lock
 from perlcompat.locks.record import Template
 
 
@@ -114,6 +115,23 @@ def test_mkdir_pidfile_that_is_not_a_pid_file_is_refused(tmp_path: Path, kind: s
     assert data.read_text() == "keep me\n"
     if kind == "foreign":
         assert inside.read_text() == "keep me\n"
+
+
+def test_symlink_target_declared_refuses_a_link_to_anything_else(tmp_path: Path) -> None:
+    """``current -> data-2024.txt`` is no daycount.cgi lock: with ``target='.'`` it is
+    refused at once, never replaced, however old (it was removed once stale)."""
+    (tmp_path / "data-2024.txt").write_text("keep\n")
+    path = tmp_path / "current"
+    path.symlink_to("data-2024.txt")
+    _age(path, 3600)
+    began = time.monotonic()
+    assert lock(str(path), method="symlink", target=".", stale=60, retry=3, wait=0.2) == 0
+    assert int(OS_ERROR) == errno.EEXIST
+    assert time.monotonic() - began < 0.3
+    assert os.readlink(path) == "data-2024.txt"
+    with pytest.raises(OSError, match=r"symlink to 'data-2024.txt', not the declared target='\.'"):
+        Lock(str(path), method="symlink", target=".", stale=60, retry=1).acquire()
+    assert os.readlink(path) == "data-2024.txt"
 
 
 # -- a release that cannot read the inode generation ----------------------------------------
