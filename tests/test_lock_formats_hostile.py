@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from perlcompat import OS_ERROR, lock
+from perlcompat import OS_ERROR, lock, unlock
 from perlcompat.locks.api import Lock
 from perlcompat.locks.record import Template
 
@@ -132,6 +132,58 @@ def test_symlink_target_declared_refuses_a_link_to_anything_else(tmp_path: Path)
     with pytest.raises(OSError, match=r"symlink to 'data-2024.txt', not the declared target='\.'"):
         Lock(str(path), method="symlink", target=".", stale=60, retry=1).acquire()
     assert os.readlink(path) == "data-2024.txt"
+
+
+#: a Perl holder that writes its record in two pieces, the second when told to.
+PERL_HALF_WRITER = r"""
+use Fcntl; use IO::Handle;
+my $f = $ARGV[0];
+sysopen(my $l, $f, O_CREAT | O_EXCL | O_WRONLY) or die "busy: $!";
+syswrite($l, "$$\n"); STDOUT->autoflush(1); print "half\n";
+<STDIN>;
+my $h = `uname -n`; chomp $h;
+syswrite($l, "$h\n" . (time + 3600) . "\n"); close $l; print "whole\n";
+<STDIN>;
+unlink $f; print "gone\n";
+"""
+
+
+def test_excl_record_waits_on_a_perl_record_half_written(tmp_path: Path) -> None:
+    """``syswrite($l, $$)`` then the rest: between the two the file holds a piece of the
+    declared record.  That is a live Perl holder: busy (it was refused at once, EEXIST),
+    and refused only if it stays a piece past the grace."""
+    path = tmp_path / "session.lock"
+    record = "{pid}\n{host}\n{expires}\n"
+    perl = subprocess.Popen(
+        ["perl", "-e", PERL_HALF_WRITER, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert perl.stdin is not None and perl.stdout is not None
+    try:
+        assert perl.stdout.readline() == "half\n"
+        _age(path, 0)  # (written just now, however busy the machine was since)
+        assert lock(str(path), method="excl", record=record, retry=1) == 0
+        assert int(OS_ERROR) == errno.EWOULDBLOCK  # busy, not refused
+        perl.stdin.write("\n")
+        perl.stdin.flush()
+        assert perl.stdout.readline() == "whole\n"
+        assert lock(str(path), method="excl", record=record, retry=1) == 0
+        assert int(OS_ERROR) == errno.EWOULDBLOCK
+        perl.stdin.write("\n")
+        perl.stdin.flush()
+        assert perl.stdout.readline() == "gone\n"
+    finally:
+        perl.kill()
+        perl.wait()
+    assert lock(str(path), method="excl", record=record, retry=1) == 1
+    assert unlock(str(path), method="excl") == 1
+    path.write_text("12345\n")  # a piece that never grows: refused once past the grace
+    _age(path, 2)
+    assert lock(str(path), method="excl", record=record, retry=1) == 0
+    assert int(OS_ERROR) == errno.EEXIST
+    assert path.read_text() == "12345\n"
 
 
 # -- a release that cannot read the inode generation ----------------------------------------

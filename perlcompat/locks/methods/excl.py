@@ -36,7 +36,9 @@ only where the generation proves the inode ours, or on shared storage: a success
 may write the same record into a file that reuses our inode number).  A file
 longer than 4 KiB is never a lock: only its start could be read.  Without
 ``record=``, content that is not our own record is refused with an error that
-names the content and the ``record=`` that declares it.  ``mode=`` is the new
+names the content and the ``record=`` that declares it; with ``record=``, content it
+does not match is refused once the file is older than :data:`WRITING_GRACE` (a Perl
+holder that writes its record in pieces is waited on meanwhile).  ``mode=`` is the new
 file's mode (default 0644; LockFile::Simple makes its lock files 0444, so that
 its own ``open(FILE, ">$lockfile")`` cannot truncate a lock another one holds).
 """
@@ -78,6 +80,9 @@ if TYPE_CHECKING:
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_BINARY
 
 
+#: seconds a lock file whose content the declared record does not match may be a Perl
+#: holder's record half written (``syswrite($l, $$); syswrite($l, "\n$host\n...")``).
+WRITING_GRACE = 0.25
 #: the longest lock file read as a record (``read_same``'s limit); a longer one is refused.
 RECORD_LIMIT = 4096
 #: how much of a file ``detect`` reads for a record.
@@ -111,6 +116,7 @@ class ExclBackend(StaleBackend):
             self._template = template(record)
         self._written = b""
         self._generation: int | None = None
+        self._writing = False
 
     def try_acquire(self) -> bool:
         """Create the file exclusively; True if we created it."""
@@ -191,7 +197,17 @@ class ExclBackend(StaleBackend):
                 and not self._is_lock(data)
                 and read_same(self.path, st) == data  # a second read agrees (see above)
             ):
+                if self._template is not None and time.time() - st.st_mtime < WRITING_GRACE:
+                    self._writing = True  # a Perl holder's record half written: look again
+                    return
                 raise self._foreign(data)
+
+    def _check_once(self, st: os.stat_result) -> None:
+        """As ``StaleBackend``'s, but a record still being written passes only this look."""
+        self._writing = False
+        super()._check_once(st)
+        if self._writing:
+            self._passed = None
 
     def _is_lock(self, data: bytes) -> bool:
         """True if *data* (the whole file) is a lock: our record, or the declared format."""
