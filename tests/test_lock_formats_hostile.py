@@ -186,6 +186,21 @@ def test_excl_record_waits_on_a_perl_record_half_written(tmp_path: Path) -> None
     assert path.read_text() == "12345\n"
 
 
+def test_only_the_start_of_a_record_is_waited_on(tmp_path: Path) -> None:
+    """The grace is for a record being written: a fresh data file is still refused at once."""
+    template = Template("{pid}\n{host}\n{expires}\n")
+    assert template.prefix("12345")
+    assert template.prefix("12345\n")
+    assert template.prefix("12345\nmail.example")
+    assert not template.prefix("hello world\n")
+    assert not template.prefix("12345\nmail example\n")
+    data = tmp_path / "data.txt"
+    data.write_text("hello world\n")  # written just now
+    assert lock(str(data), method="excl", record="{pid}\n{host}\n{expires}\n", retry=1) == 0
+    assert int(OS_ERROR) == errno.EEXIST
+    assert data.read_text() == "hello world\n"
+
+
 # -- a release that cannot read the inode generation ----------------------------------------
 
 EMFILE_CHILD = """

@@ -154,7 +154,7 @@ class Template:
     ``Template("{pid}\\n").render(stale=60)`` is what to write; ``.match(data)`` reads it.
     """
 
-    __slots__ = ("_content", "_name", "_parts", "fields", "text")
+    __slots__ = ("_content", "_name", "_parts", "_prefixes", "fields", "text")
 
     text: str
     fields: frozenset[str]
@@ -170,6 +170,7 @@ class Template:
         _check_readable(text, self._parts)
         self._content = re.compile(_regex(self._parts, content=True), re.DOTALL | re.ASCII)
         self._name = re.compile(_regex(self._parts, content=False), re.DOTALL | re.ASCII)
+        self._prefixes: list[re.Pattern[str]] | None = None
 
     def __repr__(self) -> str:
         return f"Template({self.text!r})"
@@ -197,6 +198,18 @@ class Template:
             data = data.decode("utf-8", "surrogateescape")
         found = self._content.fullmatch(data)
         return None if found is None else Fields(_groups(found))
+
+    def prefix(self, data: str | bytes) -> bool:
+        """True if *data* is the start of a record of this template (a Perl holder that writes
+        its record in pieces, read between two of them): the template cut after a part."""
+        if isinstance(data, bytes):
+            data = data.decode("utf-8", "surrogateescape")
+        if self._prefixes is None:
+            self._prefixes = [
+                re.compile(_regex(self._parts[:cut], content=True), re.DOTALL | re.ASCII)
+                for cut in range(1, len(self._parts))
+            ]
+        return any(pattern.fullmatch(data) for pattern in self._prefixes)
 
     def fullmatch_name(self, name: str) -> Fields | None:
         """Read a file name (a per-holder held name): its Fields, or None; no whitespace slack."""

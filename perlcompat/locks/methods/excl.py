@@ -36,9 +36,9 @@ only where the generation proves the inode ours, or on shared storage: a success
 may write the same record into a file that reuses our inode number).  A file
 longer than 4 KiB is never a lock: only its start could be read.  Without
 ``record=``, content that is not our own record is refused with an error that
-names the content and the ``record=`` that declares it; with ``record=``, content it
-does not match is refused once the file is older than :data:`WRITING_GRACE` (a Perl
-holder that writes its record in pieces is waited on meanwhile).  ``mode=`` is the new
+names the content and the ``record=`` that declares it; with ``record=``, the start
+of a record (a Perl holder that writes it in pieces) is waited on while the file is
+younger than :data:`WRITING_GRACE`, other content is refused at once.  ``mode=`` is the new
 file's mode (default 0644; LockFile::Simple makes its lock files 0444, so that
 its own ``open(FILE, ">$lockfile")`` cannot truncate a lock another one holds).
 """
@@ -197,7 +197,11 @@ class ExclBackend(StaleBackend):
                 and not self._is_lock(data)
                 and read_same(self.path, st) == data  # a second read agrees (see above)
             ):
-                if self._template is not None and time.time() - st.st_mtime < WRITING_GRACE:
+                if (
+                    self._template is not None
+                    and time.time() - st.st_mtime < WRITING_GRACE
+                    and self._template.prefix(data)
+                ):
                     self._writing = True  # a Perl holder's record half written: look again
                     return
                 raise self._foreign(data)
