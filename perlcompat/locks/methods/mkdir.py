@@ -483,9 +483,13 @@ class MkdirBackend(StaleBackend):
 
 
 def _unlink_if_there(path: str) -> None:
-    """Unlink *path*; nothing there is fine (any other failure raises)."""
+    """Unlink *path*; nothing there is fine (any other failure raises).
+
+    On Windows retried for a moment while a reader holds it without FILE_SHARE_DELETE
+    (a Perl waiter reading the pid file).
+    """
     try:
-        os.unlink(path)
+        retry_busy(os.unlink, path)
     except FileNotFoundError:
         return
 
