@@ -201,6 +201,36 @@ def test_only_the_start_of_a_record_is_waited_on(tmp_path: Path) -> None:
     assert data.read_text() == "hello world\n"
 
 
+# -- nothing is made before the record is ready ------------------------------------------------
+
+
+def test_a_template_that_cannot_be_written_as_bytes_is_refused(tmp_path: Path) -> None:
+    """A lone surrogate in the template: its render failed after the lock file was made, which
+    stayed on disk, empty, until it aged out."""
+    path = tmp_path / "count.lock"
+    with pytest.raises(ValueError, match=r"record=.*cannot be written as bytes"):
+        lock(str(path), method="excl", record="\ud800{pid}\n")
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("options", [{"method": "excl"}, {"method": "mkdir", "pidfile": "pid"}])
+def test_the_record_is_ready_before_the_lock_is_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, options: dict[str, str]
+) -> None:
+    """A holder killed between making the lock and writing its record leaves a lock that only
+    ages out (an empty file, a directory without its pid file): the record is rendered first,
+    so that window is one write.  A render that fails leaves nothing."""
+
+    def fail(*_args: object, **_kwargs: object) -> str:
+        raise RuntimeError("render failed")
+
+    monkeypatch.setattr(Template, "render", fail)
+    path = tmp_path / "count.lock"
+    with pytest.raises(RuntimeError):
+        lock(str(path), record="{pid}\n", **options)  # type: ignore[arg-type]
+    assert os.listdir(tmp_path) == []
+
+
 # -- a release that cannot read the inode generation ----------------------------------------
 
 EMFILE_CHILD = """

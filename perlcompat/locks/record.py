@@ -347,6 +347,12 @@ def _check_readable(text: str, parts: list[tuple[str, str]]) -> None:
                 " nothing tells where one ends when it is read back; write the text the Perl"
                 " code puts between them"
             )
+    try:
+        text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError as exc:
+        raise ValueError(
+            f"record template {text!r} cannot be written as bytes ({exc.reason} at {exc.start})"
+        ) from None
     if all(name == "any" if kind == "field" else not name.strip() for kind, name in parts):
         raise ValueError(
             f"record template {text!r} matches any content, so a data file would be taken"

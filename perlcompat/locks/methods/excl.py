@@ -120,6 +120,13 @@ class ExclBackend(StaleBackend):
 
     def try_acquire(self) -> bool:
         """Create the file exclusively; True if we created it."""
+        # the record first: a holder killed (or failing) between the create and the write
+        # leaves an empty file, which only ages out
+        token = _owner.nonce()
+        if self._template is None:
+            data = _owner.record(self.method, token=token).encode()
+        else:  # exactly what the Perl sibling writes; our token stays in memory
+            data = self._template.render(stale=self.stale).encode("utf-8", "surrogateescape")
         try:
             fd = open_file(self.path, _CREATE, self.mode)
         except OSError as exc:
@@ -128,11 +135,6 @@ class ExclBackend(StaleBackend):
             if isinstance(exc, PermissionError) and busy_create(self.path, exc):
                 return False  # Windows: the last holder's file, deleted, still open somewhere
             raise
-        token = _owner.nonce()
-        if self._template is None:
-            data = _owner.record(self.method, token=token).encode()
-        else:  # exactly what the Perl sibling writes; our token stays in memory
-            data = self._template.render(stale=self.stale).encode("utf-8", "surrogateescape")
         try:
             os.write(fd, data)
             st = os.fstat(fd)

@@ -162,13 +162,16 @@ class MkdirBackend(StaleBackend):
     # -- acquire / release -------------------------------------------------
     def try_acquire(self) -> bool:
         """Make the directory; True if we made it (it is then ours)."""
+        data = b""  # the pid file's content first: a failure after the mkdir would leave it
+        if self._template is not None:
+            data = self._template.render(stale=self.stale).encode("utf-8", "surrogateescape")
         try:
             os.mkdir(self.path, self.mode)
         except OSError as exc:
             if busy(exc, self.path):
                 return False
             raise
-        if self._template is not None and not self._write_pidfile():
+        if self._template is not None and not self._write_pidfile(data):
             return False
         st = lstat(self.path)
         if st is None:
@@ -180,10 +183,8 @@ class MkdirBackend(StaleBackend):
         self._mine = st
         return True
 
-    def _write_pidfile(self) -> bool:
-        """Write the declared pid file into the directory we just made; False if it went."""
-        assert self._template is not None
-        data = self._template.render(stale=self.stale).encode("utf-8", "surrogateescape")
+    def _write_pidfile(self, data: bytes) -> bool:
+        """Write *data* as the pid file into the directory we just made; False if it went."""
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_BINARY
         try:
             fd = os.open(self.pid_path, flags, 0o644)
