@@ -201,6 +201,14 @@ def test_only_the_start_of_a_record_is_waited_on(tmp_path: Path) -> None:
     assert data.read_text() == "hello world\n"
 
 
+def test_a_template_longer_than_any_lock_record_is_refused(tmp_path: Path) -> None:
+    """Rendered, it would be a lock file longer than the 4 KiB every waiter reads: the
+    holder's own lock refused by every other process as not a lock."""
+    with pytest.raises(ValueError, match=r"record=.*more than any lock record"):
+        lock(str(tmp_path / "x.lock"), method="excl", record="{pid}\n" + "#" * 5000)
+    assert os.listdir(tmp_path) == []
+
+
 # -- nothing is made before the record is ready ------------------------------------------------
 
 

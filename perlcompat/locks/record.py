@@ -332,6 +332,14 @@ def _parse(text: str) -> list[tuple[str, str]]:
     return parts
 
 
+#: the longest template: rendered with its fields it stays below the 4 KiB a lock file is read.
+MAX_TEXT = 1024
+
+
+def _shorten(text: str) -> str:
+    return repr(text[:40]) + ("..." if len(text) > 40 else "")
+
+
 def _check_readable(text: str, parts: list[tuple[str, str]]) -> None:
     """ValueError for a template that cannot tell a lock from other content.
 
@@ -347,6 +355,11 @@ def _check_readable(text: str, parts: list[tuple[str, str]]) -> None:
                 " nothing tells where one ends when it is read back; write the text the Perl"
                 " code puts between them"
             )
+    if len(text) > MAX_TEXT:
+        raise ValueError(
+            f"record template {_shorten(text)}: {len(text)} characters, more than any lock"
+            f" record ({MAX_TEXT}; a lock file over 4 KiB is never read as a lock)"
+        )
     try:
         text.encode("utf-8", "surrogateescape")
     except UnicodeEncodeError as exc:
