@@ -209,6 +209,19 @@ def test_a_template_longer_than_any_lock_record_is_refused(tmp_path: Path) -> No
     assert os.listdir(tmp_path) == []
 
 
+def test_mkdir_pidfile_half_written_is_busy_then_refused(tmp_path: Path) -> None:
+    path = tmp_path / "lockdir"
+    path.mkdir()
+    (path / "pid").write_text("12345")  # of "12345\nhost\n", written just now
+    options = {"pidfile": "pid", "record": "{pid}\n{host}\n"}
+    assert lock(str(path), retry=1, **options) == 0
+    assert int(OS_ERROR) == errno.EWOULDBLOCK
+    _age(path / "pid", 2)
+    assert lock(str(path), retry=1, **options) == 0
+    assert int(OS_ERROR) == errno.ENOTEMPTY
+    assert (path / "pid").read_text() == "12345"
+
+
 # -- nothing is made before the record is ready ------------------------------------------------
 
 

@@ -51,6 +51,7 @@ from __future__ import annotations
 import errno
 import os
 import stat as stat_module
+import time
 
 from ...perl.fsinfo import is_shared
 from .. import owner as _owner
@@ -84,6 +85,8 @@ if TYPE_CHECKING:
 
 #: suffix of the owner file kept beside the lock directory.
 OWNER_SUFFIX = ".owner"
+#: seconds the start of a pid file's record may be a Perl holder still writing it.
+WRITING_GRACE = 0.25
 #: the longest pid file (``pidfile=``) read as a record; a longer one is refused.
 RECORD_LIMIT = 4096
 #: the owner record is padded to this size, so rewriting it never truncates.
@@ -360,7 +363,8 @@ class MkdirBackend(StaleBackend):
     def _check_pidfile(self) -> None:
         """Raise if the entry named ``pidfile=`` is not a pid file in the declared format.
 
-        Empty is fine (a Perl holder between its open and its print); anything else that
+        Empty is fine (a Perl holder between its open and its print), and so is the start
+        of a record written less than ``WRITING_GRACE`` s ago; anything else that
         the template does not match (read twice, alike), a directory, a second name of
         another file, or more than any record is refused: release and stale removal
         unlink it.
@@ -385,6 +389,8 @@ class MkdirBackend(StaleBackend):
                 or read_same(self.pid_path, st) != data
             ):
                 return  # changed as we looked: judged again on the next look
+            if time.time() - st.st_mtime < WRITING_GRACE and self._template.prefix(data):
+                return  # a Perl holder writing its pid file in pieces
             why = f"holds {_record.shown(data)}"
         raise not_a_lock(
             self.path,
