@@ -15,6 +15,7 @@ Modules:
 * ``cleanup``: the held locks released at exit and on a stopping signal;
 * ``winfile``: lock files on Windows (delete-sharing opens, busy retries);
 * ``log``: the ``perlcompat`` logger, imported only when there is something to log;
+* ``safedir``: a lock directory opened without following others' symlinks, held by its descriptor;
 * ``semaphore``: counting semaphores (*n* flock slot files);
 * ``replace``: atomic whole-file replace under a lock file.
 

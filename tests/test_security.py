@@ -1,0 +1,254 @@
+"""Another local user must not turn a lock, a replace or an admin's cleanup against a victim.
+
+The attacks of issue 23, each run for real: a second user (made by the fixture
+with ``useradd`` and removed after) swaps directories with
+``renameat2(RENAME_EXCHANGE)``, plants FIFOs, reads temp files as they appear.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import NamedTuple
+
+import pytest
+
+ROOT = Path(__file__).parent.parent
+ENV = dict(os.environ, PYTHONPATH=str(ROOT))
+ENV.pop("PERLCOMPAT_LOCK_ROOT", None)
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="a second user needs root (CI is root)")
+
+
+class User(NamedTuple):
+    name: str
+    uid: int
+    gid: int
+
+
+@pytest.fixture
+def other_user() -> Iterator[User]:
+    """A real second local user, removed afterwards."""
+    import pwd
+
+    name = f"pcsec{os.getpid()}{os.urandom(2).hex()}"
+    subprocess.run(
+        ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
+        check=True,
+        capture_output=True,
+    )
+    try:
+        entry = pwd.getpwnam(name)
+        yield User(name, entry.pw_uid, entry.pw_gid)
+    finally:
+        subprocess.run(["userdel", name], check=False, capture_output=True)
+
+
+def become(user: User) -> None:
+    os.setgroups([])
+    os.setgid(user.gid)
+    os.setuid(user.uid)
+
+
+def locks(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "perlcompat", "locks", *args],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=60,
+    )
+
+
+def _old_lock_dirs(directory: Path, names: list[str], owner: User | None) -> None:
+    for name in names:
+        path = directory / name
+        if not path.exists():
+            path.mkdir()
+            if owner is not None:
+                os.chown(path, owner.uid, owner.gid)
+        os.utime(path, (1, 1))
+
+
+RENAME_EXCHANGE = 2
+AT_FDCWD = -100
+
+
+class Swapper:
+    """A process of *user* exchanging *a* with each of *others* in turn until stopped."""
+
+    def __init__(self, user: User, a: Path, others: list[Path]) -> None:
+        self.stop_read, self.stop_write = os.pipe()
+        ready_read, ready_write = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:  # pragma: no cover - the child
+            code = 0
+            try:
+                os.close(self.stop_write)
+                os.close(ready_read)
+                become(user)
+                os.set_blocking(self.stop_read, False)
+                libc = ctypes.CDLL(None, use_errno=True)
+                pairs = [(bytes(a), bytes(other)) for other in others]
+                os.write(ready_write, b"x")
+                n = 0
+                while True:
+                    first, second = pairs[n % len(pairs)]
+                    n += 1
+                    for _ in range(2):  # swap, and swap back: always ends as it began
+                        if libc.renameat2(AT_FDCWD, first, AT_FDCWD, second, RENAME_EXCHANGE):
+                            raise OSError(ctypes.get_errno(), "renameat2")
+                    try:
+                        if os.read(self.stop_read, 1) == b"":
+                            break
+                    except BlockingIOError:
+                        continue
+            except BaseException:
+                code = 1
+            os._exit(code)
+        os.close(self.stop_read)
+        os.close(ready_write)
+        assert os.read(ready_read, 1) == b"x"
+        os.close(ready_read)
+
+    def stop(self) -> None:
+        os.close(self.stop_write)
+        _, status = os.waitpid(self.pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+
+
+@needs_root
+def test_break_stale_as_root_never_removes_outside_dir_while_another_user_swaps_it(
+    other_user: User,
+) -> None:
+    # The attacker owns a directory in /tmp holding DIR (as a compromised CGI
+    # user does), plus two others DIR is swapped with by symlink: one of its
+    # own, one of root's, each holding the same stale lock names as DIR.
+    names = [f"s{i}.lock" for i in range(40)]
+    base = Path(tempfile.mkdtemp(prefix="pcsec", dir="/tmp"))
+    victim = Path(tempfile.mkdtemp(prefix="pcsecroot", dir="/tmp"))
+    try:
+        base.chmod(0o755)
+        victim.chmod(0o755)
+        os.chown(base, other_user.uid, other_user.gid)
+        directory, theirs = base / "locks", base / "theirs"
+        for path in (directory, theirs):
+            path.mkdir()
+            os.chown(path, other_user.uid, other_user.gid)
+        links = [base / "to-theirs", base / "to-root"]
+        for link, target in zip(links, (theirs, victim)):
+            link.symlink_to(target)
+            os.chown(link, other_user.uid, other_user.gid, follow_symlinks=False)
+        _old_lock_dirs(theirs, names, other_user)
+        _old_lock_dirs(victim, names, None)
+        removed_inside = refused = ran = 0
+        for _ in range(12):
+            _old_lock_dirs(directory, names, other_user)
+            swapper = Swapper(other_user, directory, links)
+            try:
+                result = locks(str(directory), "--break-stale", "--json")
+            finally:
+                swapper.stop()
+            if result.returncode == 0:
+                ran += 1
+            else:
+                assert "refusing to follow" in result.stderr, result.stderr
+                refused += 1
+            assert directory.is_dir() and not directory.is_symlink()
+            removed_inside += sum(not (directory / name).exists() for name in names)
+            outside = [p for d in (theirs, victim) for p in d.iterdir()]
+            assert len(outside) == 2 * len(names), "removed outside DIR"
+        assert ran and removed_inside  # the runs overlapped the swaps and did remove in DIR
+    finally:
+        shutil.rmtree(base)
+        shutil.rmtree(victim)
+
+
+@needs_root
+def test_root_refuses_a_root_owned_dir_another_user_can_rename(other_user: User) -> None:
+    base = Path(tempfile.mkdtemp(prefix="pcsec", dir="/tmp"))
+    try:
+        base.chmod(0o755)
+        os.chown(base, other_user.uid, other_user.gid)
+        (base / "locks").mkdir()
+        (base / "locks" / "old.lock").mkdir()
+        os.utime(base / "locks" / "old.lock", (1, 1))
+        result = locks(str(base / "locks"), "--break-stale")
+        assert result.returncode == 2
+        assert "refusing to remove locks as root" in result.stderr
+        assert "can be renamed by another user" in result.stderr
+        assert (base / "locks" / "old.lock").is_dir()
+        # the same layout, read only: listed as usual
+        listed = locks(str(base / "locks"))
+        assert listed.returncode == 0 and "old.lock" in listed.stdout
+        # world-writable (sticky or not) is refused too
+        os.chown(base, 0, 0)
+        (base / "locks").chmod(0o1777)
+        result = locks(str(base / "locks"), "--break-stale")
+        assert result.returncode == 2 and "mode 1777" in result.stderr
+        assert (base / "locks" / "old.lock").is_dir()
+    finally:
+        shutil.rmtree(base)
+
+
+@needs_root
+def test_root_drops_to_the_owner_of_dir(other_user: User) -> None:
+    # DIR belongs to another user, who has made it read-only: root could remove
+    # its stale lock, its owner cannot, and root works there as its owner.
+    base = Path(tempfile.mkdtemp(prefix="pcsec", dir="/tmp"))
+    try:
+        base.chmod(0o755)
+        directory = base / "locks"
+        directory.mkdir()
+        _old_lock_dirs(directory, ["old.lock"], other_user)
+        os.chown(directory, other_user.uid, other_user.gid)
+        directory.chmod(0o555)
+        result = locks(str(directory), "--break-stale")
+        assert result.returncode == 0, result.stderr
+        assert (directory / "old.lock").is_dir()
+        assert "no permission to remove entries" in result.stdout
+        directory.chmod(0o755)
+        result = locks(str(directory), "--break-stale")
+        assert result.returncode == 0, result.stderr
+        assert not (directory / "old.lock").exists()
+    finally:
+        shutil.rmtree(base)
+
+
+@needs_root
+def test_symlinks_another_user_placed_are_not_followed(other_user: User) -> None:
+    base = Path(tempfile.mkdtemp(prefix="pcsec", dir="/tmp"))
+    victim = Path(tempfile.mkdtemp(prefix="pcsecroot", dir="/tmp"))
+    try:
+        base.chmod(0o1777)
+        _old_lock_dirs(victim, ["old.lock"], None)
+        link = base / "locks"
+        link.symlink_to(victim)
+        os.chown(link, other_user.uid, other_user.gid, follow_symlinks=False)
+        for args in (
+            (str(link), "--break-stale"),
+            (str(link / "old.lock"), "--lock", "--break-stale"),
+        ):
+            result = locks(*args)
+            assert result.returncode == 2, result
+            assert "is a symlink another user could have placed" in result.stderr
+            assert (victim / "old.lock").is_dir()
+        # root's own link in a directory only root can write is followed
+        safe = Path(tempfile.mkdtemp(prefix="pcsecsafe", dir="/tmp"))
+        try:
+            safe.chmod(0o755)
+            (safe / "locks").symlink_to(victim)
+            result = locks(str(safe / "locks"), "--break-stale")
+            assert result.returncode == 0, result.stderr
+            assert not (victim / "old.lock").exists()
+        finally:
+            shutil.rmtree(safe)
+    finally:
+        shutil.rmtree(base)
+        shutil.rmtree(victim)
