@@ -252,3 +252,136 @@ def test_symlinks_another_user_placed_are_not_followed(other_user: User) -> None
     finally:
         shutil.rmtree(base)
         shutil.rmtree(victim)
+
+
+# -- replace_file: the new content of a 0600 file is never readable by others -------
+
+
+class Reader:
+    """A process of *user* opening every temp file in *directory* as it appears, read later."""
+
+    def __init__(self, user: User, directory: Path) -> None:
+        self.stop_write: int
+        stop_read, self.stop_write = os.pipe()
+        self.result_read, result_write = os.pipe()
+        ready_read, ready_write = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:  # pragma: no cover - the child
+            try:
+                os.close(self.stop_write)
+                os.close(ready_read)
+                become(user)
+                os.set_blocking(stop_read, False)
+                held: dict[str, int] = {}
+                os.write(ready_write, b"x")
+                while True:
+                    for name in os.listdir(directory):
+                        if name.endswith(".tmp") and name not in held:
+                            try:
+                                held[name] = os.open(os.path.join(directory, name), os.O_RDONLY)
+                            except OSError:
+                                held[name] = -1
+                    try:
+                        if os.read(stop_read, 1) == b"":
+                            break
+                    except BlockingIOError:
+                        continue
+                leaked = sum(b"secret" in os.pread(fd, 4096, 0) for fd in held.values() if fd >= 0)
+                os.write(result_write, f"{len(held)} {leaked}".encode())
+            except BaseException as exc:
+                os.write(result_write, repr(exc).encode())
+            finally:
+                os._exit(0)
+        os.close(stop_read)
+        os.close(result_write)
+        os.close(ready_write)
+        assert os.read(ready_read, 1) == b"x"
+        os.close(ready_read)
+
+    def stop(self) -> tuple[int, int]:
+        os.close(self.stop_write)
+        with os.fdopen(self.result_read, "rb") as stream:
+            text = stream.read().decode()
+        seen, leaked = map(int, text.split())
+        os.waitpid(self.pid, 0)
+        return seen, leaked
+
+
+@pytest.fixture
+def public_dir() -> Iterator[Path]:
+    """A directory in /tmp that every user can traverse and list (mode 0755)."""
+    base = Path(tempfile.mkdtemp(prefix="pcsec", dir="/tmp"))
+    base.chmod(0o755)
+    try:
+        yield base
+    finally:
+        shutil.rmtree(base)
+
+
+@needs_root
+@pytest.mark.parametrize("fsync", [True, False])
+def test_replace_file_never_shows_a_0600_files_new_content(
+    other_user: User, public_dir: Path, fsync: bool
+) -> None:
+    from perlcompat import replace_file
+
+    tmp_path = public_dir  # the other user may traverse and list it, as a CGI data directory
+    secret = tmp_path / "secret.txt"
+    secret.write_bytes(b"secret 0\n")
+    secret.chmod(0o600)
+    reader = Reader(other_user, tmp_path)
+    try:
+        for i in range(300):
+            replace_file(secret, f"secret {i}\n", fsync=fsync)
+    finally:
+        seen, leaked = reader.stop()
+    assert seen > 0  # it did see temp files appear
+    assert leaked == 0
+    assert secret.stat().st_mode & 0o777 == 0o600
+
+
+def _acl(entries: list[tuple[int, int, int]]) -> bytes:
+    """The binary ``system.posix_acl_access`` value of *entries* (tag, perm, id)."""
+    import struct
+
+    return struct.pack("<I", 2) + b"".join(struct.pack("<HHI", *entry) for entry in entries)
+
+
+ANY = 0xFFFFFFFF
+
+
+def test_replace_file_keeps_owner_mode_and_acl(tmp_path: Path) -> None:
+    from perlcompat import replace_file
+
+    data = tmp_path / "board.dat"
+    data.write_text("old\n")
+    data.chmod(0o640)
+    # user 65534 may read it and the owning group only read (mask r--): 0640
+    acl = _acl([(1, 6, ANY), (2, 4, 65534), (4, 4, ANY), (0x10, 4, ANY), (0x20, 0, ANY)])
+    os.setxattr(data, "system.posix_acl_access", acl)
+    mode = data.stat().st_mode
+    replace_file(data, "new\n")
+    assert data.read_text() == "new\n"
+    assert os.getxattr(data, "system.posix_acl_access") == acl
+    assert data.stat().st_mode == mode
+    # a file without an ACL in a directory with a default ACL gets none from it
+    plain = tmp_path / "plain.dat"
+    plain.write_text("old\n")
+    plain.chmod(0o600)
+    os.setxattr(tmp_path, "system.posix_acl_default", acl)
+    replace_file(plain, "new\n")
+    with pytest.raises(OSError):
+        os.getxattr(plain, "system.posix_acl_access")
+    assert plain.stat().st_mode & 0o7777 == 0o600
+
+
+def test_replace_file_makes_a_new_file_as_open_does(tmp_path: Path) -> None:
+    from perlcompat import replace_file
+
+    old = os.umask(0o027)
+    try:
+        replace_file(tmp_path / "new.dat", "x\n")
+        (tmp_path / "plain.dat").write_text("x\n")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "new.dat").stat().st_mode == (tmp_path / "plain.dat").stat().st_mode

@@ -2,7 +2,7 @@
 
 ``replace_file(path, data)`` writes *data* to a new file in *path*'s directory
 (so the rename stays on one filesystem), fsyncs it, gives it the old file's
-permission bits (and owner, where allowed), renames it over *path* with
+owner (where allowed), permission bits and POSIX ACL, renames it over *path* with
 ``os.replace`` and fsyncs the directory.  A reader sees the old content or the
 new, never a mix, and a crash or ``kill -9`` at any moment leaves the old or the
 new content; at worst a stray ``.<name>.<pid>.<hex>.tmp`` file remains.
@@ -32,7 +32,11 @@ temporary file and raises ``ExpiredLockError``, leaving *path* untouched.
 ``OSError`` ELOOP (a planted link must neither be read through, leaking its
 target into a new file, nor silently turned into a detached copy), a directory
 with EISDIR, a FIFO, socket or device with EINVAL; nothing is written.  The old
-content is read with ``O_NOFOLLOW`` and the new file gets the old one's mode.
+content is read with ``O_NOFOLLOW``.  The temp file of an existing file is
+created 0600 and only then given the old one's owner, mode and POSIX ACL (GNU
+``sed -i``'s order; ``tempfile.mkstemp``'s 0600), so no other user can open it
+while it holds the new content of a file they may not read; a new file is
+created as ``open(">f")`` creates it (0666 less the umask, a default ACL).
 
 **Temp files of killed writers.** A writer holds ``flock(LOCK_EX)`` on its temp
 file (POSIX) from just after creating it until after the rename.  Each writer,
@@ -329,11 +333,13 @@ def _write_and_rename(
     """Write *content* to a temp file beside *target*, fsync, check, rename, fsync the dir."""
     directory = os.path.dirname(os.path.abspath(target))
     old = _old_file(target)
-    tmp, fd = _create_temp(directory, os.path.basename(target))
+    # 0600 while it is another file's replacement (tempfile.mkstemp, GNU sed -i); a new
+    # file is made as open(">f") makes it (0666 less the umask, a default ACL)
+    tmp, fd = _create_temp(directory, os.path.basename(target), 0o666 if old is None else 0o600)
     try:
         try:
             if old is not None:
-                _copy_mode(fd, old)
+                _copy_mode(fd, old, target)
             view = memoryview(content).cast("B")
             while view:
                 view = view[os.write(fd, view) :]
@@ -410,25 +416,51 @@ def _replace_windows(tmp: str, target: str) -> None:
         pause = min(pause * 2, 0.01)
 
 
-def _copy_mode(fd: int, old: os.stat_result) -> None:
-    """Give the new file *old*'s permission bits, and its owner where we may (POSIX)."""
+#: the extended attribute holding a file's POSIX ACL (Linux).
+ACL_XATTR = "system.posix_acl_access"
+
+
+def _copy_mode(fd: int, old: os.stat_result, target: str) -> None:
+    """Give the new file *old*'s owner where we may, its permission bits and its POSIX ACL.
+
+    In GNU ``sed -i``'s order: owner, then mode and ACL (a chown may clear
+    set-id bits; the ACL sets the group bits).  The ACL is copied as
+    ``shutil.copystat`` copies it; one the temp file inherited from a default
+    ACL of the directory is removed when *target* has none.
+    """
     if sys.platform == "win32":
         return
     import stat
 
     if not stat.S_ISREG(old.st_mode):
         return
-    os.fchmod(fd, stat.S_IMODE(old.st_mode))
     if (old.st_uid, old.st_gid) != (os.getuid(), os.getgid()):
         try:
             os.fchown(fd, old.st_uid, old.st_gid)
         except PermissionError:  # only root may give a file away; keep at least the group
             with contextlib.suppress(PermissionError):
                 os.fchown(fd, -1, old.st_gid)
+    os.fchmod(fd, stat.S_IMODE(old.st_mode))
+    if not hasattr(os, "getxattr"):
+        return
+    try:
+        acl: bytes | None = os.getxattr(target, ACL_XATTR, follow_symlinks=False)
+    except OSError as exc:
+        if exc.errno not in (errno.ENODATA, errno.ENOTSUP, errno.EOPNOTSUPP):
+            raise
+        acl = None
+    try:
+        if acl is not None:
+            os.setxattr(fd, ACL_XATTR, acl)
+        else:
+            os.removexattr(fd, ACL_XATTR)
+    except OSError as exc:
+        if exc.errno not in (errno.ENODATA, errno.ENOTSUP, errno.EOPNOTSUPP):
+            raise
 
 
-def _create_temp(directory: str, base: str) -> tuple[str, int]:
-    """Create a new ``.<base>.<pid>.<hex>.tmp`` in *directory* with O_EXCL; return path and fd.
+def _create_temp(directory: str, base: str, mode: int) -> tuple[str, int]:
+    """Create a new ``.<base>.<pid>.<hex>.tmp`` (*mode*) in *directory* with O_EXCL; path and fd.
 
     On POSIX the fd carries ``flock(LOCK_EX)``: the mark of a live writer that
     :func:`clean_temp_files` respects, wherever that writer runs.
@@ -437,7 +469,7 @@ def _create_temp(directory: str, base: str) -> tuple[str, int]:
     for _ in range(100):
         tmp = os.path.join(directory, f".{base}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
         try:
-            fd = os.open(tmp, flags, 0o666)
+            fd = os.open(tmp, flags, mode)
         except FileExistsError:
             continue
         if sys.platform != "win32":
