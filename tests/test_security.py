@@ -13,7 +13,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
@@ -385,3 +386,89 @@ def test_replace_file_makes_a_new_file_as_open_does(tmp_path: Path) -> None:
     finally:
         os.umask(old)
     assert (tmp_path / "new.dat").stat().st_mode == (tmp_path / "plain.dat").stat().st_mode
+
+
+# -- a FIFO planted where a lock file goes never hangs the caller -------------------
+
+
+def run_as(user: User, func: Callable[[], object], patience: float = 20) -> str:
+    """``repr`` of what *func* returned or raised, run as *user*; "hung" past *patience* s."""
+    import select
+
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            os.close(read_end)
+            become(user)
+            try:
+                text = f"returned {func()!r}"
+            except BaseException as exc:
+                text = f"raised {exc!r}"
+            os.write(write_end, text.encode())
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    try:
+        ready, _, _ = select.select([read_end], [], [], patience)
+        if not ready:
+            os.kill(pid, 9)
+            return "hung"
+        return os.read(read_end, 65536).decode()
+    finally:
+        os.close(read_end)
+        os.waitpid(pid, 0)
+
+
+@needs_root
+def test_a_fifo_at_replace_files_lock_file_is_refused_at_once(
+    other_user: User, public_dir: Path
+) -> None:
+    import fcntl  # noqa: F401  (loaded before the other user may no longer read it)
+
+    from perlcompat import replace_file
+
+    public_dir.chmod(0o1777)
+    os.mkfifo(public_dir / "count.txt.lck", 0o644)  # another user's (root's) FIFO
+    start = time.monotonic()
+    outcome = run_as(other_user, lambda: replace_file(public_dir / "count.txt", "1\n", timeout=2))
+    assert time.monotonic() - start < 10
+    assert outcome.startswith("raised") and "not a regular file" in outcome, outcome
+    assert not (public_dir / "count.txt").exists()
+
+
+@needs_root
+def test_a_fifo_at_a_semaphore_slot_is_refused_at_once(other_user: User, public_dir: Path) -> None:
+    from perlcompat import Semaphore
+
+    public_dir.chmod(0o1777)
+    for i in range(2):
+        os.mkfifo(public_dir / f"jobs.{i}", 0o644)
+    start = time.monotonic()
+    outcome = run_as(other_user, lambda: Semaphore(str(public_dir / "jobs"), 2, retry=2).acquire())
+    assert time.monotonic() - start < 10
+    assert outcome.startswith("raised") and "not a regular file" in outcome, outcome
+
+
+def test_replace_file_in_a_read_only_directory_says_eacces() -> None:
+    import errno
+
+    from perlutil import as_unprivileged
+
+    from perlcompat import replace_file
+
+    base = Path(tempfile.mkdtemp(prefix="pcsec", dir="/tmp"))
+    try:
+        base.chmod(0o555)
+
+        def attempt() -> object:
+            try:
+                replace_file(base / "data.txt", "x\n")
+            except OSError as exc:
+                return exc.errno
+            return None
+
+        assert as_unprivileged(attempt) == errno.EACCES
+    finally:
+        base.chmod(0o755)
+        shutil.rmtree(base)

@@ -232,10 +232,9 @@ def _take_lock(lock_path: str, timeout: float | None) -> int:
         raise DuplicateLockError(
             f"this thread already holds {lock_path!r} with lock(); pass lock=False to replace_file"
         )
-    try:
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_BINARY, 0o666)
-    except PermissionError:
-        fd = os.open(lock_path, os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_BINARY)
+    from .files import open_flock_file
+
+    fd = open_flock_file(lock_path)  # (a FIFO planted there is refused, not waited on)
     try:
         if not flock(fd, LOCK_EX, timeout):
             number = get_errno()
