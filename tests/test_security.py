@@ -472,3 +472,70 @@ def test_replace_file_in_a_read_only_directory_says_eacces() -> None:
     finally:
         base.chmod(0o755)
         shutil.rmtree(base)
+
+
+# -- a Redis URL's secrets appear in no exception, warning or log ----------------------
+
+#: a password as base64 makes them: unencoded / # ? @ between distinctive pieces.
+PIECES = ("Zq7v", "Wx9k", "Kp3n", "Lm2b", "Rt5y")
+PASSWORD = "Zq7v/Wx9k#Kp3n?Lm2b@Rt5y"
+
+
+def _url_forms(port: int, closed: int) -> list[str]:
+    from urllib.parse import quote
+
+    coded = quote(PASSWORD, safe="")
+    forms = []
+    for p in (port, closed):
+        forms += [
+            f"redis://:{PASSWORD}@127.0.0.1:{p}/0",
+            f"redis://user:{PASSWORD}@127.0.0.1:{p}/0",
+            f"redis://:{coded}@127.0.0.1:{p}/0",
+            f"redis://127.0.0.1:{p}/0?password={coded}",
+            f"redis://127.0.0.1:{p}/0?Pass%77ord={coded}&socket_timeout=1",
+            f"rediss://127.0.0.1:{p}/0?ssl_password={coded}",
+            f"rediss://127.0.0.1:{p}/0?ssl_password={PASSWORD}",
+            f"redis://:{coded}@127.0.0.1:{p}/0?client_name=a@b",
+        ]
+    return [*forms, f"unix://:{PASSWORD}@/nonexistent/redis.sock", f"redis://:{PASSWORD}@[::1"]
+
+
+def test_no_redis_url_secret_in_any_error_warning_or_log(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import logging
+    import traceback
+    import warnings
+
+    from redis_server import RedisServer, free_port
+
+    from perlcompat import OS_ERROR, Lock, lock
+    from perlcompat.locks.methods import redis as redis_lock
+
+    srv = RedisServer(str(tmp_path / "redis"), "--requirepass", "the-right-one").start()
+    caplog.set_level(logging.DEBUG)
+    texts: list[str] = []
+    try:
+        for url in _url_forms(srv.port, free_port()):
+            texts.append(redis_lock.redact(url))
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                try:
+                    texts.append(f"lock() returned {lock('k', url=url, retry=1)}")
+                    texts.append(str(OS_ERROR))
+                except Exception as exc:
+                    texts.append("".join(traceback.format_exception(exc)))
+                try:
+                    Lock("k", url=url, timeout=0.3).acquire()
+                    texts.append(f"{url} was granted")
+                except Exception as exc:
+                    texts.append("".join(traceback.format_exception(exc)))
+            texts += [str(w.message) for w in caught]
+    finally:
+        srv.stop()
+    texts += [record.getMessage() for record in caplog.records]
+    everything = "\n".join(texts)
+    assert "was granted" not in everything
+    leaks = [piece for piece in PIECES if piece in everything]
+    assert not leaks, everything
+    assert "***" in everything
