@@ -539,3 +539,53 @@ def test_no_redis_url_secret_in_any_error_warning_or_log(
     leaks = [piece for piece in PIECES if piece in everything]
     assert not leaks, everything
     assert "***" in everything
+
+
+# -- control characters in names and Perl text are quoted on human output ----------
+
+ESCAPES = ("\x1b", "\x07", "\x9b", "\r")
+
+
+def test_locks_quotes_control_characters_in_names(tmp_path: Path) -> None:
+    for name in ("fake\nx.lock  mkdir  -  -  alive  1s  no  kept", "erase\x1b[1A\x1b[2K.lock"):
+        (tmp_path / name).mkdir()
+        os.utime(tmp_path / name, (1, 1))
+    (tmp_path / "plain.lock").mkdir()
+    os.utime(tmp_path / "plain.lock", (1, 1))
+    result = locks(str(tmp_path), "--break-stale")
+    assert result.returncode == 0, result.stderr
+    rows = result.stdout.splitlines()
+    assert len(rows) == 4  # the header and one row per lock: no fake row
+    assert not any(char in result.stdout for char in ESCAPES)
+    assert "'fake'$'\\n''x.lock  mkdir" in result.stdout
+    assert "'erase'$'\\033''[1A'$'\\033''[2K.lock'" in result.stdout
+    assert all(row.endswith("removed") for row in rows[1:])
+
+
+def test_audit_quotes_control_characters_in_file_names_and_perl_text(tmp_path: Path) -> None:
+    script = tmp_path / "count\x1b[8m.pl"
+    perl = b'open(OUT, ">>/tmp/log\x1b]0;owned\x07.txt");\nprint OUT "x";\nclose(OUT);\n'
+    script.write_bytes(perl)
+    result = subprocess.run(
+        [sys.executable, "-m", "perlcompat", "audit", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=60,
+    )
+    assert result.returncode == 1, result.stderr
+    assert not any(char in result.stdout + result.stderr for char in ESCAPES)
+    assert f"'{tmp_path}/count'$'\\033''[8m.pl':1: warning" in result.stdout
+    assert "/tmp/log$'\\033']0;owned$'\\a'.txt" in result.stdout
+
+
+def test_quote_reads_back_in_a_shell() -> None:
+    from perlcompat.tools.quoting import quote
+
+    for text in ("a\nb", "it's\x1b[2K", "\n", "x\u202ey", "tab\there", "plain"):
+        shown = quote(text)
+        assert not any(char in shown for char in "\n\x1b\u202e\t")
+        back = subprocess.run(
+            ["bash", "-c", f"printf %s {shown}"], capture_output=True, text=True, check=True
+        )
+        assert back.stdout == text

@@ -4,6 +4,7 @@
 - ``demo``: ``perlcompat demo``: concurrent writers for every idiom, and what each lost.
 - ``locks_cli``: ``perlcompat locks DIR``: list the locks in a directory, break stale ones.
 - ``audit/``: ``perlcompat audit PATH...``: the unsafe locking idioms in Perl scripts.
+- ``quoting``: names and Perl text quoted for a terminal as GNU ``ls`` quotes them.
 
 Imports: a tool may import anything (the stdlib, ``perl/``, ``locks/``, other tools);
 nothing in ``perl/`` or ``locks/`` (nor ``import perlcompat``) imports ``tools``.

@@ -51,6 +51,7 @@ import sys
 import time
 
 from ..locks.safedir import pinned
+from .quoting import quote
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -416,10 +417,10 @@ def _table(rows: list[dict[str, Any]], break_stale: bool) -> str:
     body = []
     for row in rows:
         cells = [
-            row["name"],
+            quote(row["name"]),
             row["method"] or "?",
             "-" if row["pid"] is None else str(row["pid"]),
-            row["host"] or "-",
+            quote(row["host"] or "-"),
             _state(row["alive"], row.get("judged")),
             _age_text(row["age"]),
             "yes" if row["stale"] else "no",
@@ -428,7 +429,7 @@ def _table(rows: list[dict[str, Any]], break_stale: bool) -> str:
             cells.append("removed" if row.get("removed") else "kept")
         for note in (row.get("error"), row.get("reason")):
             if note:
-                cells.append(f"({note})")
+                cells.append(f"({quote(note, sentence=True)})")
         body.append(cells)
     widths = [max(len(r[i]) for r in [head, *body] if i < len(r)) for i in range(len(head))]
     lines = []
@@ -494,7 +495,7 @@ def main(argv: list[str]) -> int:
         why = str(exc.strerror)
         if not why.startswith("refusing"):
             why = f"cannot read {args.directory}: {why}"
-        sys.stderr.write(f"perlcompat locks: {why}\n")
+        sys.stderr.write(f"perlcompat locks: {quote(why, sentence=True)}\n")
         return 2
     try:
         shown = os.path.dirname(opened.path) if args.lock else opened.path
@@ -510,7 +511,8 @@ def main(argv: list[str]) -> int:
         rows = [_unpin(row, where, shown) for row in rows]
     except OSError as exc:
         why = _unpin_text(str(exc.strerror), where, shown)
-        sys.stderr.write(f"perlcompat locks: cannot read {args.directory}: {why}\n")
+        why = f"cannot read {args.directory}: {why}"
+        sys.stderr.write(f"perlcompat locks: {quote(why, sentence=True)}\n")
         return 2
     finally:
         opened.close()
@@ -529,8 +531,8 @@ def main(argv: list[str]) -> int:
     elif rows:
         sys.stdout.write(_table(rows, args.break_stale))
     else:
-        sys.stdout.write(f"no locks in {args.directory}\n")
+        sys.stdout.write(f"no locks in {quote(args.directory)}\n")
     if not args.json:
         for name in temps:
-            sys.stdout.write(f"removed {name} (temp file of a dead replace_file writer)\n")
+            sys.stdout.write(f"removed {quote(name)} (temp file of a dead replace_file writer)\n")
     return 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 
+from ..quoting import quote
 from .findings import Problem
 from .run import audit
 from .source import iter_files, read_source, try_read
@@ -24,11 +25,14 @@ def shown_path(path: str) -> str:
 
 
 def _format_text(findings: list[dict[str, object]]) -> str:
+    """One line per finding; file names and Perl text quoted as ``ls`` quotes names."""
     lines = []
     for f in findings:
-        lines.append(f"{f['file']}:{f['line']}: {f['severity']} {f['rule']}: {f['message']}")
+        where = quote(str(f["file"]))
+        message = quote(str(f["message"]), sentence=True)
+        lines.append(f"{where}:{f['line']}: {f['severity']} {f['rule']}: {message}")
         if f["suggestion"]:
-            lines.append(f"    perlcompat: {f['suggestion']}")
+            lines.append(f"    perlcompat: {quote(str(f['suggestion']), sentence=True)}")
     return "".join(line + "\n" for line in lines)
 
 
@@ -80,7 +84,8 @@ def main(argv: list[str]) -> int:
             sources.append((path, read_source(path)))
         except OSError as exc:
             reason = exc.strerror or str(exc)
-            sys.stderr.write(f"perlcompat audit: cannot read {shown_path(path)}: {reason}\n")
+            shown = f"{quote(shown_path(path))}: {quote(reason, sentence=True)}"
+            sys.stderr.write(f"perlcompat audit: cannot read {shown}\n")
             entry = {"file": shown_path(path), "line": 0, "message": f"cannot read: {reason}"}
             errors.append(entry)
     problems: list[Problem] = []
@@ -92,7 +97,8 @@ def main(argv: list[str]) -> int:
     for f in findings:
         f["file"] = shown_path(str(f["file"]))
     for problem in problems:
-        sys.stderr.write(f"{shown_path(problem.file)}: {problem.message}\n")
+        where, why = quote(shown_path(problem.file)), quote(problem.message, sentence=True)
+        sys.stderr.write(f"{where}: {why}\n")
         entry = problem.as_dict()
         entry["file"] = shown_path(problem.file)
         errors.append(entry)
