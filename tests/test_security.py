@@ -589,3 +589,27 @@ def test_quote_reads_back_in_a_shell() -> None:
             ["bash", "-c", f"printf %s {shown}"], capture_output=True, text=True, check=True
         )
         assert back.stdout == text
+
+
+# -- the audit of a hostile script: thousands of locks held at once -----------------
+
+
+def test_audit_tracks_at_most_max_held_locks_at_once_and_says_so() -> None:
+    from perlcompat.tools.audit.run import audit
+    from perlcompat.tools.audit.walker import MAX_HELD
+
+    n = MAX_HELD + 30
+    held = "".join(f'open(F{i}, ">>/tmp/f{i}") or die;\nflock(F{i}, 2) or die;\n' for i in range(n))
+    # and two locks taken in both orders: still found among the first ones
+    sub = (
+        'sub a { open(P, ">>/tmp/p") or die; flock(P, 2) or die;'
+        ' open(Q, ">>/tmp/q") or die; flock(Q, 2) or die; close(Q); close(P); }\n'
+        'sub b { open(Q, ">>/tmp/q") or die; flock(Q, 2) or die;'
+        ' open(P, ">>/tmp/p") or die; flock(P, 2) or die; close(P); close(Q); }\n'
+    )
+    found = audit([("many.pl", sub + held)])
+    notes = [f for f in found if "the audit tracks at most" in f.message]
+    assert len(notes) == 1 and notes[0].severity == "info"
+    assert notes[0].line == 2 + 2 * MAX_HELD + 2  # the flock of the first lock past the limit
+    order = [f for f in found if f.rule == "lock-order" and f.severity == "error"]
+    assert sorted(f.line for f in order) == [1, 2]
