@@ -613,3 +613,57 @@ def test_audit_tracks_at_most_max_held_locks_at_once_and_says_so() -> None:
     assert notes[0].line == 2 + 2 * MAX_HELD + 2  # the flock of the first lock past the limit
     order = [f for f in found if f.rule == "lock-order" and f.severity == "error"]
     assert sorted(f.line for f in order) == [1, 2]
+
+
+# -- the demo removes its temp directory on SIGTERM and SIGHUP, as on Ctrl-C --------
+
+
+@pytest.mark.parametrize("signum", [15, 1])
+def test_demo_removes_its_temp_directory_when_stopped(tmp_path: Path, signum: int) -> None:
+    env = dict(ENV, TMPDIR=str(tmp_path))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "perlcompat", "demo", "--quick"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        # the first row's directory holds its data files once the writers run
+        while not any(p.name.startswith("row") for d in tmp_path.iterdir() for p in d.iterdir()):
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.01)  # polled: the demo signals nothing before its first row ends
+        proc.send_signal(signum)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 128 + signum, err
+    assert list(tmp_path.iterdir()) == []
+
+
+# -- an mkdir lock's owner file left by another user is replaced, as documented -----
+
+
+@needs_root
+def test_mkdir_replaces_an_owner_file_of_another_user(public_dir: Path) -> None:
+    from perlutil import as_unprivileged
+
+    from perlcompat.locks import owner as _owner
+
+    public_dir.chmod(0o777)
+    owner_file = public_dir / "board.lock.owner"
+    owner_file.write_bytes(_owner.padded())  # root's blank record: no longer anyone's
+    owner_file.chmod(0o644)
+
+    def take() -> tuple[int, str | None, int]:
+        from perlcompat import Lock
+
+        with Lock(str(public_dir / "board.lock"), method="mkdir", timeout=5):
+            fields = _owner.parse(owner_file.read_bytes(), "mkdir") or {}
+            return os.getpid(), fields.get("pid"), owner_file.stat().st_uid
+
+    pid, recorded, uid = as_unprivileged(take)  # type: ignore[misc]
+    assert recorded == str(pid)
+    assert uid == 65534
