@@ -667,3 +667,31 @@ def test_mkdir_replaces_an_owner_file_of_another_user(public_dir: Path) -> None:
     pid, recorded, uid = as_unprivileged(take)  # type: ignore[misc]
     assert recorded == str(pid)
     assert uid == 65534
+
+
+# -- root's lock() breaks a stale lock only where no other user can move things ---------
+
+
+@needs_root
+def test_root_lock_refuses_to_break_in_a_directory_another_user_controls(
+    other_user: User, public_dir: Path
+) -> None:
+    import errno
+
+    from perlcompat import OS_ERROR, Lock, lock, unlock
+
+    theirs = public_dir / "theirs"
+    theirs.mkdir()
+    os.chown(theirs, other_user.uid, other_user.gid)
+    _old_lock_dirs(theirs, ["board.lock"], other_user)
+    assert lock(str(theirs / "board.lock"), retry=2, wait=0.05, stale=60) == 0
+    assert int(OS_ERROR) == errno.EPERM
+    with pytest.raises(PermissionError, match="refusing to break the stale lock"):
+        Lock(str(theirs / "board.lock"), retry=2, wait=0.05, stale=60).acquire()
+    assert (theirs / "board.lock").is_dir()
+    # root's own directory (only root can change it or its parents): broken as before
+    mine = public_dir / "mine"
+    mine.mkdir()
+    _old_lock_dirs(mine, ["board.lock"], None)
+    assert lock(str(mine / "board.lock"), retry=2, wait=0.05, stale=60) == 1
+    assert unlock(str(mine / "board.lock")) == 1

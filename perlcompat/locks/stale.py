@@ -57,6 +57,11 @@ Processes that can read the directory use its flock, processes that cannot
 use the breaker file; the two do not exclude each other, so between them rule
 3 reduces to rule 2 (identity compared right before removal).
 
+**Root breaks only where no one else can move things.**  As root, a stale
+lock is broken only in a directory that no other user can write, or rename
+(it or a parent): elsewhere ``break_stale`` raises ``OSError`` (EPERM), as
+logrotate refuses such a directory without its ``su`` line (see ``locks.safedir``).
+
 A lock is stale when it is older than ``stale`` seconds, or when its owner
 record names a process on this host that is dead (see ``locks.owner``).  A fresh
 lock with a live or unknown owner is never removed.  Waiters look at a lock's
@@ -169,6 +174,34 @@ def remover_guard(path: str, st: os.stat_result) -> RemoverGuard:
 
         return RemoverLock(path)
     return FlockGuard(path)
+
+
+def _refuse_as_root(path: str) -> None:
+    """As root, raise OSError (EPERM) unless only root can change the lock's directory.
+
+    A path is looked up again by every removal: a user who can write the
+    directory, or rename it or a parent, could swap it for a symlink between
+    root's look and its removal (``locks.safedir``).  ``perlcompat locks`` holds
+    its directory by descriptor (``/proc/self/fd/N``) and drops to its owner.
+    """
+    geteuid = getattr(os, "geteuid", None)
+    if geteuid is None or geteuid() != 0 or path.startswith("/proc/self/fd/"):
+        return
+    from .safedir import open_dir
+
+    try:
+        opened = open_dir(os.path.dirname(path))
+    except OSError as exc:
+        why = str(exc.strerror)
+    else:
+        why = opened.others()
+        opened.close()
+    if why:
+        raise OSError(
+            errno.EPERM,
+            f"refusing to break the stale lock {path!r} as root: {why}; break it as the"
+            " directory's owner (perlcompat locks DIR --break-stale drops to it)",
+        )
 
 
 class Watch:
@@ -382,6 +415,7 @@ class StaleBackend(Backend):
             return False
         if not self._is_stale(st):
             return False
+        _refuse_as_root(self.path)
         remover = remover_guard(self.path, st)
         if remover.cached and self._settling():
             return False
