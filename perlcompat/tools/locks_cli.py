@@ -489,8 +489,10 @@ def main(argv: list[str]) -> int:
     except SystemExit as exc:
         return int(exc.code or 0)
     temps: list[str] = []
+    opened = None
     try:
-        opened = _open(args.directory, args.lock, args.break_stale)
+        if sys.platform != "win32":  # (Windows: no directory descriptors, no root)
+            opened = _open(args.directory, args.lock, args.break_stale)
     except OSError as exc:
         why = str(exc.strerror)
         if not why.startswith("refusing"):
@@ -498,9 +500,10 @@ def main(argv: list[str]) -> int:
         sys.stderr.write(f"perlcompat locks: {quote(why, sentence=True)}\n")
         return 2
     try:
-        shown = os.path.dirname(opened.path) if args.lock else opened.path
-        where = pinned(opened.fd) or shown
-        target = os.path.join(where, os.path.basename(opened.path)) if args.lock else where
+        path = os.path.abspath(args.directory)
+        shown = os.path.dirname(path) if args.lock else path
+        where = (pinned(opened.fd) if opened is not None else None) or shown
+        target = os.path.join(where, os.path.basename(path)) if args.lock else where
         if args.break_stale and where != shown:
             _unpin_log(where, shown)
         rows = survey(target, args.stale, args.break_stale, lock_path=args.lock)
@@ -515,7 +518,8 @@ def main(argv: list[str]) -> int:
         sys.stderr.write(f"perlcompat locks: {quote(why, sentence=True)}\n")
         return 2
     finally:
-        opened.close()
+        if opened is not None:
+            opened.close()
     if args.json:
         import json
 
