@@ -695,3 +695,23 @@ def test_root_lock_refuses_to_break_in_a_directory_another_user_controls(
     _old_lock_dirs(mine, ["board.lock"], None)
     assert lock(str(mine / "board.lock"), retry=2, wait=0.05, stale=60) == 1
     assert unlock(str(mine / "board.lock")) == 1
+
+
+@needs_root
+def test_root_replace_file_leaves_temp_files_where_another_user_controls_the_directory(
+    other_user: User, public_dir: Path
+) -> None:
+    from perlcompat import replace_file
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # a writer that has exited: its temp file is an orphan
+    for owner in (other_user, None):
+        directory = public_dir / ("theirs" if owner else "mine")
+        directory.mkdir()
+        if owner is not None:
+            os.chown(directory, owner.uid, owner.gid)
+        orphan = directory / f".data.txt.{gone.pid}.0123abcd.tmp"
+        orphan.write_bytes(b"half-written\n")
+        replace_file(directory / "data.txt", "new\n")
+        assert (directory / "data.txt").read_text() == "new\n"
+        assert orphan.exists() == (owner is not None)

@@ -72,7 +72,7 @@ import sys
 
 from ..perl import clock
 from ..perl.errno import set_errno
-from ..perl.osflags import O_BINARY, O_CLOEXEC, O_NOFOLLOW, O_NONBLOCK
+from ..perl.osflags import O_BINARY, O_CLOEXEC, O_DIRECTORY, O_NOFOLLOW, O_NONBLOCK
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -365,7 +365,7 @@ def _write_and_rename(
             os.unlink(tmp)
         raise
     if fsync and sys.platform != "win32":
-        dir_fd = os.open(directory, os.O_RDONLY)
+        dir_fd = os.open(directory, os.O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         try:
             os.fsync(dir_fd)
         finally:
@@ -573,8 +573,15 @@ def _remove_if_orphaned(path: str, pid: int) -> bool:
 
 
 def _clean_quietly(target: str) -> None:
-    """Remove dead writers' temp files of *target*; never fails the write itself."""
+    """Remove dead writers' temp files of *target*; never fails the write itself.
+
+    As root, only where no other user can write or rename the directory
+    (``locks.safedir.refuse_as_root``): elsewhere the temp files are left.
+    """
     directory = os.path.dirname(os.path.abspath(target))
     # an unreadable directory (mode 0733): nothing to clean that we can see
     with contextlib.suppress(OSError):
+        from .safedir import refuse_as_root
+
+        refuse_as_root(os.path.abspath(target))
         clean_temp_files(directory, os.path.basename(target))

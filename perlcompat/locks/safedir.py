@@ -14,7 +14,10 @@ the directory the descriptor holds, never by name again, so every later
 it whatever is renamed meanwhile (systemd and runc name descriptors the same
 way).  :class:`Opened` also tells who else could write or rename the directory
 (:meth:`Opened.others`): as root, ``perlcompat locks`` refuses such a directory
-or drops to its owner, as logrotate does without its ``su`` line.  POSIX only;
+or drops to its owner, as logrotate does without its ``su`` line, and
+:func:`refuse_as_root` keeps root's own stale breaks (``lock()``, and
+``replace_file``'s removal of dead writers' temp files) out of such a
+directory.  POSIX only;
 imports the standard library and ``perl.osflags``.
 """
 
@@ -145,3 +148,29 @@ def pinned(fd: int) -> str | None:
     except OSError:
         pass
     return None
+
+
+def refuse_as_root(path: str) -> None:
+    """As root, raise OSError (EPERM) unless only root can change the lock's directory.
+
+    A path is looked up again by every removal: a user who can write the
+    directory, or rename it or a parent, could swap it for a symlink between
+    root's look and its removal.  ``perlcompat locks`` holds
+    its directory by descriptor (``/proc/self/fd/N``) and drops to its owner.
+    """
+    geteuid = getattr(os, "geteuid", None)
+    if geteuid is None or geteuid() != 0 or path.startswith("/proc/self/fd/"):
+        return
+    try:
+        opened = open_dir(os.path.dirname(path))
+    except OSError as exc:
+        why = str(exc.strerror)
+    else:
+        why = opened.others()
+        opened.close()
+    if why:
+        raise OSError(
+            errno.EPERM,
+            f"refusing to break the stale lock {path!r} as root: {why}; break it as the"
+            " directory's owner (perlcompat locks DIR --break-stale drops to it)",
+        )

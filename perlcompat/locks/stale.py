@@ -60,7 +60,8 @@ use the breaker file; the two do not exclude each other, so between them rule
 **Root breaks only where no one else can move things.**  As root, a stale
 lock is broken only in a directory that no other user can write, or rename
 (it or a parent): elsewhere ``break_stale`` raises ``OSError`` (EPERM), as
-logrotate refuses such a directory without its ``su`` line (see ``locks.safedir``).
+logrotate refuses such a directory without its ``su`` line
+(``locks.safedir.refuse_as_root``).
 
 A lock is stale when it is older than ``stale`` seconds, or when its owner
 record names a process on this host that is dead (see ``locks.owner``).  A fresh
@@ -174,34 +175,6 @@ def remover_guard(path: str, st: os.stat_result) -> RemoverGuard:
 
         return RemoverLock(path)
     return FlockGuard(path)
-
-
-def _refuse_as_root(path: str) -> None:
-    """As root, raise OSError (EPERM) unless only root can change the lock's directory.
-
-    A path is looked up again by every removal: a user who can write the
-    directory, or rename it or a parent, could swap it for a symlink between
-    root's look and its removal (``locks.safedir``).  ``perlcompat locks`` holds
-    its directory by descriptor (``/proc/self/fd/N``) and drops to its owner.
-    """
-    geteuid = getattr(os, "geteuid", None)
-    if geteuid is None or geteuid() != 0 or path.startswith("/proc/self/fd/"):
-        return
-    from .safedir import open_dir
-
-    try:
-        opened = open_dir(os.path.dirname(path))
-    except OSError as exc:
-        why = str(exc.strerror)
-    else:
-        why = opened.others()
-        opened.close()
-    if why:
-        raise OSError(
-            errno.EPERM,
-            f"refusing to break the stale lock {path!r} as root: {why}; break it as the"
-            " directory's owner (perlcompat locks DIR --break-stale drops to it)",
-        )
 
 
 class Watch:
@@ -415,7 +388,9 @@ class StaleBackend(Backend):
             return False
         if not self._is_stale(st):
             return False
-        _refuse_as_root(self.path)
+        from .safedir import refuse_as_root
+
+        refuse_as_root(self.path)
         remover = remover_guard(self.path, st)
         if remover.cached and self._settling():
             return False
