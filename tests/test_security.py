@@ -149,7 +149,7 @@ def test_break_stale_as_root_never_removes_outside_dir_while_another_user_swaps_
         _old_lock_dirs(theirs, names, other_user)
         _old_lock_dirs(victim, names, None)
         removed_inside = refused = ran = 0
-        for _ in range(12):
+        for _ in range(10):
             _old_lock_dirs(directory, names, other_user)
             swapper = Swapper(other_user, directory, links)
             try:

@@ -305,12 +305,10 @@ def _open(directory: str, lock_path: bool, break_stale: bool) -> Opened:
     or rename (it or a parent), is refused (OSError EPERM), as is any
     directory where /proc cannot pin the descriptor and someone else could rename it.
     """
-    from ..locks.safedir import Opened as _Opened, open_dir
+    from ..locks.safedir import open_dir
 
     path = os.path.abspath(directory)
     opened = open_dir(os.path.dirname(path) if lock_path else path)
-    if lock_path:
-        opened = _Opened(opened.fd, path, opened.st, opened.renamable)
     if not break_stale or sys.platform == "win32":
         return opened
     try:
@@ -319,13 +317,14 @@ def _open(directory: str, lock_path: bool, break_stale: bool) -> Opened:
         elif os.geteuid() == 0 and opened.others():
             raise OSError(
                 errno.EPERM,
-                f"refusing to remove locks as root in {directory!r}: {opened.others()};"
-                " run it as that user, or keep locks in a directory only root can change",
+                f"refusing to remove locks as root in {opened.path!r}: {opened.others()};"
+                " run it as the user the locks belong to, or keep them in a directory only"
+                " root can change",
             )
         if pinned(opened.fd) is None and opened.others():
             raise OSError(
                 errno.EPERM,
-                f"refusing to remove locks in {directory!r}: {opened.others()}, and /proc is"
+                f"refusing to remove locks in {opened.path!r}: {opened.others()}, and /proc is"
                 " not there to hold the directory by its descriptor",
             )
     except BaseException:
