@@ -577,6 +577,17 @@ def test_audit_quotes_control_characters_in_file_names_and_perl_text(tmp_path: P
     assert not any(char in result.stdout + result.stderr for char in ESCAPES)
     assert f"'{tmp_path}/count'$'\\033''[8m.pl':1: warning" in result.stdout
     assert "/tmp/log$'\\033']0;owned$'\\a'.txt" in result.stdout
+    # --json: JSON escapes C0 itself; DEL, C1 (a one-byte CSI) and bidi controls too
+    script.write_bytes(perl.replace(b"\x07", "\x9b\u202e".encode()))
+    result = subprocess.run(
+        [sys.executable, "-m", "perlcompat", "audit", "--json", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=60,
+    )
+    assert not any(char in result.stdout for char in (*ESCAPES, "\u202e"))
+    assert "\\u009b" in result.stdout and "\\u202e" in result.stdout
 
 
 def test_quote_reads_back_in_a_shell() -> None:

@@ -8,6 +8,7 @@ error or warning finding, 2 bad usage or a path that cannot be read or parsed.
 
 from __future__ import annotations
 
+import re
 import sys
 
 from ..quoting import quote
@@ -17,6 +18,10 @@ from .source import iter_files, read_source, try_read
 
 #: ``version`` of the ``--json`` document; bumped only when a field changes meaning.
 JSON_VERSION = 1
+
+
+#: what JSON leaves raw but a terminal acts on: DEL, C1 controls, separators, bidi controls.
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def shown_path(path: str) -> str:
@@ -106,7 +111,8 @@ def main(argv: list[str]) -> int:
         import json
 
         doc = {"version": JSON_VERSION, "findings": findings, "errors": errors}
-        sys.stdout.write(json.dumps(doc, ensure_ascii=False, indent=2) + "\n")
+        text = json.dumps(doc, ensure_ascii=False, indent=2)
+        sys.stdout.write(_JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n")
     else:
         sys.stdout.write(_format_text(findings))
         counts = {
