@@ -9,7 +9,7 @@ Printed per generator: the seconds at each size, microseconds per unit, and the
 ratio of each time to the one before it: about 2 when the audit is linear, 4 when
 quadratic (the doubling ratio; a busy machine adds noise, so read the trend).
 
-    python bench/bench_audit_scale.py [--start 1000] [--steps 4] [--runs 3]
+    python bench/bench_audit_scale.py [--start 1000] [--steps 4] [--runs 3] [--only elsif]
 """
 
 from __future__ import annotations
@@ -83,10 +83,13 @@ def main() -> None:
     parser.add_argument("--start", type=int, default=1000, help="units in the smallest script")
     parser.add_argument("--steps", type=int, default=4, help="sizes, each twice the one before")
     parser.add_argument("--runs", type=int, default=3, help="audits per size (best is kept)")
+    parser.add_argument("--only", default="", help="only the generators whose name has this")
     args = parser.parse_args()
     sizes = [args.start * 2**k for k in range(args.steps)]
     print(f"{'generator':22} {'units':>7} {'KiB':>7} {'seconds':>8} {'us/unit':>8} {'x prev':>7}")
     for name, make in GENERATORS.items():
+        if args.only not in name:
+            continue
         before = 0.0
         for n in sizes:
             text = make(n)
