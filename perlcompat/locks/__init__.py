@@ -18,6 +18,7 @@ Modules:
 * ``fork``: Perl's ``fork()``, handing this thread's locks to the child;
 * ``winfile``: lock files on Windows (delete-sharing opens, busy retries);
 * ``log``: the ``perlcompat`` logger, imported only when there is something to log;
+* ``safedir``: a lock directory opened without following others' symlinks, held by its descriptor;
 * ``semaphore``: counting semaphores (*n* flock slot files);
 * ``replace``: atomic whole-file replace under a lock file.
 

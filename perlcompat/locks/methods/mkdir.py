@@ -352,7 +352,7 @@ class MkdirBackend(StaleBackend):
     def _replace_owner(self, data: bytes) -> None:
         temp = f"{self.owner_path}.{os.getpid()}.{_owner.nonce()}"
         try:
-            fd = os.open(temp, _OPEN_OWNER | os.O_EXCL, 0o644)
+            fd = os.open(temp, _CREATE_OWNER, 0o644)
         except OSError:
             return
         try:

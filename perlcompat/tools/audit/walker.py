@@ -53,7 +53,7 @@ from .model import (
     merge,
 )
 from .parser import Block
-from .rules import unchecked_result
+from .rules import lock_order, unchecked_result
 from .source import display
 from .suggest import INTERP, LONE_VAR, lock_call, py_expr, py_name, py_string
 
@@ -63,6 +63,12 @@ if TYPE_CHECKING:
     from typing import Any
 
     from .parser import Item
+
+
+#: locks one walk tracks as held at once (Linux lockdep's ``MAX_LOCK_DEPTH`` is 48):
+#: a lock taken beyond it is reported once (info) and not checked, so that the
+#: audit of a script holding thousands at once stays linear.
+MAX_HELD = 48
 
 
 class Walker:
@@ -79,6 +85,7 @@ class Walker:
         self.state = State()
         self.line = 1  # of the statement being walked: where a failure is reported
         self.scope_stmts: list[list[Item]] = []
+        self.too_deep = False  # past MAX_HELD locks held at once (reported once)
         if caller:
             inst = Inst(prog.new_id(), "caller", "", 0, "the caller's lock")
             self.res.caller = inst.id
@@ -109,6 +116,19 @@ class Walker:
         inst.local = self.is_local(inst.key)
         self.res.insts[inst.id] = inst
         self.event("acquire", inst.line, st, inst=inst)
+        if len(st.held) >= MAX_HELD:
+            if not self.too_deep:
+                self.too_deep = True
+                self.find(
+                    lock_order.POLICY,
+                    inst.line,
+                    f"{display(inst.text)} is taken while {len(st.held)} other locks are held:"
+                    f" the audit tracks at most {MAX_HELD} locks held at once, so this one and"
+                    " later ones are not checked (lock order, reads and writes under them)",
+                    "",
+                    "info",
+                )
+            return
         st.held[inst.id] = inst
 
     def release(self, st: State, line: int, inst: Inst) -> None:

@@ -29,24 +29,35 @@ UNLOCKED_WRITE = Policy(
 UNLOCKED_UPDATE = Policy("unlocked-update", "warning", "read then rewritten with no lock at all")
 
 
+def _last_read_before(reads: tuple[list[int], list[Ev]], n_w: int, wr: Ev) -> tuple[int, Ev] | None:
+    """The last of *reads* (one file's event numbers and events) before *n_w* that can precede
+    the write *wr* (not in another branch of its if-chain)."""
+    from bisect import bisect_left
+
+    numbers, found = reads
+    for k in range(bisect_left(numbers, n_w) - 1, -1, -1):
+        if not found[k].exclusive(wr):
+            return numbers[k], found[k]
+    return None
+
+
 def check(res: Result, judge: Judge) -> Iterator[Finding]:
     events = res.events
     opens = by_open(res)
-    reads = [
-        (n, ev) for n, ev in enumerate(events) if ev.kind == "read" and ev.open and ev.open.real
-    ]
+    reads: dict[str, tuple[list[int], list[Ev]]] = {}  # file -> its reads, in order
+    for n, ev in enumerate(events):
+        if ev.kind == "read" and ev.open and ev.open.real and ev.path is not None:
+            numbers, found = reads.setdefault(ev.path.key, ([], []))
+            numbers.append(n)
+            found.append(ev)
     for n_w, wr in _rewrites(res):
         assert wr.path is not None
         path = wr.path
         at = wr.open.line if wr.open is not None else wr.line
         handle = wr.open.handle if wr.open is not None else "FH"
-        prior = [
-            (n, r)
-            for n, r in reads
-            if n < n_w and r.path is not None and r.path.key == path.key and not r.exclusive(wr)
-        ]
+        prior = _last_read_before(reads.get(path.key, ([], [])), n_w, wr)
         if prior:
-            n_r, rd = prior[-1]
+            n_r, rd = prior
             if rd.held & wr.held:
                 continue
             if not rd.held:
@@ -94,14 +105,14 @@ def check(res: Result, judge: Judge) -> Iterator[Finding]:
                     flock_suggestion(handle if wr.open else site[2].handle, path),
                 )
         elif prior and not flocked_here:
-            away = _renamed_away(events, prior[-1][0], n_w, path)
+            away = _renamed_away(events, prior[0], n_w, path)
             if away is not None:  # the data file renamed as the lock: a flock excludes nothing
-                yield _rename_lock_finding(judge.prog, res, at, prior[-1][1], away, path)
+                yield _rename_lock_finding(judge.prog, res, at, prior[1], away, path)
                 continue
             yield UNLOCKED_UPDATE.finding(
                 res.source.name,
                 at,
-                f"{path.text} is read on line {prior[-1][1].line} and rewritten here with no "
+                f"{path.text} is read on line {prior[1].line} and rewritten here with no "
                 "lock: two requests at once both read the old content, and one update is lost",
                 flock_suggestion(handle, path),
             )
