@@ -1,4 +1,4 @@
-"""The ``perlcompat`` command: ``demo``, ``audit`` and ``locks`` subcommands.
+"""The ``perlcompat`` command: ``demo``, ``audit``, ``locks`` and ``serve`` subcommands.
 
 argparse is imported only here, when the command runs.  Usage errors go to stderr with
 exit status 2; ``--help`` works at every level; Ctrl-C ends any subcommand with one line
@@ -15,6 +15,7 @@ COMMANDS = {
     "demo": ("tools.demo", "run concurrent writers for every idiom and print what each lost"),
     "audit": ("tools.audit.command", "report unsafe locking idioms in Perl scripts"),
     "locks": ("tools.locks_cli", "list the locks in a directory; --break-stale removes stale ones"),
+    "serve": ("tools.serve", "run ported CGI scripts over FastCGI, a forked child per request"),
 }
 
 

@@ -1,0 +1,832 @@
+"""The ``perlcompat serve`` event loop: FastCGI in, one forked child per request.
+
+One parent process (single-threaded, ``selectors``) accepts FastCGI connections,
+reads each request's params and body (multiplexed requests included), checks the
+script, and forks a child that runs it (``tools.runner``) with the body as fd 0 and
+two pipes as fd 1 and 2.  The parent turns the child's stdout into FCGI_STDOUT
+(headers checked as CGI servers check them: a 500 when the script ends before a
+complete header, ``Status: 302`` added for an absolute ``Location:``) and its stderr
+into FCGI_STDERR (the web server's error log, where mod_cgi puts it too).
+
+The child closes every socket and pipe of the parent before the script runs, so it
+holds neither the listening socket nor another request's connection.  The parent
+opens no data file and takes no lock: it reads and compiles scripts (cached by
+path, mtime, size and inode) and nothing else.  A time-out, an aborted request or a
+client that goes away sends SIGTERM to the child's process group (perlcompat's lock
+cleanup runs), then SIGKILL after :data:`GRACE` seconds (flock locks die with the
+process; a mkdir lock is then a dead holder's, which ``lock()`` recovers).
+"""
+
+from __future__ import annotations
+
+import sys
+
+assert sys.platform != "win32"  # fork only: the serve command says so on Windows
+
+import errno
+import gc
+import os
+import re
+import selectors
+import signal
+import socket
+import stat
+import time
+import traceback
+import types
+from collections import OrderedDict, deque
+from dataclasses import dataclass, field
+
+from . import fastcgi as fcgi
+from .runner import request_message, serve_one
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+#: seconds between SIGTERM and SIGKILL for a child that must stop.
+GRACE = 2.0
+#: the most bytes of response header a script may print before its blank line.
+MAX_HEADER = 64 * 1024
+#: the most bytes of FastCGI params per request.
+MAX_PARAMS = 256 * 1024
+#: a connection's unsent output above which its children's stdout is not read.
+HIGH_WATER = 1024 * 1024
+#: compiled scripts kept.
+CACHE_SIZE = 256
+
+_HEADER_NAME = re.compile(rb"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+_STATUS = re.compile(rb"^([1-5][0-9][0-9])(?: (.*))?$")
+_ABSOLUTE = re.compile(rb"^[A-Za-z][A-Za-z0-9+.-]*:")
+
+REASONS = {
+    400: "Bad Request",
+    403: "Forbidden",
+    404: "Not Found",
+    413: "Content Too Large",
+    500: "Internal Server Error",
+    503: "Service Unavailable",
+    504: "Gateway Timeout",
+}
+
+
+def error_response(status: int) -> bytes:
+    """A whole plain-text CGI response for *status*."""
+    reason = REASONS[status]
+    return (
+        f"Status: {status} {reason}\r\nContent-Type: text/plain\r\n\r\n{status} {reason}\n"
+    ).encode()
+
+
+def parse_header(block: bytes) -> bytes | None:
+    """The CGI response header *block* (without its blank line) as sent on, or None if malformed.
+
+    Lines end in LF or CRLF; each is ``Name: value`` (a line starting with white space
+    continues the previous one).  ``Status:`` must be three digits and a reason.  An
+    absolute ``Location:`` without ``Status:`` gets ``Status: 302 Found`` (RFC 3875 6.2.3).
+    """
+    lines: list[list[bytes]] = []
+    for raw in block.split(b"\n"):
+        line = raw[:-1] if raw.endswith(b"\r") else raw
+        if line[:1] in (b" ", b"\t") and lines:
+            lines[-1][1] += b" " + line.strip()
+            continue
+        name, colon, value = line.partition(b":")
+        if not colon or not _HEADER_NAME.match(name):
+            return None
+        lines.append([name, value.strip()])
+    names = {name.lower(): value for name, value in lines}
+    if b"status" in names and not _STATUS.match(names[b"status"]):
+        return None
+    if b"status" not in names and _ABSOLUTE.match(names.get(b"location", b"")):
+        lines.insert(0, [b"Status", b"302 Found"])
+    return b"".join(name + b": " + value + b"\r\n" for name, value in lines) + b"\r\n"
+
+
+def _header_end(buf: bytes | bytearray) -> tuple[int, int] | None:
+    """(end of the header block, start of the body) in *buf*, or None if not complete."""
+    found = re.search(rb"\r?\n\r?\n", buf)
+    if found is None:
+        return None
+    if found.start() == 0 and buf[:1] in (b"\r", b"\n"):
+        return (0, found.end())
+    return found.start(), found.end()
+
+
+@dataclass
+class Options:
+    """What ``perlcompat serve`` was asked for."""
+
+    root: str
+    timeout: float = 300.0
+    max_children: int = 16
+    max_body: int = 64 * 1024 * 1024
+    extensions: tuple[str, ...] = (".py",)
+    max_connections: int = 256
+
+
+@dataclass(eq=False)
+class Request:
+    """One FastCGI request, from BEGIN_REQUEST to END_REQUEST."""
+
+    conn: Connection
+    rid: int
+    keep: bool
+    params: bytearray = field(default_factory=bytearray)
+    body: bytearray = field(default_factory=bytearray)
+    params_done: bool = False
+    too_large: bool = False
+    bad: bool = False
+    pid: int = 0
+    out_fd: int = -1
+    err_fd: int = -1
+    ctl_fd: int = -1
+    exit_status: int | None = None
+    app_status: int | None = None
+    deadline: float = 0.0
+    kill_at: float = 0.0
+    timed_out: bool = False
+    header: bytearray = field(default_factory=bytearray)
+    headers_sent: bool = False
+    discard: bool = False
+    script: str = ""
+    env: dict[str, str] = field(default_factory=dict)
+    on_io: Callable[[object, int], None] | None = None
+
+
+@dataclass(eq=False)
+class Spare:
+    """A child forked ahead of demand, ready for one request (fork is off the request's path)."""
+
+    pid: int
+    ctl: int
+    out_fd: int
+    err_fd: int
+
+
+@dataclass(eq=False)
+class Connection:
+    """One FastCGI connection from the web server."""
+
+    sock: socket.socket
+    inbuf: bytearray = field(default_factory=bytearray)
+    outbuf: bytearray = field(default_factory=bytearray)
+    requests: dict[int, Request] = field(default_factory=dict)
+    closing: bool = False
+    closed: bool = False
+    paused: bool = False
+
+
+class Server:
+    """The parent: listen, read requests, fork, relay, reap (see the module docstring)."""
+
+    def __init__(self, listener: socket.socket, options: Options, log: Callable[[str], None]):
+        self.listener = listener
+        self.options = options
+        self.root = os.path.realpath(options.root)
+        self.log = log
+        self.selector = selectors.DefaultSelector()
+        self.conns: set[Connection] = set()
+        self.running: dict[int, Request] = {}  # pid -> request
+        self.queue: deque[Request] = deque()
+        self.cache: OrderedDict[str, tuple[tuple[int, ...], types.CodeType | BaseException]]
+        self.cache = OrderedDict()
+        self.environ = dict(os.environ)
+        self.stopping = False
+        self.accepting = True
+        self.spare: Spare | None = None
+        self.wake_r, self.wake_w = socket.socketpair()
+        for sock in (self.wake_r, self.wake_w, listener):
+            sock.setblocking(False)
+
+    # -- the loop -------------------------------------------------------------------
+    def serve(self) -> int:
+        """Run until SIGTERM/SIGINT/SIGHUP and the requests in flight have finished."""
+        signal.set_wakeup_fd(self.wake_w.fileno(), warn_on_full_buffer=False)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(number, self._on_stop)
+        self.selector.register(self.wake_r, selectors.EVENT_READ, self._on_wake)
+        self.selector.register(self.listener, selectors.EVENT_READ, self._on_accept)
+        gc.freeze()  # what is loaded now stays shared with the children (copy-on-write)
+        while not (self.stopping and not self.running and not self.conns):
+            want_spare = (
+                self.spare is None
+                and not self.stopping
+                and len(self.running) < self.options.max_children
+            )
+            ready = self.selector.select(0 if want_spare else self._next_timer())
+            if want_spare and not ready:  # idle: fork the next request's child now
+                self._spawn()
+                continue
+            for key, events in ready:
+                callback = key.data
+                callback(key.fileobj, events)
+            self._reap()
+            self._timers()
+        self._drop_spare()
+        return 0
+
+    def _on_stop(self, signum: int, frame: object) -> None:
+        if self.stopping:  # a second signal: stop now
+            for request in list(self.running.values()):
+                self._kill(request, signal.SIGKILL)
+            raise SystemExit(128 + signum)
+        self.stopping = True
+        self._stop_accepting()
+        self._drop_spare()
+        for conn in list(self.conns):
+            if not conn.requests:
+                self._close(conn)
+
+    def _stop_accepting(self) -> None:
+        if self.accepting:
+            self.accepting = False
+            self.selector.unregister(self.listener)
+
+    def _on_wake(self, sock: object, events: int) -> None:
+        try:
+            while self.wake_r.recv(4096):
+                pass
+        except BlockingIOError:
+            pass
+
+    def _next_timer(self) -> float | None:
+        times = [r.kill_at or r.deadline for r in self.running.values()]
+        if not times:
+            return None
+        return max(0.0, min(times) - time.monotonic())
+
+    def _timers(self) -> None:
+        now = time.monotonic()
+        for request in list(self.running.values()):
+            if request.kill_at and now >= request.kill_at:
+                self._kill(request, signal.SIGKILL)
+                request.kill_at = now + 3600  # once; it dies (uninterruptible waits aside)
+            elif not request.kill_at and now >= request.deadline:
+                if not request.discard:
+                    request.timed_out = True
+                    self.log(f"{request.script}: killed after --timeout {self.options.timeout:g} s")
+                self._stop(request)
+
+    def _stop(self, request: Request) -> None:
+        """SIGTERM the request's process group now, SIGKILL after GRACE."""
+        if request.pid and not request.kill_at:
+            self._kill(request, signal.SIGTERM)
+            request.kill_at = time.monotonic() + GRACE
+
+    def _kill(self, request: Request, signum: int) -> None:
+        for kill in (os.killpg, os.kill):
+            try:
+                kill(request.pid, signum)
+                return
+            except ProcessLookupError:
+                continue  # no such group yet (setpgid not done): the process itself
+            except PermissionError:
+                return
+
+    # -- connections ----------------------------------------------------------------
+    def _on_accept(self, sock: object, events: int) -> None:
+        for _ in range(16):
+            try:
+                conn_sock, _addr = self.listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:
+                if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+                    self.log(f"accept: {exc.strerror}")
+                    return
+                raise
+            conn_sock.setblocking(False)
+            conn = Connection(conn_sock)
+            self.conns.add(conn)
+            self.selector.register(conn_sock, selectors.EVENT_READ, self._on_conn_event(conn))
+            if len(self.conns) >= self.options.max_connections:
+                self._stop_accepting()
+                return
+
+    def _on_conn_event(self, conn: Connection) -> Callable[[object, int], None]:
+        def handle(sock: object, events: int) -> None:
+            if events & selectors.EVENT_WRITE:
+                self._flush(conn)
+            if events & selectors.EVENT_READ and not conn.closed:
+                self._read(conn)
+
+        return handle
+
+    def _read(self, conn: Connection) -> None:
+        try:
+            data = conn.sock.recv(262144)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if not data:  # the web server went away: its requests are over
+            self._close(conn)
+            return
+        conn.inbuf += data
+        try:
+            while not conn.closed:
+                rec = fcgi.take_record(conn.inbuf)
+                if rec is None:
+                    break
+                self._record(conn, *rec)
+        except fcgi.ProtocolError as exc:
+            self.log(f"dropping a connection: {exc}")
+            self._close(conn)
+
+    def _record(self, conn: Connection, kind: int, rid: int, content: bytes) -> None:
+        if rid == 0:
+            if kind == fcgi.GET_VALUES:
+                self._send(conn, fcgi.record(fcgi.GET_VALUES_RESULT, 0, self._values(content)))
+            else:
+                self._send(conn, fcgi.record(fcgi.UNKNOWN_TYPE, 0, bytes([kind]) + bytes(7)))
+            return
+        if kind == fcgi.BEGIN_REQUEST:
+            if rid in conn.requests or len(content) < fcgi.BEGIN_BODY.size:
+                raise fcgi.ProtocolError(f"BEGIN_REQUEST {rid} repeated or short")
+            role, flags = fcgi.BEGIN_BODY.unpack_from(content)
+            if role != fcgi.RESPONDER:
+                self._send(conn, fcgi.record(fcgi.END_REQUEST, rid, fcgi.END_BODY.pack(0, 3)))
+                return
+            conn.requests[rid] = Request(conn, rid, bool(flags & fcgi.KEEP_CONN))
+            return
+        request = conn.requests.get(rid)
+        if request is None:
+            return  # a record for a request that is over (aborted, answered): ignored
+        if kind == fcgi.ABORT_REQUEST:
+            self._abort(request)
+        elif kind == fcgi.PARAMS and not request.params_done:
+            if not content:
+                request.params_done = True
+            elif len(request.params) + len(content) > MAX_PARAMS:
+                request.bad = True
+            elif not request.bad:
+                request.params += content
+        elif kind == fcgi.STDIN and request.params_done and not request.pid:
+            if not content:
+                self._ready(request)
+            elif len(request.body) + len(content) > self.options.max_body:
+                request.too_large = True
+                request.body = bytearray()
+            elif not request.too_large:
+                request.body += content
+
+    def _values(self, content: bytes) -> bytes:
+        known = {
+            b"FCGI_MAX_CONNS": str(self.options.max_connections).encode(),
+            b"FCGI_MAX_REQS": str(self.options.max_children).encode(),
+            b"FCGI_MPXS_CONNS": b"1",
+        }
+        try:
+            asked = fcgi.parse_pairs(content)
+        except fcgi.ProtocolError:
+            asked = []
+        return fcgi.pairs([(name, known[name]) for name, _ in asked if name in known])
+
+    def _send(self, conn: Connection, data: bytes) -> None:
+        if conn.closed or not data:
+            return
+        conn.outbuf += data
+        self._flush(conn)
+
+    def _flush(self, conn: Connection) -> None:
+        while conn.outbuf and not conn.closed:
+            try:
+                sent = conn.sock.send(conn.outbuf)
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError:  # the web server went away mid-answer
+                self._close(conn)
+                return
+            del conn.outbuf[:sent]
+        if conn.closed:
+            return
+        want = selectors.EVENT_READ | (selectors.EVENT_WRITE if conn.outbuf else 0)
+        key = self.selector.get_key(conn.sock)
+        if key.events != want:
+            self.selector.modify(conn.sock, want, key.data)
+        self._pause(conn, len(conn.outbuf) > HIGH_WATER)
+        if conn.closing and not conn.outbuf:
+            self._close(conn)
+
+    def _pause(self, conn: Connection, paused: bool) -> None:
+        """Stop (or resume) reading the stdout of *conn*'s children: back pressure."""
+        if conn.paused == paused:
+            return
+        conn.paused = paused
+        for request in conn.requests.values():
+            if request.out_fd >= 0:
+                if paused:
+                    self.selector.unregister(request.out_fd)
+                else:
+                    self.selector.register(request.out_fd, selectors.EVENT_READ, request.on_io)
+
+    def _close(self, conn: Connection) -> None:
+        """Drop *conn*; the requests still on it are stopped, their output discarded."""
+        if conn.closed:
+            return
+        conn.closed = True
+        if conn.paused:
+            self._pause(conn, False)
+        for request in list(conn.requests.values()):
+            request.discard = True
+            if request.pid:
+                self._stop(request)
+            else:
+                self._forget(request)
+        self.selector.unregister(conn.sock)
+        conn.sock.close()
+        conn.inbuf = conn.outbuf = bytearray()
+        self.conns.discard(conn)
+        if not self.stopping and not self.accepting:
+            self.accepting = True
+            self.selector.register(self.listener, selectors.EVENT_READ, self._on_accept)
+
+    def _forget(self, request: Request) -> None:
+        request.conn.requests.pop(request.rid, None)
+        if request in self.queue:
+            self.queue.remove(request)
+
+    def _abort(self, request: Request) -> None:
+        if request.pid:
+            request.discard = True  # END_REQUEST goes out when the child is gone
+            self._stop(request)
+        else:
+            self._forget(request)
+            self._send(request.conn, fcgi.end_request(request.rid, 0))
+            self._done_with(request.conn, request.keep)
+
+    # -- a request becomes a child --------------------------------------------------
+    def _ready(self, request: Request) -> None:
+        """The body is complete: answer an error at once, or queue the child."""
+        status = self._check(request)
+        if status:
+            self._answer(request, status)
+            return
+        self.queue.append(request)
+        self._start_queued()
+
+    def _answer(self, request: Request, status: int) -> None:
+        self._forget(request)
+        self._send(request.conn, fcgi.stream(fcgi.STDOUT, request.rid, error_response(status)))
+        self._send(request.conn, fcgi.end_request(request.rid, 0))
+        self._done_with(request.conn, request.keep)
+
+    def _done_with(self, conn: Connection, keep: bool) -> None:
+        if (not keep or self.stopping) and not conn.requests:
+            conn.closing = True
+            self._flush(conn)
+
+    def _check(self, request: Request) -> int:
+        """0 if the request may run; else the HTTP status to answer without running."""
+        if request.bad:
+            self.log("request params too large or malformed: 400")
+            return 400
+        try:
+            params = dict(fcgi.parse_pairs(bytes(request.params)))
+        except fcgi.ProtocolError:
+            self.log("request params malformed: 400")
+            return 400
+        length = params.get(b"CONTENT_LENGTH", b"0") or b"0"
+        if request.too_large or not length.isdigit() or int(length) > self.options.max_body:
+            self.log(f"request body over --max-body {self.options.max_body}: 413")
+            return 413
+        name = os.fsdecode(params.get(b"SCRIPT_FILENAME", b""))
+        request.script = name
+        verdict = self._script(name)
+        if verdict:
+            return verdict
+        env = dict(self.environ)
+        for key, value in params.items():
+            env[os.fsdecode(key)] = os.fsdecode(value)
+        env.pop("HTTP_PROXY", None)  # httpoxy: a request's Proxy header is not a proxy setting
+        request.params = bytearray()
+        request.env = env
+        return 0
+
+    def _script(self, name: str) -> int:
+        """0 if *name* may run: inside --root once resolved, an allowed extension, a file."""
+        if not name or "\0" in name or not os.path.isabs(name):
+            self.log(f"SCRIPT_FILENAME {name!r} is not an absolute path: 403")
+            return 403
+        real = os.path.realpath(name)
+        if not real.startswith(self.root + os.sep):
+            self.log(f"SCRIPT_FILENAME {name!r} is outside --root {self.root}: 403")
+            return 403
+        if os.path.splitext(real)[1] not in self.options.extensions:
+            self.log(f"SCRIPT_FILENAME {name!r} has no allowed extension: 403")
+            return 403
+        try:
+            info = os.stat(real)
+        except OSError:
+            self.log(f"SCRIPT_FILENAME {name!r} does not exist: 404")
+            return 404
+        if not stat.S_ISREG(info.st_mode):
+            self.log(f"SCRIPT_FILENAME {name!r} is not a file: 403")
+            return 403
+        return 0
+
+    def compiled(self, path: str) -> types.CodeType | BaseException:
+        """The code of the script at *path*, compiled once per path+mtime+size+inode."""
+        try:
+            info = os.stat(path)
+            stamp: tuple[int, ...] = (info.st_mtime_ns, info.st_size, info.st_ino, info.st_dev)
+        except OSError as exc:
+            return exc
+        cached = self.cache.get(path)
+        if cached is not None and cached[0] == stamp:
+            self.cache.move_to_end(path)
+            return cached[1]
+        code: types.CodeType | BaseException
+        try:
+            with open(path, "rb") as script:
+                source = script.read()
+            code = compile(source, path, "exec", dont_inherit=True)
+        except (OSError, SyntaxError, ValueError) as exc:
+            code = exc
+        self.cache[path] = (stamp, code)
+        while len(self.cache) > CACHE_SIZE:
+            self.cache.popitem(last=False)
+        return code
+
+    def _start_queued(self) -> None:
+        while self.queue and len(self.running) < self.options.max_children:
+            self._fork(self.queue.popleft())
+
+    def _spawn(self) -> None:
+        """Fork the spare child: it gets ready and waits for its request on a pipe."""
+        ctl_a, ctl_b = socket.socketpair()
+        ctl_r, ctl_w = ctl_a.detach(), ctl_b.detach()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        pid = os.fork()
+        if pid == 0:  # the child: nothing of the parent's I/O survives
+            try:
+                self._close_in_child((ctl_w, out_r, err_r))
+                serve_one(ctl_r, out_w, err_w)
+            finally:
+                os._exit(127)  # only if the child could not get ready
+        for fd in (ctl_r, out_w, err_w):
+            os.close(fd)
+        try:
+            os.setpgid(pid, pid)  # also done by the child; whichever runs first
+        except OSError:
+            pass
+        self.spare = Spare(pid, ctl_w, out_r, err_r)
+
+    def _drop_spare(self) -> None:
+        """End the spare child (it exits when its request pipe closes unused)."""
+        spare, self.spare = self.spare, None
+        if spare is not None:
+            for fd in (spare.ctl, spare.out_fd, spare.err_fd):
+                os.close(fd)
+            try:
+                os.waitpid(spare.pid, 0)
+            except ChildProcessError:
+                pass
+
+    def _fork(self, request: Request) -> None:
+        """Hand *request* to the spare child (forking one first if there is none)."""
+        path = os.path.realpath(request.script)
+        code = self.compiled(path)
+        error = ""
+        if isinstance(code, BaseException):
+            error = "".join(traceback.format_exception_only(type(code), code))
+            code = None
+        message = request_message(path, code, error, request.env, bytes(request.body))
+        request.body = bytearray()
+        request.env = {}
+        for _attempt in range(3):
+            if self.spare is None:
+                self._spawn()
+            spare = self.spare
+            assert spare is not None
+            try:
+                _write_all(spare.ctl, message)
+                break
+            except OSError:  # it died while waiting: its exit is reaped as a spare's
+                self.log("a spare child died before its request; forking another")
+                self.spare = None
+                for fd in (spare.ctl, spare.out_fd, spare.err_fd):
+                    os.close(fd)
+        else:
+            self._answer(request, 503)
+            return
+        self.spare = None
+        request.pid = spare.pid
+        request.out_fd, request.err_fd, request.ctl_fd = spare.out_fd, spare.err_fd, spare.ctl
+        request.deadline = time.monotonic() + self.options.timeout
+        self.running[spare.pid] = request
+        request.on_io = lambda fd, events: self._drain(request)
+        for fd in (spare.out_fd, spare.err_fd, spare.ctl):
+            os.set_blocking(fd, False)
+            if fd != spare.out_fd or not request.conn.paused:
+                self.selector.register(fd, selectors.EVENT_READ, request.on_io)
+
+    def _close_in_child(self, extra: tuple[int, ...]) -> None:
+        """In a new child: close the listener, every connection and every other child's pipe."""
+        signal.set_wakeup_fd(-1)
+        self.selector.close()
+        self.listener.close()
+        self.wake_r.close()
+        self.wake_w.close()
+        for conn in self.conns:
+            conn.sock.close()
+        for other in self.running.values():
+            for fd in (other.out_fd, other.err_fd, other.ctl_fd):
+                if fd >= 0:
+                    os.close(fd)
+        for fd in extra:
+            os.close(fd)
+
+    # -- a child's output -----------------------------------------------------------
+    def _drain(self, request: Request) -> None:
+        """Read what the child has written (stdout, stderr, exit status); finish if it is over.
+
+        All three are read on any one's event: when the child ends, its output's end
+        and its status arrive together, and one pass answers the request.
+        """
+        for _ in range(4):  # bounded: other requests get their turn
+            if request.out_fd < 0 or request.conn.paused or not self._read_out(request):
+                break
+        while request.err_fd >= 0 and self._read_err(request):
+            pass
+        if request.ctl_fd >= 0:
+            try:
+                data = os.read(request.ctl_fd, 16)
+            except (BlockingIOError, InterruptedError):
+                data = None
+            except OSError:
+                data = b""
+            if data is not None:
+                if data:
+                    request.app_status = data[0]
+                request.ctl_fd = self._close_fd(request.ctl_fd)
+        self._maybe_done(request)
+
+    def _close_fd(self, fd: int) -> int:
+        """Stop watching *fd* and close it; return -1."""
+        if fd in self.selector.get_map():
+            self.selector.unregister(fd)
+        os.close(fd)
+        return -1
+
+    def _read_out(self, request: Request) -> bool:
+        """Read the child's stdout once; False when nothing more is there now."""
+        try:
+            data = os.read(request.out_fd, 262144)
+        except (BlockingIOError, InterruptedError):
+            return False
+        if not data:
+            request.out_fd = self._close_fd(request.out_fd)
+            return False
+        if request.discard:
+            return True
+        if request.headers_sent:
+            self._send(request.conn, fcgi.stream(fcgi.STDOUT, request.rid, data))
+            return True
+        request.header += data
+        end = _header_end(request.header)
+        if end is None:
+            if len(request.header) > MAX_HEADER:
+                self.log(f"{request.script}: response header over {MAX_HEADER} bytes: 500")
+                self._fail(request, 500)
+            return True
+        header = parse_header(bytes(request.header[: end[0]]))
+        if header is None:
+            self.log(f"{request.script}: malformed response header: 500")
+            self._fail(request, 500)
+            return True
+        rest = bytes(request.header[end[1] :])
+        request.header = bytearray()
+        request.headers_sent = True
+        self._send(request.conn, fcgi.stream(fcgi.STDOUT, request.rid, header + rest))
+        return True
+
+    def _fail(self, request: Request, status: int) -> None:
+        """Answer *status* for a running request; the rest of its output is discarded."""
+        request.headers_sent = True
+        request.discard = True
+        request.header = bytearray()
+        self._send(request.conn, fcgi.stream(fcgi.STDOUT, request.rid, error_response(status)))
+
+    def _read_err(self, request: Request) -> bool:
+        """Pass the child's stderr on as FCGI_STDERR (or to our log if the client is gone)."""
+        try:
+            data = os.read(request.err_fd, 65536)
+        except (BlockingIOError, InterruptedError):
+            return False
+        if not data:
+            request.err_fd = self._close_fd(request.err_fd)
+            return False
+        if request.conn.closed:
+            self.log(data.decode("utf-8", "backslashreplace").rstrip("\n"))
+        else:
+            self._send(request.conn, fcgi.stream(fcgi.STDERR, request.rid, data))
+        return True
+
+    def _reap(self) -> None:
+        """Collect every child that has exited (those whose request is over included)."""
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            request = self.running.get(pid)
+            if self.spare is not None and pid == self.spare.pid:  # died idle (killed by someone)
+                spare, self.spare = self.spare, None
+                for fd in (spare.ctl, spare.out_fd, spare.err_fd):
+                    os.close(fd)
+            elif request is not None:
+                request.exit_status = status
+                self._maybe_done(request)
+
+    def _maybe_done(self, request: Request) -> None:
+        """Finish *request* once both pipes are at end of file and its exit status is known.
+
+        The status comes from the child itself (:func:`runner._finish`) or, when it died
+        without sending one (a signal, ``os._exit``), from reaping it.
+        """
+        if request.out_fd >= 0 or request.err_fd >= 0:
+            return
+        if request.app_status is not None:
+            app_status = request.app_status
+        elif request.exit_status is not None:
+            status = os.waitstatus_to_exitcode(request.exit_status)
+            app_status = status if status >= 0 else 128 - status
+            if status < 0 and not request.kill_at:
+                self.log(f"{request.script}: killed by signal {-status}")
+        else:
+            return
+        if request.pid not in self.running:
+            return  # done already
+        del self.running[request.pid]
+        if request.ctl_fd >= 0:
+            request.ctl_fd = self._close_fd(request.ctl_fd)
+        if not request.headers_sent and not request.discard:
+            if not request.timed_out:
+                self.log(f"{request.script}: ended (status {app_status}) before a header: 500")
+            self._fail(request, 504 if request.timed_out else 500)
+        conn = request.conn
+        conn.requests.pop(request.rid, None)
+        if not conn.closed:
+            self._send(conn, fcgi.end_request(request.rid, app_status))
+            self._done_with(conn, request.keep)
+        self._start_queued()
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def listen(address: str) -> socket.socket:
+    """A listening socket for ``HOST:PORT``, ``PORT`` (127.0.0.1) or ``unix:PATH`` (mode 0660)."""
+    if address.startswith("unix:"):
+        path = address[5:]
+        if not path:
+            raise ValueError("unix: needs a path, as in unix:/run/perlcompat.sock")
+        _remove_stale_socket(path)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old = os.umask(0o117)  # created as 0660: no window with wider permissions
+        try:
+            sock.bind(path)
+        finally:
+            os.umask(old)
+        os.chmod(path, 0o660)
+    else:
+        host, _, port = address.rpartition(":")
+        host = host.strip("[]") or "127.0.0.1"
+        if not port.isdigit() or not 0 < int(port) < 65536:
+            raise ValueError(f"{address!r} is not HOST:PORT, PORT or unix:PATH")
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, int(port)))
+    sock.listen(128)
+    return sock
+
+
+def _remove_stale_socket(path: str) -> None:
+    """Remove a unix socket left by a dead server; refuse anything else at *path*."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISSOCK(info.st_mode):
+        raise ValueError(f"{path} exists and is not a socket; not replacing it")
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(path)
+    except ConnectionRefusedError:
+        os.unlink(path)  # nobody listens: a dead server's socket
+        return
+    finally:
+        probe.close()
+    raise ValueError(f"{path}: another server is listening there")
