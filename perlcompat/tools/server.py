@@ -150,6 +150,7 @@ class Request:
     headers_sent: bool = False
     discard: bool = False
     script: str = ""
+    path: str = ""
     env: dict[str, str] = field(default_factory=dict)
     on_io: Callable[[object, int], None] | None = None
 
@@ -191,7 +192,6 @@ class Server:
         self.queue: deque[Request] = deque()
         self.cache: OrderedDict[str, tuple[tuple[int, ...], types.CodeType | BaseException]]
         self.cache = OrderedDict()
-        self.environ = dict(os.environ)
         self.stopping = False
         self.accepting = True
         self.spare: Spare | None = None
@@ -210,11 +210,7 @@ class Server:
         self.selector.register(self.listener, selectors.EVENT_READ, self._on_accept)
         gc.freeze()  # what is loaded now stays shared with the children (copy-on-write)
         while not (self.stopping and not self.running and not self.conns):
-            want_spare = (
-                self.spare is None
-                and not self.stopping
-                and len(self.running) < self.options.max_children
-            )
+            want_spare = self.spare is None and not self.stopping and not self.running
             ready = self.selector.select(0 if want_spare else self._next_timer())
             if want_spare and not ready:  # idle: fork the next request's child now
                 self._spawn()
@@ -494,19 +490,19 @@ class Server:
             return 413
         name = os.fsdecode(params.get(b"SCRIPT_FILENAME", b""))
         request.script = name
-        verdict = self._script(name)
-        if verdict:
-            return verdict
-        env = dict(self.environ)
-        for key, value in params.items():
-            env[os.fsdecode(key)] = os.fsdecode(value)
+        real = self._script(name)
+        if isinstance(real, int):
+            return real
+        request.path = real
+        env = {os.fsdecode(key): os.fsdecode(value) for key, value in params.items()}
         env.pop("HTTP_PROXY", None)  # httpoxy: a request's Proxy header is not a proxy setting
         request.params = bytearray()
         request.env = env
         return 0
 
-    def _script(self, name: str) -> int:
-        """0 if *name* may run: inside --root once resolved, an allowed extension, a file."""
+    def _script(self, name: str) -> str | int:
+        """*name* resolved if it may run (inside --root, an allowed extension, a file), else
+        the HTTP status to answer."""
         if not name or "\0" in name or not os.path.isabs(name):
             self.log(f"SCRIPT_FILENAME {name!r} is not an absolute path: 403")
             return 403
@@ -525,7 +521,7 @@ class Server:
         if not stat.S_ISREG(info.st_mode):
             self.log(f"SCRIPT_FILENAME {name!r} is not a file: 403")
             return 403
-        return 0
+        return real
 
     def compiled(self, path: str) -> types.CodeType | BaseException:
         """The code of the script at *path*, compiled once per path+mtime+size+inode."""
@@ -590,7 +586,7 @@ class Server:
 
     def _fork(self, request: Request) -> None:
         """Hand *request* to the spare child (forking one first if there is none)."""
-        path = os.path.realpath(request.script)
+        path = request.path
         code = self.compiled(path)
         error = ""
         if isinstance(code, BaseException):
