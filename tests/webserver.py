@@ -182,7 +182,7 @@ class ServeProcess:
             *args,
         ]
         self.sock = sock
-        self.env = dict(os.environ, PYTHONPATH=PACKAGE_ROOT, **(env or {}))
+        self.env = {**os.environ, "PYTHONPATH": PACKAGE_ROOT, **(env or {})}
         self.process: subprocess.Popen[bytes] | None = None
         self.lines: list[str] = []
         self._listening = threading.Event()
