@@ -193,6 +193,9 @@ def _touch() -> None:
         if (name.startswith("perlcompat.") and ".tools" not in name) or name in _TOUCHED:
             for value in list(getattr(module, "__dict__", {}).values()):
                 getattr(value, "__code__", None)
+                if isinstance(value, type) and value.__module__ == name:
+                    for member in list(value.__dict__.values()):
+                        getattr(member, "__code__", None)
 
 
 def serve_one(ctl_fd: int, out_fd: int, err_fd: int) -> NoReturn:

@@ -36,7 +36,7 @@ def _size(text: str) -> int:
 
 
 def preload(modules: list[str]) -> None:
-    """Import perlcompat's every name and each of *modules* (raises ImportError)."""
+    """Import perlcompat's every name and each of *modules* (raises ImportError), then warm."""
     import importlib
 
     import perlcompat
@@ -45,6 +45,55 @@ def preload(modules: list[str]) -> None:
         getattr(perlcompat, name)
     for module in modules:
         importlib.import_module(module)
+    warm_up()
+
+
+def warm_up() -> None:
+    """Run the file-handle idioms once on a private temp file, then remove it.
+
+    A port's first ``open_``/``flock``/``print_`` in a process fills caches (codecs,
+    layers, compiled patterns); done here, every forked child starts with them filled
+    (measured: a counter's first run in a child 0.65 -> 0.27 ms).  Nothing stays open
+    or locked, and the temp directory is gone afterwards.
+    """
+    import tempfile
+
+    from perlcompat import (
+        LOCK_EX,
+        LOCK_UN,
+        OS_ERROR,
+        Die,
+        close,
+        die,
+        filetest,
+        flock,
+        open_,
+        print_,
+        seek,
+        tell,
+        truncate,
+    )
+
+    with tempfile.TemporaryDirectory(prefix="perlcompat-warm-") as directory:
+        path = os.path.join(directory, "warm.dat")
+        for mode in (">> ", "+< ", "< ", "> "):
+            if not filetest("-e", path) and mode != ">> ":
+                continue
+            handle = open_(mode + path) or die(f"warm-up: {OS_ERROR}")
+            flock(handle, LOCK_EX)
+            if mode in ("+< ", "< "):
+                handle.readline()
+                handle.readlines()
+            if mode != "< ":
+                seek(handle, 0, 0)
+                print_(handle, "1\n", 2, "\n")
+                truncate(handle, tell(handle))
+            flock(handle, LOCK_UN)
+            close(handle)
+        try:
+            die("warm-up")
+        except Die:
+            pass
 
 
 def main(argv: list[str]) -> int:
