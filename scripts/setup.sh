@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Set up a fresh machine for the tests: perl, redis-server, lighttpd and python3-venv (apt)
+# Set up a fresh machine for the tests: perl, redis-server, lighttpd, cgi-fcgi and python3-venv (apt)
 # when missing, then the package with its test and dev extras in .venv.  The README's test
 # command is this script followed by `.venv/bin/python -m pytest -q`.
 set -euo pipefail
@@ -22,6 +22,8 @@ python3 -c "import ensurepip, venv" >/dev/null 2>&1 || pkgs+=(python3-venv)
 PATH="$PATH:/usr/sbin" command -v sshd >/dev/null 2>&1 || pkgs+=(openssh-server)
 command -v sshfs >/dev/null 2>&1 || pkgs+=(sshfs)
 command -v fusermount3 >/dev/null 2>&1 || command -v fusermount >/dev/null 2>&1 || pkgs+=(fuse3)
+# tests/test_serve.py: cgi-fcgi, a FastCGI client, sends raw params to `perlcompat serve`
+command -v cgi-fcgi >/dev/null 2>&1 || pkgs+=(libfcgi-bin)
 if ((${#pkgs[@]})); then
     SUDO=""
     [ "$(id -u)" = 0 ] || SUDO="sudo"

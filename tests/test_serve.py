@@ -543,7 +543,10 @@ def test_multiplexed_requests_on_one_connection(site: Site) -> None:
     client = Raw(site.sock)
     try:
         bodies = {rid: os.urandom(70000 + rid * 1000) for rid in (1, 2, 3, 4)}
-        streams = {rid: request_records(rid, cgi_params(site, "sha.py", body=b), b) for rid, b in bodies.items()}
+        streams = {
+            rid: request_records(rid, cgi_params(site, "sha.py", body=b), b)
+            for rid, b in bodies.items()
+        }
         while any(streams.values()):  # interleave the four requests' records
             for records in streams.values():
                 if records:
@@ -613,7 +616,7 @@ def test_a_child_inherits_no_socket_and_no_other_request(site: Site) -> None:
     assert state["std"] == ["0", "1", "2"]
     # its own exit-status channel only: no listener, no connection, no other child's pipe
     assert len(state["others"]) == 1
-    assert list(state["others"].values())[0].startswith("socket:")
+    assert next(iter(state["others"].values())).startswith("socket:")
     assert not set(state["others"].values()) & parent_sockets
     assert state["stdin"] == "the body"
     assert (state["term"], state["chld"], state["pgid_is_pid"]) == (True, True, True)
@@ -655,8 +658,9 @@ def test_children_and_body_size_are_bounded(tmp_path: Path) -> None:
 
 
 def test_listening_defaults(tmp_path: Path) -> None:
-    from perlcompat.tools.server import listen
     from webserver import free_port
+
+    from perlcompat.tools.server import listen
 
     sock = listen(str(free_port()))
     try:

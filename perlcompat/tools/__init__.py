@@ -3,6 +3,9 @@
 - ``cli``: the ``perlcompat`` command: ``--version``, ``--help`` and the subcommand table.
 - ``demo``: ``perlcompat demo``: concurrent writers for every idiom, and what each lost.
 - ``locks_cli``: ``perlcompat locks DIR``: list the locks in a directory, break stale ones.
+- ``serve``: ``perlcompat serve``: ported CGI scripts over FastCGI, a forked child per
+  request; ``server`` is its event loop, ``runner`` the child that runs one script as
+  ``__main__``, ``fastcgi`` the wire format (POSIX only: ``server``/``runner`` need fork).
 - ``audit/``: ``perlcompat audit PATH...``: the unsafe locking idioms in Perl scripts.
 
 Imports: a tool may import anything (the stdlib, ``perl/``, ``locks/``, other tools);

@@ -15,15 +15,15 @@ process with Python's (or Perl's) exit status, after the ``atexit`` handlers
 
 from __future__ import annotations
 
-import sys
-
-assert sys.platform != "win32"  # fork only: the serve command says so on Windows
-
+import contextlib
 import io
 import marshal
 import os
 import signal
+import sys
 import types
+
+assert sys.platform != "win32"  # fork only: the serve command says so on Windows
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ def _stdin_fd(body: bytes) -> int:
         os.close(read_end)  # a pipe smaller than the body: spool it instead
     import tempfile
 
-    spool = tempfile.TemporaryFile()  # unlinked at once; gone when the script exits
+    spool = tempfile.TemporaryFile()  # noqa: SIM115  unlinked at once; gone when the script exits
     spool.write(body)
     spool.flush()
     fd = os.dup(spool.fileno())
@@ -93,18 +93,14 @@ def _finish(status: int) -> NoReturn:
         atexit._run_exitfuncs()
     finally:
         for stream in (sys.stdout, sys.stderr):
-            try:
+            with contextlib.suppress(OSError, ValueError):
                 stream.flush()
-            except (OSError, ValueError):
-                pass
         status &= 0xFF
         if _ctl_fd >= 0:
             os.closerange(0, _ctl_fd)
             os.closerange(_ctl_fd + 1, MAX_FD)
-            try:
+            with contextlib.suppress(OSError):
                 os.write(_ctl_fd, bytes([status]))
-            except OSError:
-                pass
         os._exit(status)
 
 
@@ -126,10 +122,8 @@ def _exit_status(exc: SystemExit) -> int:
         return 0
     if isinstance(code, int):
         return code
-    try:
+    with contextlib.suppress(OSError, ValueError):
         sys.stderr.write(f"{code}\n")
-    except (OSError, ValueError):
-        pass
     return 1
 
 
@@ -148,9 +142,14 @@ def prepare(out_fd: int, err_fd: int) -> None:
     for target, fd in ((0, placeholder), (1, out_fd), (2, err_fd)):
         os.dup2(fd, target)  # inheritable: the script's own subprocesses share them
         os.close(fd)
-    sys.stdin = sys.__stdin__ = _text_stream(0, "r", "surrogateescape")
-    sys.stdout = sys.__stdout__ = _text_stream(1, "w", "surrogateescape")
-    sys.stderr = sys.__stderr__ = _text_stream(2, "w", "backslashreplace")
+    for name, fd, mode, errors in (
+        ("stdin", 0, "r", "surrogateescape"),
+        ("stdout", 1, "w", "surrogateescape"),
+        ("stderr", 2, "w", "backslashreplace"),
+    ):
+        stream = _text_stream(fd, mode, errors)
+        setattr(sys, name, stream)
+        setattr(sys, f"__{name}__", stream)  # the originals too: a CGI process has only these
 
 
 def receive(ctl_fd: int) -> tuple[str, types.CodeType | None, str, dict[str, str], bytes]:

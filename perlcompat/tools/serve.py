@@ -13,6 +13,7 @@ The loop is ``tools.server``, the child ``tools.runner``, the wire format
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 
@@ -90,108 +91,110 @@ def warm_up() -> None:
                 truncate(handle, tell(handle))
             flock(handle, LOCK_UN)
             close(handle)
-        try:
+        with contextlib.suppress(Die):
             die("warm-up")
-        except Die:
-            pass
 
 
 def main(argv: list[str]) -> int:
     """Run the server until SIGTERM/SIGINT; 2 on a usage error or where there is no fork."""
     if sys.platform == "win32" or not hasattr(os, "fork"):
-        _log(
-            "needs fork (a POSIX system); on Windows run the scripts as plain CGI"
-            " (see docs/serve.md)"
-        )
+        _log("needs fork (a POSIX system); on Windows run the scripts as plain CGI (docs/serve.md)")
         return 2
-    import argparse
+    else:  # a branch of its own: type checkers for Windows skip it
+        return _serve(argv)
 
-    parser = argparse.ArgumentParser(
-        prog="perlcompat serve",
-        description="Serve ported CGI scripts over FastCGI: a warm parent forks a child per"
-        " request; only scripts inside --root run.",
-    )
-    parser.add_argument(
-        "--fastcgi",
-        required=True,
-        metavar="ADDRESS",
-        help="HOST:PORT, PORT (on 127.0.0.1) or unix:PATH (created with mode 0660)",
-    )
-    parser.add_argument("--root", required=True, help="only scripts inside DIR run")
-    parser.add_argument(
-        "--timeout",
-        type=float,
-        default=300.0,
-        metavar="S",
-        help="seconds a request may run before it is killed (default 300)",
-    )
-    parser.add_argument(
-        "--max-children",
-        type=int,
-        default=16,
-        metavar="N",
-        help="requests running at once; more wait their turn (default 16)",
-    )
-    parser.add_argument(
-        "--max-body",
-        default="64M",
-        metavar="BYTES",
-        help="largest request body; a larger one is a 413 (default 64M)",
-    )
-    parser.add_argument(
-        "--ext",
-        default=".py",
-        metavar="EXT,...",
-        help="extensions a script may have (default .py; e.g. .py,.cgi for ports kept as .cgi)",
-    )
-    parser.add_argument(
-        "--preload",
-        default="",
-        metavar="MOD,...",
-        help="modules to import once in the parent (the scripts' own imports)",
-    )
-    args = parser.parse_args(argv)
-    try:
-        max_body = _size(args.max_body)
-    except ValueError as exc:
-        parser.error(f"--max-body: {exc}")
-    if args.timeout <= 0 or args.max_children < 1:
-        parser.error("--timeout and --max-children must be positive")
-    extensions = tuple(e if e.startswith(".") else "." + e for e in args.ext.split(",") if e)
-    if not extensions:
-        parser.error("--ext: name at least one extension")
-    if not os.path.isdir(args.root):
-        parser.error(f"--root {args.root}: not a directory")
-    modules = [m.strip() for m in args.preload.split(",") if m.strip()]
-    try:
-        preload(modules)
-    except ImportError as exc:
-        parser.error(f"--preload: {exc}")
 
-    from .server import Options, Server, listen
+if sys.platform != "win32":
 
-    try:
-        listener = listen(args.fastcgi)
-    except (OSError, ValueError) as exc:
-        parser.error(f"--fastcgi {args.fastcgi}: {exc}")
-    if listener.family != getattr(__import__("socket"), "AF_UNIX", -1):
-        host = listener.getsockname()[0]
-        if not (host.startswith("127.") or host == "::1"):
-            _log(f"warning: listening on {host}, not loopback: anyone who reaches it runs scripts")
-    options = Options(
-        root=args.root,
-        timeout=args.timeout,
-        max_children=args.max_children,
-        max_body=max_body,
-        extensions=extensions,
-    )
-    _log(f"listening on {args.fastcgi}, root {os.path.realpath(args.root)}")
-    try:
-        return Server(listener, options, _log).serve()
-    finally:
-        if args.fastcgi.startswith("unix:"):
-            try:
-                os.unlink(args.fastcgi[5:])
-            except OSError:
-                pass
-        listener.close()
+    def _serve(argv: list[str]) -> int:
+        """Parse the options, listen, and run the server."""
+        import argparse
+        import socket
+
+        parser = argparse.ArgumentParser(
+            prog="perlcompat serve",
+            description="Serve ported CGI scripts over FastCGI: a warm parent forks a child per"
+            " request; only scripts inside --root run.",
+        )
+        parser.add_argument(
+            "--fastcgi",
+            required=True,
+            metavar="ADDRESS",
+            help="HOST:PORT, PORT (on 127.0.0.1) or unix:PATH (created with mode 0660)",
+        )
+        parser.add_argument("--root", required=True, help="only scripts inside DIR run")
+        parser.add_argument(
+            "--timeout",
+            type=float,
+            default=300.0,
+            metavar="S",
+            help="seconds a request may run before it is killed (default 300)",
+        )
+        parser.add_argument(
+            "--max-children",
+            type=int,
+            default=16,
+            metavar="N",
+            help="requests running at once; more wait their turn (default 16)",
+        )
+        parser.add_argument(
+            "--max-body",
+            default="64M",
+            metavar="BYTES",
+            help="largest request body; a larger one is a 413 (default 64M)",
+        )
+        parser.add_argument(
+            "--ext",
+            default=".py",
+            metavar="EXT,...",
+            help="extensions a script may have (default .py; e.g. .py,.cgi for ports kept as .cgi)",
+        )
+        parser.add_argument(
+            "--preload",
+            default="",
+            metavar="MOD,...",
+            help="modules to import once in the parent (the scripts' own imports)",
+        )
+        args = parser.parse_args(argv)
+        try:
+            max_body = _size(args.max_body)
+        except ValueError as exc:
+            parser.error(f"--max-body: {exc}")
+        if args.timeout <= 0 or args.max_children < 1:
+            parser.error("--timeout and --max-children must be positive")
+        extensions = tuple(e if e.startswith(".") else "." + e for e in args.ext.split(",") if e)
+        if not extensions:
+            parser.error("--ext: name at least one extension")
+        if not os.path.isdir(args.root):
+            parser.error(f"--root {args.root}: not a directory")
+        modules = [m.strip() for m in args.preload.split(",") if m.strip()]
+        try:
+            preload(modules)
+        except ImportError as exc:
+            parser.error(f"--preload: {exc}")
+
+        from .server import Options, Server, listen
+
+        try:
+            listener = listen(args.fastcgi)
+        except (OSError, ValueError) as exc:
+            parser.error(f"--fastcgi {args.fastcgi}: {exc}")
+        if listener.family != socket.AF_UNIX:
+            host = listener.getsockname()[0]
+            if not (host.startswith("127.") or host == "::1"):
+                _log(f"warning: listening on {host}, not loopback: whoever reaches it runs scripts")
+        options = Options(
+            root=args.root,
+            timeout=args.timeout,
+            max_children=args.max_children,
+            max_body=max_body,
+            extensions=extensions,
+        )
+        _log(f"listening on {args.fastcgi}, root {os.path.realpath(args.root)}")
+        try:
+            return Server(listener, options, _log).serve()
+        finally:
+            if args.fastcgi.startswith("unix:"):
+                with contextlib.suppress(OSError):
+                    os.unlink(args.fastcgi[5:])
+            listener.close()

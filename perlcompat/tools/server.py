@@ -19,10 +19,7 @@ process; a mkdir lock is then a dead holder's, which ``lock()`` recovers).
 
 from __future__ import annotations
 
-import sys
-
-assert sys.platform != "win32"  # fork only: the serve command says so on Windows
-
+import contextlib
 import errno
 import gc
 import os
@@ -31,6 +28,7 @@ import selectors
 import signal
 import socket
 import stat
+import sys
 import time
 import traceback
 import types
@@ -38,7 +36,10 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
 from . import fastcgi as fcgi
-from .runner import request_message, serve_one
+
+assert sys.platform != "win32"  # fork only: the serve command says so on Windows
+
+from .runner import request_message, serve_one  # noqa: E402  (POSIX only, as this module)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -567,10 +568,8 @@ class Server:
                 os._exit(127)  # only if the child could not get ready
         for fd in (ctl_r, out_w, err_w):
             os.close(fd)
-        try:
+        with contextlib.suppress(OSError):
             os.setpgid(pid, pid)  # also done by the child; whichever runs first
-        except OSError:
-            pass
         self.spare = Spare(pid, ctl_w, out_r, err_r)
 
     def _drop_spare(self) -> None:
@@ -579,19 +578,19 @@ class Server:
         if spare is not None:
             for fd in (spare.ctl, spare.out_fd, spare.err_fd):
                 os.close(fd)
-            try:
+            with contextlib.suppress(ChildProcessError):
                 os.waitpid(spare.pid, 0)
-            except ChildProcessError:
-                pass
 
     def _fork(self, request: Request) -> None:
         """Hand *request* to the spare child (forking one first if there is none)."""
         path = request.path
-        code = self.compiled(path)
+        compiled = self.compiled(path)
+        code: types.CodeType | None = None
         error = ""
-        if isinstance(code, BaseException):
-            error = "".join(traceback.format_exception_only(type(code), code))
-            code = None
+        if isinstance(compiled, BaseException):
+            error = "".join(traceback.format_exception_only(type(compiled), compiled))
+        else:
+            code = compiled
         message = request_message(path, code, error, request.env, bytes(request.body))
         request.body = bytearray()
         request.env = {}
