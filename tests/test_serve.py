@@ -71,6 +71,14 @@ os.kill(os.getpid(), signal.SIGSEGV)
 import sys
 sys.stdout.write("Content-Type: text/plain\\nno blank line, then the end")
 """,
+    "bad_header.py": """
+print("this is not a header\\n")
+print("body")
+""",
+    "syntax.py": """
+print("Content-Type: text/plain\\n")
+def (
+""",
     "redirect.py": """
 print("Location: http://example.com/next\\n")
 """,
@@ -407,20 +415,34 @@ def test_exit_mid_request_answers_what_was_printed(site: Site) -> None:
 
 @pytest.mark.parametrize(
     ("script", "logged"),
-    [
-        ("die_early.py", "broken early at "),
-        ("raise_early.py", "RuntimeError: an exception before any header"),
-        ("crash.py", "crash.py: ended (status 139) before a header: 500"),
-        ("no_blank_line.py", "no_blank_line.py: ended (status 0) before a header: 500"),
+    [  # the script's stderr goes to lighttpd's error log; serve's own words to its stderr
+        ("die_early.py", "lighttpd: broken early at "),
+        ("raise_early.py", "lighttpd: RuntimeError: an exception before any header"),
+        ("syntax.py", "lighttpd: SyntaxError: invalid syntax"),
+        ("crash.py", "serve: crash.py: ended (status 139) before a header: 500"),
+        ("no_blank_line.py", "serve: no_blank_line.py: ended (status 0) before a header: 500"),
+        ("bad_header.py", "serve: bad_header.py: malformed response header: 500"),
     ],
 )
 def test_a_script_that_ends_before_a_header_is_a_500(site: Site, script: str, logged: str) -> None:
     status, body = site.http.request(script)
     assert status == 500
     assert b"broken" not in body and b"Traceback" not in body  # details go to the log only
-    log = site.http.errorlog.read_text() + site.serve.log
-    assert logged in log
+    where, _, text = logged.partition(": ")
+    if where == "serve":
+        assert site.serve.wait_for(text), site.serve.log
+    else:  # lighttpd logs each FCGI_STDERR record as it comes, before the answer
+        assert text in site.http.errorlog.read_text()
     assert site.http.request("fresh.py")[0] == 200
+
+
+def test_an_edited_script_runs_its_new_version(site: Site) -> None:
+    """Same size, same inode, and the old mtime put back (as ``cp -p`` does)."""
+    script = site.www / "edited.py"
+    for version in ("one", "two", "six"):
+        script.write_text(f'print("Content-Type: text/plain\\n")\nprint("{version}")\n')
+        os.utime(script, ns=(1_000_000_000, 1_000_000_000))
+        assert site.http.request("edited.py") == (200, f"{version}\n".encode())
 
 
 def test_die_status_reaches_the_web_server(site: Site) -> None:
@@ -450,7 +472,7 @@ def test_timeout_kills_the_request_and_its_locks_are_free(site: Site, query: str
     wait_gone(pid)
     reply = raw_request(site, "take.py")
     assert split(reply.stdout)[1] == b"lock 1 flock 1\n", reply
-    assert f"hold.py: killed after --timeout {TIMEOUT} s" in site.serve.log
+    assert site.serve.wait_for(f"hold.py: killed after --timeout {TIMEOUT} s")
 
 
 def test_a_timeout_before_any_header_is_a_504(tmp_path: Path) -> None:

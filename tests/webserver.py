@@ -186,6 +186,7 @@ class ServeProcess:
         self.process: subprocess.Popen[bytes] | None = None
         self.lines: list[str] = []
         self._listening = threading.Event()
+        self._changed = threading.Condition()
 
     def start(self) -> ServeProcess:
         """Start it; return once it says it listens (or raise with what it said)."""
@@ -205,10 +206,20 @@ class ServeProcess:
     def _collect(self) -> None:
         assert self.process is not None and self.process.stderr is not None
         for line in self.process.stderr:
-            self.lines.append(line.decode("utf-8", "replace"))
+            with self._changed:
+                self.lines.append(line.decode("utf-8", "replace"))
+                self._changed.notify_all()
             if "listening on" in self.lines[-1]:
                 self._listening.set()
         self._listening.set()  # it exited: start() looks at poll()
+        with self._changed:
+            self.lines.append("")  # wakes wait_for: nothing more will come
+            self._changed.notify_all()
+
+    def wait_for(self, text: str, timeout: float = 20) -> bool:
+        """True once *text* is in the log (the server may write it just after answering)."""
+        with self._changed:
+            return self._changed.wait_for(lambda: text in self.log, timeout)
 
     @property
     def log(self) -> str:

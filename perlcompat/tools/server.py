@@ -55,7 +55,14 @@ MAX_PARAMS = 256 * 1024
 HIGH_WATER = 1024 * 1024
 #: compiled scripts kept.
 CACHE_SIZE = 256
+#: seconds after its last change before a script's compiled code is cached.
+SETTLE = 2.0
 
+#: variables of a CGI request (RFC 3875 4.1, and the usual extras): never from our environment.
+_CGI_VARIABLE = re.compile(
+    r"^(HTTP_|CONTENT_|REQUEST_|SCRIPT_|SERVER_|REMOTE_|PATH_INFO$|PATH_TRANSLATED$"
+    r"|QUERY_STRING$|GATEWAY_INTERFACE$|AUTH_TYPE$|DOCUMENT_ROOT$|HTTPS$|REDIRECT_)"
+)
 _HEADER_NAME = re.compile(rb"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 _STATUS = re.compile(rb"^([1-5][0-9][0-9])(?: (.*))?$")
 _ABSOLUTE = re.compile(rb"^[A-Za-z][A-Za-z0-9+.-]*:")
@@ -185,7 +192,7 @@ class Server:
     def __init__(self, listener: socket.socket, options: Options, log: Callable[[str], None]):
         self.listener = listener
         self.options = options
-        self.root = os.path.realpath(options.root)
+        self.root = os.path.realpath(options.root).rstrip(os.sep) + os.sep
         self.log = log
         self.selector = selectors.DefaultSelector()
         self.conns: set[Connection] = set()
@@ -203,6 +210,8 @@ class Server:
     # -- the loop -------------------------------------------------------------------
     def serve(self) -> int:
         """Run until SIGTERM/SIGINT/SIGHUP and the requests in flight have finished."""
+        for name in [name for name in os.environ if _CGI_VARIABLE.match(name)]:
+            del os.environ[name]  # a request's variables come from its params only
         signal.set_wakeup_fd(self.wake_w.fileno(), warn_on_full_buffer=False)
         signal.signal(signal.SIGCHLD, lambda *_: None)
         for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
@@ -508,7 +517,7 @@ class Server:
             self.log(f"SCRIPT_FILENAME {name!r} is not an absolute path: 403")
             return 403
         real = os.path.realpath(name)
-        if not real.startswith(self.root + os.sep):
+        if not real.startswith(self.root):
             self.log(f"SCRIPT_FILENAME {name!r} is outside --root {self.root}: 403")
             return 403
         if os.path.splitext(real)[1] not in self.options.extensions:
@@ -525,16 +534,29 @@ class Server:
         return real
 
     def compiled(self, path: str) -> types.CodeType | BaseException:
-        """The code of the script at *path*, compiled once per path+mtime+size+inode."""
+        """The code of the script at *path*, compiled once per path, mtime, ctime, size, inode.
+
+        ctime counts because a copy that keeps the mtime (``cp -p``, ``tar x``) still
+        changes it.  A file changed less than :data:`SETTLE` seconds ago is compiled
+        afresh every time: file times tick coarsely, so a same-size edit within one tick
+        of the last would look unchanged ("racy" timestamps, as git calls them).
+        """
         try:
             info = os.stat(path)
-            stamp: tuple[int, ...] = (info.st_mtime_ns, info.st_size, info.st_ino, info.st_dev)
+            stamp: tuple[int, ...] = (
+                info.st_mtime_ns,
+                info.st_ctime_ns,
+                info.st_size,
+                info.st_ino,
+                info.st_dev,
+            )
         except OSError as exc:
             return exc
         cached = self.cache.get(path)
         if cached is not None and cached[0] == stamp:
             self.cache.move_to_end(path)
             return cached[1]
+        settled = time.time() - max(info.st_mtime, info.st_ctime) > SETTLE
         code: types.CodeType | BaseException
         try:
             with open(path, "rb") as script:
@@ -542,6 +564,9 @@ class Server:
             code = compile(source, path, "exec", dont_inherit=True)
         except (OSError, SyntaxError, ValueError) as exc:
             code = exc
+        if not settled:
+            self.cache.pop(path, None)
+            return code
         self.cache[path] = (stamp, code)
         while len(self.cache) > CACHE_SIZE:
             self.cache.popitem(last=False)
@@ -763,6 +788,7 @@ class Server:
         del self.running[request.pid]
         if request.ctl_fd >= 0:
             request.ctl_fd = self._close_fd(request.ctl_fd)
+        request.on_io = None  # the selector's callback referred to the request
         if not request.headers_sent and not request.discard:
             if not request.timed_out:
                 self.log(f"{request.script}: ended (status {app_status}) before a header: 500")
