@@ -35,8 +35,6 @@ _RESET = ("SIGTERM", "SIGHUP", "SIGQUIT", "SIGCHLD", "SIGUSR1", "SIGUSR2")
 _ctl_fd = -1
 #: fds closed before the exit status is sent (Python's closerange uses close_range(2)).
 MAX_FD = os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 65536
-#: modules (besides perlcompat's runtime) whose functions :func:`_touch` copies.
-_TOUCHED = ("perlcompat", "builtins", "os", "posixpath", "io", "sys")
 #: a body up to this size goes through a pipe; a larger one through an unlinked temp file.
 PIPE_BODY = 65536
 
@@ -181,27 +179,10 @@ def request_message(
     return len(data).to_bytes(8, "big") + data
 
 
-def _touch() -> None:
-    """Copy now, while idle, the pages of the functions a port calls (perlcompat, os, io).
-
-    A forked child shares its parent's memory until it writes to it, and running a
-    function writes (reference counts): doing that here moves those page copies off the
-    request's path (measured: the best case of a counter request 2.3 -> 1.9 ms).
-    """
-    for name, module in list(sys.modules.items()):
-        if (name.startswith("perlcompat.") and ".tools" not in name) or name in _TOUCHED:
-            for value in list(getattr(module, "__dict__", {}).values()):
-                getattr(value, "__code__", None)
-                if isinstance(value, type) and value.__module__ == name:
-                    for member in list(value.__dict__.values()):
-                        getattr(member, "__code__", None)
-
-
 def serve_one(ctl_fd: int, out_fd: int, err_fd: int) -> NoReturn:
     """A spare child: get ready, wait for one request on *ctl_fd*, run it; never returns."""
     try:
         prepare(out_fd, err_fd)
-        _touch()
         path, code, error, env, body = receive(ctl_fd)
         stdin = _stdin_fd(body)
         os.dup2(stdin, 0)  # sys.stdin reads fd 0: now the body
