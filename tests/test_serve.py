@@ -24,7 +24,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -78,6 +78,14 @@ print("body")
     "syntax.py": """
 print("Content-Type: text/plain\\n")
 def (
+""",
+    # 8 MiB out: more than the server buffers for a connection (back pressure)
+    "big.py": """
+import sys
+sys.stdout.write("Content-Type: application/octet-stream\\n\\n")
+sys.stdout.flush()
+for i in range(128):
+    sys.stdout.buffer.write(bytes([i]) * 65536)
 """,
     "redirect.py": """
 print("Location: http://example.com/next\\n")
@@ -251,8 +259,8 @@ def cgi_params(site: Site, script: str, query: str = "", body: bytes = b"") -> d
 
 @dataclass
 class Reply:
-    stdout: bytes = b""
-    stderr: bytes = b""
+    stdout: bytearray = field(default_factory=bytearray)
+    stderr: bytearray = field(default_factory=bytearray)
     app_status: int | None = None
 
 
@@ -263,7 +271,7 @@ class Raw:
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.settimeout(30)
         self.sock.connect(str(sock_path))
-        self.buf = b""
+        self.buf = bytearray()
         self.replies: dict[int, Reply] = {}
 
     def send(self, *records: bytes) -> None:
@@ -274,8 +282,8 @@ class Raw:
             if len(self.buf) >= 8:
                 _v, kind, rid, length, pad = struct.unpack("!BBHHBx", self.buf[:8])
                 if len(self.buf) >= 8 + length + pad:
-                    content = self.buf[8 : 8 + length]
-                    self.buf = self.buf[8 + length + pad :]
+                    content = bytes(self.buf[8 : 8 + length])
+                    del self.buf[: 8 + length + pad]
                     return kind, rid, content
             data = self.sock.recv(65536)
             if not data:
@@ -319,8 +327,8 @@ def raw_request(site: Site, script: str, query: str = "", body: bytes = b"") -> 
         client.close()
 
 
-def split(stdout: bytes) -> tuple[bytes, bytes]:
-    head, _, body = stdout.partition(b"\r\n\r\n")
+def split(stdout: bytes | bytearray) -> tuple[bytes, bytes]:
+    head, _, body = bytes(stdout).partition(b"\r\n\r\n")
     return head, body
 
 
@@ -583,6 +591,19 @@ def test_multiplexed_requests_on_one_connection(site: Site) -> None:
             str(len(body)).encode(),
             hashlib.sha256(body).hexdigest().encode(),
         ]
+
+
+def test_a_large_answer_read_slowly_arrives_whole(site: Site) -> None:
+    client = Raw(site.sock)
+    try:
+        client.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        client.send(*request_records(1, cgi_params(site, "big.py")))
+        reply = client.read(1)[1]
+    finally:
+        client.close()
+    assert reply.app_status == 0
+    body = split(reply.stdout)[1]
+    assert body == b"".join(bytes([i]) * 65536 for i in range(128))
 
 
 def test_get_values(site: Site) -> None:
