@@ -8,8 +8,11 @@ so that load drift hits every row alike:
 * ``count.py`` via ``perlcompat serve`` (lighttpd mod_fastcgi; a forked child per request),
 * ``count.cgi``, the Perl original, via mod_cgi.
 
-Printed per row: median and minimum wall time of a whole HTTP request and the
-median's ratio to the Perl original via mod_cgi.  All three share one count file.
+Printed per row: median and minimum wall time of a whole HTTP request, the
+median's ratio to the Perl original via mod_cgi, and the CPU time per request of
+the processes that served the row (each row has its own lighttpd; user + system
+time from /proc, the web server's and the script processes', and for serve its
+parent's and children's).  All three share one count file.
 
     python bench/bench_request.py [--runs 200]
 """
@@ -17,6 +20,7 @@ median's ratio to the Perl original via mod_cgi.  All three share one count file
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -42,41 +46,56 @@ def main() -> int:
         copy_examples(www)
         env = {"PERLCOMPAT_DATA_DIR": str(data), "PYTHONPATH": PACKAGE_ROOT}
         serve = ServeProcess(www, base / "serve.sock", env=env).start()
-        plain = CgiServer(www, env)  # each writes its config at start(), one after the other
-        plain.errorlog = base / "cgi-error.log"
-        fast = CgiServer(www, env, fastcgi=str(serve.sock))
-        fast.errorlog = base / "fcgi-error.log"
+        servers = []
+        for name in ("cgi-py", "fcgi", "cgi-perl"):  # each writes its config at start()
+            server = CgiServer(www, env, fastcgi=str(serve.sock) if name == "fcgi" else None)
+            server.errorlog = base / f"{name}-error.log"
+            servers.append(server)
         rows = {
-            "port via mod_cgi (python per request)": (plain, "counter/count.py"),
-            "port via perlcompat serve (fastcgi)": (fast, "counter/count.py"),
-            "Perl original via mod_cgi": (plain, "counter/count.cgi"),
+            "port via mod_cgi (python per request)": (servers[0], "counter/count.py", []),
+            "port via perlcompat serve (fastcgi)": (servers[1], "counter/count.py", [serve]),
+            "Perl original via mod_cgi": (servers[2], "counter/count.cgi", []),
         }
         times: dict[str, list[float]] = {name: [] for name in rows}
+        cpu: dict[str, float] = {}
         try:
-            plain.start()
-            fast.start()
-            for server, path in rows.values():  # warm: compile, page cache
+            for server in servers:
+                server.start()
+            for server, path, _ in rows.values():  # warm: compile, page cache
                 assert server.request(path)[0] == 200
+            before = {name: _cpu(server, extra) for name, (server, _, extra) in rows.items()}
             for _ in range(args.runs):
-                for name, (server, path) in rows.items():
+                for name, (server, path, _) in rows.items():
                     started = time.perf_counter()
                     status, _ = server.request(path)
                     times[name].append(time.perf_counter() - started)
                     assert status == 200
+            for name, (server, _, extra) in rows.items():  # children are reaped as they end
+                cpu[name] = _cpu(server, extra) - before[name]
         finally:
-            fast.stop()
-            plain.stop()
+            for server in servers:
+                server.stop()
             serve.stop()
         perl = statistics.median(times["Perl original via mod_cgi"])
         print(f"examples/counter under lighttpd, {args.runs} requests per row, interleaved")
-        print(f"{'':40} {'median':>9} {'min':>9} {'vs Perl':>8}")
+        print(f"{'':40} {'median':>9} {'min':>9} {'vs Perl':>8} {'CPU/request':>12}")
         for name, samples in times.items():
             median = statistics.median(samples)
             print(
                 f"{name:40} {median * 1000:7.2f}ms {min(samples) * 1000:7.2f}ms"
-                f" {median / perl:7.2f}x"
+                f" {median / perl:7.2f}x {cpu[name] / args.runs * 1000:10.2f}ms"
             )
     return 0
+
+
+def _cpu(server: CgiServer, extra: list[ServeProcess]) -> float:
+    """CPU seconds (user + system, own and reaped children's) of *server* and *extra*."""
+    total = 0.0
+    assert server.process is not None
+    for pid in [server.process.pid, *(p.pid for p in extra)]:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+    return total
 
 
 if __name__ == "__main__":
