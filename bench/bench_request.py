@@ -12,7 +12,7 @@ Printed per row: median and minimum wall time of a whole HTTP request, the
 median's ratio to the Perl original via mod_cgi, and the CPU time per request of
 the processes that served the row (each row has its own lighttpd; user + system
 time from /proc, the web server's and the script processes', and for serve its
-parent's and children's).  All three share one count file.
+parent's, its forker's and the script processes').  All three share one count file.
 
     python bench/bench_request.py [--runs 200]
 """
@@ -92,7 +92,13 @@ def _cpu(server: CgiServer, extra: list[ServeProcess]) -> float:
     """CPU seconds (user + system, own and reaped children's) of *server* and *extra*."""
     total = 0.0
     assert server.process is not None
-    for pid in [server.process.pid, *(p.pid for p in extra)]:
+    pids = [server.process.pid]
+    for serve in extra:  # serve's forker is its child; the script processes are the forker's
+        pids.append(serve.pid)
+        pids += [
+            int(c) for c in Path(f"/proc/{serve.pid}/task/{serve.pid}/children").read_text().split()
+        ]
+    for pid in pids:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         total += sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
     return total
