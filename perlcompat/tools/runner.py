@@ -70,6 +70,29 @@ def _text_stream(fd: int, mode: str, errors: str) -> io.TextIOWrapper:
     return io.TextIOWrapper(buffered, encoding="utf-8", errors=errors, write_through=False)
 
 
+#: the CGI variables a web server usually sends (RFC 3875 4.1 and common HTTP_ headers).
+_USUAL = (
+    "CONTENT_LENGTH CONTENT_TYPE DOCUMENT_ROOT GATEWAY_INTERFACE HTTP_ACCEPT"
+    " HTTP_ACCEPT_ENCODING HTTP_ACCEPT_LANGUAGE HTTP_CONNECTION HTTP_COOKIE HTTP_HOST"
+    " HTTP_REFERER HTTP_USER_AGENT PATH_INFO QUERY_STRING REDIRECT_STATUS REMOTE_ADDR"
+    " REMOTE_PORT REQUEST_METHOD REQUEST_SCHEME REQUEST_URI SCRIPT_FILENAME SCRIPT_NAME"
+    " SERVER_ADDR SERVER_NAME SERVER_PORT SERVER_PROTOCOL SERVER_SOFTWARE"
+).split()
+
+
+def _warm_environ() -> None:
+    """Set and unset the usual CGI variables once, before the request.
+
+    In a forked child the C library's environment and heap are copy-on-write: the
+    first ``putenv`` calls copy pages and grow the array (measured: 25 variables
+    0.27 ms in a fresh child, 0.07 ms after this).
+    """
+    for name in _USUAL:
+        os.environ[name] = "x" * 64
+    for name in _USUAL:
+        del os.environ[name]
+
+
 def _environ(params: dict[str, str]) -> None:
     """Add the request's CGI variables to ``os.environ`` (the server's own environment)."""
     for name, value in params.items():
@@ -135,6 +158,7 @@ def prepare(out_fd: int, err_fd: int) -> None:
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.set_wakeup_fd(-1)
     os.setpgid(0, 0)
+    _warm_environ()
     placeholder, unused = os.pipe()  # fd 0 is a pipe until the body replaces it
     os.close(unused)
     for target, fd in ((0, placeholder), (1, out_fd), (2, err_fd)):
