@@ -501,7 +501,7 @@ def test_a_timeout_before_any_header_is_a_504(tmp_path: Path) -> None:
 # -- the port via serve against the Perl original via mod_cgi --------------------------
 def test_the_port_via_serve_answers_at_least_as_fast_as_perl_via_mod_cgi(site: Site) -> None:
     """Requests one at a time, alternating, so load drift hits both alike; medians."""
-    rounds = 150
+    rounds = 200
     times: dict[str, list[float]] = {"counter/count.cgi": [], "counter/count.py": []}
     for path in times:
         site.http.request(path)  # warm: first compile, first perl exec from disk

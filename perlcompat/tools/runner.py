@@ -71,13 +71,35 @@ def _text_stream(fd: int, mode: str, errors: str) -> io.TextIOWrapper:
 
 
 #: the CGI variables a web server usually sends (RFC 3875 4.1 and common HTTP_ headers).
-_USUAL = (
-    "CONTENT_LENGTH CONTENT_TYPE DOCUMENT_ROOT GATEWAY_INTERFACE HTTP_ACCEPT"
-    " HTTP_ACCEPT_ENCODING HTTP_ACCEPT_LANGUAGE HTTP_CONNECTION HTTP_COOKIE HTTP_HOST"
-    " HTTP_REFERER HTTP_USER_AGENT PATH_INFO QUERY_STRING REDIRECT_STATUS REMOTE_ADDR"
-    " REMOTE_PORT REQUEST_METHOD REQUEST_SCHEME REQUEST_URI SCRIPT_FILENAME SCRIPT_NAME"
-    " SERVER_ADDR SERVER_NAME SERVER_PORT SERVER_PROTOCOL SERVER_SOFTWARE"
-).split()
+_USUAL = [
+    "CONTENT_LENGTH",
+    "CONTENT_TYPE",
+    "DOCUMENT_ROOT",
+    "GATEWAY_INTERFACE",
+    "HTTP_ACCEPT",
+    "HTTP_ACCEPT_ENCODING",
+    "HTTP_ACCEPT_LANGUAGE",
+    "HTTP_CONNECTION",
+    "HTTP_COOKIE",
+    "HTTP_HOST",
+    "HTTP_REFERER",
+    "HTTP_USER_AGENT",
+    "PATH_INFO",
+    "QUERY_STRING",
+    "REDIRECT_STATUS",
+    "REMOTE_ADDR",
+    "REMOTE_PORT",
+    "REQUEST_METHOD",
+    "REQUEST_SCHEME",
+    "REQUEST_URI",
+    "SCRIPT_FILENAME",
+    "SCRIPT_NAME",
+    "SERVER_ADDR",
+    "SERVER_NAME",
+    "SERVER_PORT",
+    "SERVER_PROTOCOL",
+    "SERVER_SOFTWARE",
+]
 
 
 def _warm_environ() -> None:
@@ -91,6 +113,38 @@ def _warm_environ() -> None:
         os.environ[name] = "x" * 64
     for name in _USUAL:
         del os.environ[name]
+
+
+def _warm_handles() -> None:
+    """Run the file-handle idioms once on /dev/null, before the request.
+
+    Running a function in a forked child copies the pages its objects live on (the
+    reference counts change); done here, the port's own ``open_``/``flock``/``print_``
+    find them copied (measured: a counter request's median 0.85x -> 0.75x of the Perl
+    original's).  The flock is shared and non-blocking: it never waits for anyone.
+    """
+    from perlcompat import (
+        LOCK_NB,
+        LOCK_SH,
+        LOCK_UN,
+        close,
+        flock,
+        open_,
+        print_,
+        seek,
+        tell,
+        truncate,
+    )
+
+    handle = open_("+< " + os.devnull)
+    if handle:
+        flock(handle, LOCK_SH | LOCK_NB)
+        handle.readline()
+        seek(handle, 0, 0)
+        print_(handle, "")
+        truncate(handle, tell(handle))
+        flock(handle, LOCK_UN)
+        close(handle)
 
 
 def _environ(params: dict[str, str]) -> None:
@@ -159,6 +213,7 @@ def prepare(out_fd: int, err_fd: int) -> None:
     signal.set_wakeup_fd(-1)
     os.setpgid(0, 0)
     _warm_environ()
+    _warm_handles()
     placeholder, unused = os.pipe()  # fd 0 is a pipe until the body replaces it
     os.close(unused)
     for target, fd in ((0, placeholder), (1, out_fd), (2, err_fd)):
