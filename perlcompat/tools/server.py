@@ -2,16 +2,18 @@
 
 One parent process (single-threaded, ``selectors``) accepts FastCGI connections,
 reads each request's params and body (multiplexed requests included), checks the
-script, and forks a child that runs it (``tools.runner``) with the body as fd 0 and
-two pipes as fd 1 and 2.  The parent turns the child's stdout into FCGI_STDOUT
-(headers checked as CGI servers check them: a 500 when the script ends before a
-complete header, ``Status: 302`` added for an absolute ``Location:``) and its stderr
-into FCGI_STDERR (the web server's error log, where mod_cgi puts it too).
+script, and hands the request to a spare child (``tools.runner``), which runs it with
+the body as fd 0 and two pipes as fd 1 and 2.  The parent turns the child's stdout
+into FCGI_STDOUT (headers checked as CGI servers check them: a 500 when the script
+ends before a complete header, ``Status: 302`` added for an absolute ``Location:``)
+and its stderr into FCGI_STDERR (the web server's error log, where mod_cgi puts it).
 
-The child closes every socket and pipe of the parent before the script runs, so it
-holds neither the listening socket nor another request's connection.  The parent
-opens no data file and takes no lock: it reads and compiles scripts (cached by
-path, mtime, size and inode) and nothing else.  A time-out, an aborted request or a
+The spares come from a :class:`Forker`, a process forked once at start that forks one
+child per request (the parent itself never forks again).  The forker is forked before
+any connection exists and holds only its socket to the parent; a child closes that
+too, so it holds neither the listening socket nor another request's connection.  The
+parent opens no data file and takes no lock: it reads and compiles scripts (cached by
+path, mtime, ctime, size and inode) and nothing else.  A time-out, an aborted request or a
 client that goes away sends SIGTERM to the child's process group (perlcompat's lock
 cleanup runs), then SIGKILL after :data:`GRACE` seconds (flock locks die with the
 process; a mkdir lock is then a dead holder's, which ``lock()`` recovers).
