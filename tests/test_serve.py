@@ -121,7 +121,7 @@ print("lock", got, "flock", flock(OUT, LOCK_EX | LOCK_NB))
 """,
     # what the child inherited: fds, signal dispositions, perlcompat state
     "state.py": """
-import os, signal, sys
+import gc, os, signal, sys
 from perlcompat import alarm
 from perlcompat.locks import cleanup
 fds = {}
@@ -140,7 +140,7 @@ print(json.dumps({
     "chld": signal.getsignal(signal.SIGCHLD) == signal.SIG_DFL,
     "tracked": len(cleanup.tracked()), "alarm": alarm(0), "cwd": os.getcwd(),
     "argv": sys.argv, "pgid_is_pid": os.getpgid(0) == os.getpid(),
-    "stdin": sys.stdin.read(), "proxy": os.environ.get("HTTP_PROXY"),
+    "stdin": sys.stdin.read(), "proxy": os.environ.get("HTTP_PROXY"), "gc": gc.isenabled(),
 }))
 """,
     "sha.py": """
@@ -663,9 +663,27 @@ def test_a_child_inherits_no_socket_and_no_other_request(site: Site) -> None:
     assert not set(state["others"].values()) & parent_sockets
     assert state["stdin"] == "the body"
     assert (state["term"], state["chld"], state["pgid_is_pid"]) == (True, True, True)
-    assert (state["tracked"], state["alarm"]) == (0, 0)
+    assert (state["tracked"], state["alarm"], state["gc"]) == (0, 0, True)
     assert state["cwd"] == str(site.www)
     assert state["argv"] == [str(site.www / "state.py")]
+
+
+def test_a_killed_forker_or_spare_is_replaced(site: Site) -> None:
+    def children(pid: int) -> list[int]:
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+    assert site.http.request("fresh.py")[0] == 200  # a spare is forked while idle after it
+    (forker,) = children(site.serve.pid)
+    for spare in children(forker):
+        os.kill(spare, signal.SIGKILL)
+    assert site.http.request("fresh.py")[0] == 200
+    (forker,) = children(site.serve.pid)
+    os.kill(forker, signal.SIGKILL)
+    wait_gone(forker)
+    for _ in range(3):
+        assert site.http.request("fresh.py")[0] == 200
+    assert site.serve.wait_for("the forker process ended; starting another")
+    assert children(site.serve.pid) != [forker]
 
 
 # -- bounds and listening ------------------------------------------------------------

@@ -16,6 +16,7 @@ process with Python's (or Perl's) exit status, after the ``atexit`` handlers
 from __future__ import annotations
 
 import contextlib
+import gc
 import io
 import marshal
 import os
@@ -211,6 +212,7 @@ def prepare(out_fd: int, err_fd: int) -> None:
             signal.signal(number, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.set_wakeup_fd(-1)
+    gc.enable()  # the forker runs without it; a script runs as under plain CGI
     os.setpgid(0, 0)
     _warm_environ()
     _warm_handles()

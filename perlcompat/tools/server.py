@@ -158,6 +158,7 @@ class Request:
     deadline: float = 0.0
     kill_at: float = 0.0
     timed_out: bool = False
+    orphan: bool = False  # its forker died: nobody will report how it ended
     header: bytearray = field(default_factory=bytearray)
     headers_sent: bool = False
     discard: bool = False
@@ -885,6 +886,10 @@ class Server:
                 self.selector.unregister(forker.sock)
                 forker.sock.close()
                 self.forker = None
+                self._drop_spares()  # their exits would not be reported
+                for request in list(self.running.values()):
+                    request.orphan = True
+                    self._maybe_done(request)
                 if not self.stopping:
                     self._start_forker()
 
@@ -911,6 +916,8 @@ class Server:
             return
         if request.app_status is not None:
             app_status = request.app_status
+        elif request.orphan and request.ctl_fd < 0:  # it ended without a word; none will come
+            app_status = 255
         elif request.exit_status is not None:
             status = os.waitstatus_to_exitcode(request.exit_status)
             app_status = status if status >= 0 else 128 - status
