@@ -146,6 +146,9 @@ def _warm_handles() -> None:
         truncate(handle, tell(handle))
         flock(handle, LOCK_UN)
         close(handle)
+    from perlcompat.perl.errno import set_errno
+
+    set_errno(0)  # the script starts with $! unset, as a new process does
 
 
 def _environ(params: dict[str, str]) -> None:

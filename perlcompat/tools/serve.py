@@ -93,6 +93,9 @@ def warm_up() -> None:
             close(handle)
         with contextlib.suppress(Die):
             die("warm-up")
+    from perlcompat.perl.errno import set_errno
+
+    set_errno(0)  # the children start with $! unset, as a new process does
 
 
 def main(argv: list[str]) -> int:
