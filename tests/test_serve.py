@@ -674,8 +674,12 @@ def test_a_killed_forker_or_spare_is_replaced(site: Site) -> None:
 
     assert site.http.request("fresh.py")[0] == 200  # a spare is forked while idle after it
     (forker,) = children(site.serve.pid)
-    for spare in children(forker):
+    spares = children(forker)
+    assert spares
+    for spare in spares:
         os.kill(spare, signal.SIGKILL)
+    for spare in spares:
+        wait_gone(spare)  # dead before the request: one killed under a request is its 500
     assert site.http.request("fresh.py")[0] == 200
     (forker,) = children(site.serve.pid)
     os.kill(forker, signal.SIGKILL)

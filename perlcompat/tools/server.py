@@ -57,6 +57,9 @@ MAX_HEADER = 64 * 1024
 MAX_PARAMS = 256 * 1024
 #: a connection's unsent output above which its children's stdout is not read.
 HIGH_WATER = 1024 * 1024
+#: children kept ready while no request runs: one may still be getting ready when a
+#: request comes, the other is ready (forking one takes ~1 ms on a busy machine).
+SPARES = 2
 #: compiled scripts kept.
 CACHE_SIZE = 256
 #: seconds after its last change before a script's compiled code is cached.
@@ -364,7 +367,7 @@ class Server:
         if forker is None or self.stopping:
             return
         room = self.options.max_children - len(self.running)
-        want = min(max(room, 0), len(self.queue)) + (0 if self.running else 1)
+        want = min(max(room, 0), len(self.queue)) + (0 if self.running else SPARES)
         while len(self.spares) + forker.asked < want and forker.ask():
             pass
 
