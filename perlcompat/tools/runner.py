@@ -1,10 +1,11 @@
 """One CGI request in a forked child of ``perlcompat serve``: the script as ``__main__``.
 
-The server forks a spare child ahead of demand; :func:`serve_one` (never returns)
-makes it look like the process a web server's mod_cgi would have started: default
-signal dispositions, its own process group (so a time-out kills the script's children
-too), fd 1 and 2 = the pipes given (new ``sys.stdout``/``stderr`` on them, UTF-8 with
-``surrogateescape`` as Python uses in the POSIX locale, block-buffered like a pipe).
+The server's forker forks a spare child ahead of demand; :func:`serve_one` (never
+returns) makes it look like the process a web server's mod_cgi would have started:
+default signal dispositions, gc on, its own process group (so a time-out kills the
+script's children too), fd 1 and 2 = the pipes given (new ``sys.stdout``/``stderr`` on
+them, UTF-8 with ``surrogateescape`` as Python uses in the POSIX locale, block-buffered
+like a pipe), and warms the environment and the file-handle calls.
 It then waits for one request (:func:`receive`): fd 0 = the body, ``os.environ`` =
 the server's environment plus the request's CGI variables, working directory and
 ``sys.path[0]`` = the script's directory, ``sys.argv`` = ``[script]``.  The script

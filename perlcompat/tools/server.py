@@ -358,9 +358,9 @@ class Server:
         self.selector.register(self.forker.sock, selectors.EVENT_READ, self._on_forker)
 
     def _ask_spares(self) -> None:
-        """A spare for each queued request (within --max-children), and one ready while idle.
+        """A spare for each queued request (within --max-children), and SPARES while idle.
 
-        The ready one is forked only when no request runs: a fork while a script runs
+        The idle ones are forked only when no request runs: a fork while a script runs
         takes CPU from the script (measured on 2 cores: the request 1.4x slower).
         """
         forker = self.forker
