@@ -372,17 +372,24 @@ def assert_unlocked(path: Path) -> None:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
 
 
-def parent_files(pid: int) -> list[str]:
-    """What the server process has open, besides sockets, pipes and /dev/null."""
-    found = []
+def open_files(pid: int) -> dict[str, str]:
+    """fd -> what it is, for process *pid* (an fd closed while looking is left out)."""
+    found = {}
     for name in os.listdir(f"/proc/{pid}/fd"):
         try:
-            target = os.readlink(f"/proc/{pid}/fd/{name}")
+            found[name] = os.readlink(f"/proc/{pid}/fd/{name}")
         except OSError:
             continue
-        if not target.startswith(("socket:", "pipe:", "anon_inode:", "/dev/")):
-            found.append(target)
     return found
+
+
+def parent_files(pid: int) -> list[str]:
+    """What the server process has open, besides sockets, pipes and /dev/null."""
+    return [
+        target
+        for target in open_files(pid).values()
+        if not target.startswith(("socket:", "pipe:", "anon_inode:", "/dev/"))
+    ]
 
 
 def flocks_of(pid: int) -> list[str]:
@@ -647,10 +654,7 @@ def test_a_child_inherits_no_socket_and_no_other_request(site: Site) -> None:
         busy.send(*request_records(1, cgi_params(site, "slow.py")))
         running_pid(busy, 1)
         reply = raw_request(site, "state.py", body=b"the body")
-        parent_sockets = {
-            os.readlink(f"/proc/{site.serve.pid}/fd/{fd}")
-            for fd in os.listdir(f"/proc/{site.serve.pid}/fd")
-        }
+        parent_sockets = set(open_files(site.serve.pid).values())
         busy.send(rec(2, 1))
         busy.read(1)
     finally:
