@@ -1,7 +1,7 @@
 """Contended ``+<`` read-increment-write cycle: perlcompat against the raw syscalls and others.
 
 ``--procs`` processes (default 4) each run ``--cycles`` cycles (default 1500) of
-seed 000's idiom on one counter file::
+the Perl locking article's idiom on one counter file::
 
     open(OUT, "+< $f") or die; flock(OUT, 2); $n = <OUT>;
     seek(OUT, 0, 0); print OUT $n + 1; truncate(OUT, tell(OUT)); close(OUT);

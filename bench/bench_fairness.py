@@ -1,6 +1,6 @@
 """Fairness to Perl in a mixed deployment: who gets the "busy" answers, default vs ``poll=``.
 
-``--n`` Perl processes run seed 003's ``sub lock`` (mkdir, 5 tries, ``sleep 1``
+``--n`` Perl processes run the mkdir lock sub (mkdir, 5 tries, ``sleep 1``
 between them: gives up after ~4 s) and ``--n`` Python processes run
 ``perlcompat.lock()`` on the same lock directory.  Each process repeats a
 request cycle for ``--seconds``: take the lock (a busy answer counts and the
@@ -31,10 +31,10 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-SEED_003_PERL = r"""
+MKDIR_SUB_PERL = r"""
 use strict; use warnings; use Time::HiRes ();
 my ($dir, $counter, $start, $end, $hold, $think) = @ARGV;
-# seed 003, verbatim but for `my`: mkdir lock, 5 tries 1 s apart, 3-minute stale removal
+# the mkdir lock column's sub, verbatim but for `my`: 5 tries 1 s apart, 3-minute stale removal
 sub lock {
     my $dir = $_[0];
     if (-e $dir) { my $t = (stat($dir))[9]; if ($t < time - 180) { &unlock($dir); } }
@@ -107,7 +107,7 @@ def run_mode(
         for _ in range(n):
             procs["perl"].append(
                 subprocess.Popen(
-                    ["perl", "-e", SEED_003_PERL, *common], stdout=subprocess.PIPE, text=True
+                    ["perl", "-e", MKDIR_SUB_PERL, *common], stdout=subprocess.PIPE, text=True
                 )
             )
             procs["python"].append(
@@ -148,7 +148,7 @@ def main() -> None:
     parser.add_argument("--think", type=float, default=0.05, help="mean pause between requests (s)")
     args = parser.parse_args()
     print(
-        f"{args.n} Perl (seed 003 sub) + {args.n} Python (lock()) processes on one mkdir lock,"
+        f"{args.n} Perl (mkdir lock sub) + {args.n} Python (lock()) processes on one mkdir lock,"
         f" {args.seconds:g} s per mode, hold {args.hold:g} s, think {args.think:g} s"
     )
     header = (

@@ -8,14 +8,14 @@ The counter must end at procs * cycles (a lost update means the lock failed).
 
 Rows: every perlcompat method through ``Lock`` (default patience, smart
 backoff); "bare mkdir/rmdir", the same loop with nothing but ``os.mkdir`` and
-``os.rmdir`` (the floor any mkdir lock pays on that filesystem); then seed
-003's own loop (``mkdir`` / ``sleep(1)`` retries) run by real Perl with fewer
+``os.rmdir`` (the floor any mkdir lock pays on that filesystem); then the mkdir
+lock sub's own loop (``mkdir`` / ``sleep(1)`` retries) run by real Perl with fewer
 cycles, for contrast.  "cost" is wall time per cycle relative to the flock
 method in the same run and directory.  The whole table is printed once for the
 temporary directory (usually a disk) and once for /dev/shm (tmpfs) when it
 exists: a directory costs far more to create and remove on a disk.
 
-    python bench/bench_lock_methods.py [--procs 4] [--cycles 400] [--seed-cycles 12]
+    python bench/bench_lock_methods.py [--procs 4] [--cycles 400] [--perl-cycles 12]
 """
 
 from __future__ import annotations
@@ -37,10 +37,10 @@ from perlcompat.locks.api import Lock
 METHODS = ["flock", "mkdir", "symlink", "excl", "rename", "toplock"]
 BARE = "bare mkdir/rmdir"
 
-SEED_003_PERL = r"""
+MKDIR_SUB_PERL = r"""
 use strict; use warnings; use Time::HiRes ();
 my ($dir, $counter, $cycles, $out, $go) = @ARGV;
-# seed 003, verbatim but for `my`: mkdir lock, 5 tries 1 s apart, 3-minute stale removal
+# the mkdir lock column's sub, verbatim but for `my`: 5 tries 1 s apart, 3-minute stale removal
 sub lock {
     my $dir = $_[0];
     if (-e $dir) { my $t = (stat($dir))[9]; if ($t < time - 180) { &unlock($dir); } }
@@ -141,15 +141,15 @@ def _python_run(
 def _perl_run(
     workdir: str, procs: int, cycles: int
 ) -> tuple[float, list[tuple[float, float]], int]:
-    counter = os.path.join(workdir, "counter-seed003")
+    counter = os.path.join(workdir, "counter-mkdir-sub")
     with open(counter, "w") as stream:
         stream.write("0\n")
-    script = os.path.join(workdir, "seed003.pl")
+    script = os.path.join(workdir, "mkdir_sub.pl")
     with open(script, "w") as stream:
-        stream.write(SEED_003_PERL)
-    lockdir = os.path.join(workdir, "lock-seed003")
-    outs = [os.path.join(workdir, f"seed003-{i}.log") for i in range(procs)]
-    go = os.path.join(workdir, "seed003.go")
+        stream.write(MKDIR_SUB_PERL)
+    lockdir = os.path.join(workdir, "lock-mkdir-sub")
+    outs = [os.path.join(workdir, f"mkdir-sub-{i}.log") for i in range(procs)]
+    go = os.path.join(workdir, "mkdir_sub.go")
     children = [
         subprocess.Popen(["perl", script, lockdir, counter, str(cycles), out, go]) for out in outs
     ]
@@ -190,9 +190,9 @@ def _table(base: str, args: argparse.Namespace) -> None:
         for method in methods:
             run = _python_run(workdir, method, args.procs, args.cycles)
             rows.append((method, args.cycles, *run))
-        if args.seed_cycles:
-            run = _perl_run(workdir, args.procs, args.seed_cycles)
-            rows.append(("seed003 perl sleep(1)", args.seed_cycles, *run))
+        if args.perl_cycles:
+            run = _perl_run(workdir, args.procs, args.perl_cycles)
+            rows.append(("mkdir lock sub, perl sleep(1)", args.perl_cycles, *run))
     flock_per_cycle = rows[0][2] / (args.procs * rows[0][1])
     kind = _fs_type(base)
     print(f"\n{base} ({kind}): {args.procs} processes; cycle = lock, read-increment-write, unlock")
@@ -233,7 +233,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--procs", type=int, default=4)
     parser.add_argument("--cycles", type=int, default=400)
-    parser.add_argument("--seed-cycles", type=int, default=12)
+    parser.add_argument("--perl-cycles", type=int, default=12)
     parser.add_argument("--methods", nargs="*", default=METHODS)
     parser.add_argument("--dir", action="append", help="directory to run in (repeatable)")
     args = parser.parse_args()

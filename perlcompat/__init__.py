@@ -3,6 +3,8 @@
 Every name is loaded on first use (PEP 562), so ``import perlcompat`` costs almost
 nothing: a CGI script pays only for the functions it calls.  The table below is
 the whole public API; each entry names the module that implements it.
+``from perlcompat import *`` takes all of it but the names of standard modules
+(``time``, ``stat``, ``crypt``, ``readline``), which a port imports by name.
 """
 
 from __future__ import annotations
@@ -34,6 +36,17 @@ _EXPORTS = {
     "binmode": "perl.handle",
     "eof": "perl.handle",
     "flock": "perl.flock",
+    # File::FcntlLock: fcntl(2) record locks and their constants
+    "FcntlLock": "perl.fcntllock",
+    "F_GETLK": "perl.fcntllock",
+    "F_SETLK": "perl.fcntllock",
+    "F_SETLKW": "perl.fcntllock",
+    "F_RDLCK": "perl.fcntllock",
+    "F_WRLCK": "perl.fcntllock",
+    "F_UNLCK": "perl.fcntllock",
+    "fcntl": "perl.fcntllock",
+    "pack_flock": "perl.fcntllock",
+    "unpack_flock": "perl.fcntllock",
     # files and directories
     "mkdir": "perl.fs",
     "rmdir": "perl.fs",
@@ -66,6 +79,7 @@ _EXPORTS = {
     "lock": "locks.api",
     "unlock": "locks.api",
     "Lock": "locks.api",
+    "fork": "locks.fork",
     "LockError": "locks.errors",
     "LockTimeout": "locks.errors",
     "DuplicateLockError": "locks.errors",
@@ -84,11 +98,53 @@ _EXPORTS = {
     "rename_if_holding": "locks.methods.toplock",
     "readline": "perl.handle",
     "PerlWarning": "perl.handle",
-    "PerlList": "perl.handle",
+    "LostLockWarning": "perl.handle",
+    "PerlList": "perl.lists",
+    # sysopen and Fcntl's O_* flags
+    "sysopen": "perl.sysopen",
+    "O_RDONLY": "perl.sysopen",
+    "O_WRONLY": "perl.sysopen",
+    "O_RDWR": "perl.sysopen",
+    "O_CREAT": "perl.sysopen",
+    "O_EXCL": "perl.sysopen",
+    "O_TRUNC": "perl.sysopen",
+    "O_APPEND": "perl.sysopen",
+    "O_NONBLOCK": "perl.sysopen",
+    "O_NOFOLLOW": "perl.sysopen",
+    "O_NOCTTY": "perl.sysopen",
+    "O_SYNC": "perl.sysopen",
+    "O_BINARY": "perl.sysopen",
+    "O_TEXT": "perl.sysopen",
+    # undef, arrays and hashes read as Perl reads them
+    "undef": "perl.undef",
+    "defined": "perl.undef",
+    "elem": "perl.lists",
+    "hval": "perl.lists",
+    "PerlHash": "perl.lists",
+    "pop": "perl.lists",
+    "shift": "perl.lists",
+    "push": "perl.lists",
+    "unshift": "perl.lists",
+    "chomp": "perl.text",
+    "chop": "perl.text",
+    "strftime": "perl.time",
+    # require "./lib.pl"
+    "require": "perl.require",
     "lstat": "perl.fs",
+    # the standard handles and read(FH, $buf, LEN)
+    "STDIN": "perl.stdio",
+    "STDOUT": "perl.stdio",
+    "STDERR": "perl.stdio",
+    "read": "perl.stdio",
+    "Scalar": "perl.stdio",
 }
 
-__all__ = sorted(_EXPORTS)
+#: names ``from perlcompat import *`` leaves out: they are standard modules a port may
+#: also import (``import time`` must stay the module); import them by name instead
+#: (``from perlcompat import time as perl_time``).
+_NOT_STAR = frozenset({"crypt", "fcntl", "readline", "stat", "time"})
+
+__all__ = sorted(name for name in _EXPORTS if name not in _NOT_STAR)
 __version__ = "0.1.0"
 
 from time import time as _time  # noqa: E402  (a builtin module: free)
@@ -111,6 +167,7 @@ if TYPE_CHECKING:
         LockTimeout as LockTimeout,
         NotLockedError as NotLockedError,
     )
+    from .locks.fork import fork as fork
     from .locks.methods.toplock import (
         rename_if_holding as rename_if_holding,
         still_holding as still_holding,
@@ -150,6 +207,18 @@ if TYPE_CHECKING:
         ERRNO as ERRNO,
         OS_ERROR as OS_ERROR,
     )
+    from .perl.fcntllock import (
+        F_GETLK as F_GETLK,
+        F_RDLCK as F_RDLCK,
+        F_SETLK as F_SETLK,
+        F_SETLKW as F_SETLKW,
+        F_UNLCK as F_UNLCK,
+        F_WRLCK as F_WRLCK,
+        FcntlLock as FcntlLock,
+        fcntl as fcntl,
+        pack_flock as pack_flock,
+        unpack_flock as unpack_flock,
+    )
     from .perl.flock import (
         flock as flock,
     )
@@ -173,8 +242,8 @@ if TYPE_CHECKING:
         SharedStorageWarning as SharedStorageWarning,
     )
     from .perl.handle import (
+        LostLockWarning as LostLockWarning,
         PerlFile as PerlFile,
-        PerlList as PerlList,
         PerlWarning as PerlWarning,
         binmode as binmode,
         close as close,
@@ -187,7 +256,45 @@ if TYPE_CHECKING:
         tell as tell,
         truncate as truncate,
     )
+    from .perl.lists import (
+        PerlHash as PerlHash,
+        PerlList as PerlList,
+        elem as elem,
+        hval as hval,
+        pop as pop,
+        push as push,
+        shift as shift,
+        unshift as unshift,
+    )
+    from .perl.require import (
+        require as require,
+    )
+    from .perl.stdio import (
+        STDERR as STDERR,
+        STDIN as STDIN,
+        STDOUT as STDOUT,
+        Scalar as Scalar,
+        read as read,
+    )
+    from .perl.sysopen import (
+        O_APPEND as O_APPEND,
+        O_BINARY as O_BINARY,
+        O_CREAT as O_CREAT,
+        O_EXCL as O_EXCL,
+        O_NOCTTY as O_NOCTTY,
+        O_NOFOLLOW as O_NOFOLLOW,
+        O_NONBLOCK as O_NONBLOCK,
+        O_RDONLY as O_RDONLY,
+        O_RDWR as O_RDWR,
+        O_SYNC as O_SYNC,
+        O_TEXT as O_TEXT,
+        O_TRUNC as O_TRUNC,
+        O_WRONLY as O_WRONLY,
+        sysopen as sysopen,
+    )
     from .perl.text import (
+        chomp as chomp,
+        chop as chop,
         num as num,
         split as split,
         truth as truth,
@@ -197,7 +304,12 @@ if TYPE_CHECKING:
         localtime as localtime,
         scalar_gmtime as scalar_gmtime,
         scalar_localtime as scalar_localtime,
+        strftime as strftime,
         time as time,
+    )
+    from .perl.undef import (
+        defined as defined,
+        undef as undef,
     )
 
 

@@ -180,6 +180,11 @@ def shared_directory() -> Iterator[Path]:
         shutil.rmtree(base)
 
 
+def require_root(what: str) -> None:
+    """Fail (never skip) a ``privileged`` test that is not running as root."""
+    assert os.geteuid() == 0, f"{what} needs root: run as root, or deselect -m 'not privileged'"
+
+
 def as_unprivileged(func: Callable[[], object]) -> object:
     """Run *func* in a forked child, as uid/gid 65534 when we are root; return its result.
 

@@ -236,7 +236,7 @@ def test_cli_json_shape() -> None:
 def test_cli_exit_zero_when_clean_or_only_info() -> None:
     clean = run_cli("--json", "tests/audit_cases/seed003_ok.pl")
     assert clean.returncode == 0
-    assert json.loads(clean.stdout) == {"version": 1, "findings": [], "errors": []}
+    assert json.loads(clean.stdout) == {"version": 1, "findings": [], "errors": [], "skipped": []}
     info = run_cli("--json", "tests/audit_cases/append_no_seek_bad.pl")
     assert info.returncode == 0
     assert [f["severity"] for f in json.loads(info.stdout)["findings"]] == ["info"]

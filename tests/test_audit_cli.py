@@ -92,7 +92,7 @@ def test_locks_refuses_nonsense_stale(value: str, tmp_path: Path) -> None:
 
 def test_json_documents_carry_a_version(tmp_path: Path) -> None:
     audit = json.loads(cli("audit", "--json", "tests/audit_cases/seed003_ok.pl").stdout)
-    assert audit == {"version": 1, "findings": [], "errors": []}
+    assert audit == {"version": 1, "findings": [], "errors": [], "skipped": []}
     locks = json.loads(cli("locks", "--json", str(tmp_path)).stdout)
     assert locks["version"] == 1 and locks["locks"] == []
 
@@ -207,3 +207,77 @@ def test_a_fifo_given_by_name_is_refused_not_waited_on(tmp_path: Path) -> None:
     run = cli("audit", str(fifo))
     assert run.returncode == 2
     assert "not a regular file" in run.stderr
+
+
+# -- paths and rules: --exclude, -, --only, --ignore, non-Perl files in a directory
+
+BAD = "tests/audit_cases/fork_while_locked_bad.pl"
+ALSO_BAD = "tests/audit_cases/append_no_seek_bad.pl"  # an info finding
+UNCHECKED = "tests/audit_cases/unchecked_result_bad.pl"
+
+
+def _rules(run: subprocess.CompletedProcess[str]) -> list[str]:
+    return sorted({f["rule"] for f in json.loads(run.stdout)["findings"]})
+
+
+def test_a_script_on_standard_input_is_audited_as_dash() -> None:
+    source = (ROOT / BAD).read_text(encoding="latin-1")
+    run = cli("audit", "--json", "-", input=source)
+    assert run.returncode == 1, run.stderr
+    doc = json.loads(run.stdout)
+    assert {(f["file"], f["line"], f["rule"]) for f in doc["findings"]} == {
+        ("-", 7, "fork-while-locked"),
+        ("-", 19, "fork-while-locked"),
+    }
+
+
+def test_only_and_ignore_select_rules_and_the_exit_status() -> None:
+    both = cli("audit", "--json", BAD, UNCHECKED)
+    assert {"fork-while-locked", "unchecked-result"} <= set(_rules(both))
+    only = cli("audit", "--json", "--only", "fork-while-locked", BAD, UNCHECKED)
+    assert _rules(only) == ["fork-while-locked"] and only.returncode == 1
+    ignored = cli("audit", "--json", "--ignore", "fork-while-locked", BAD)
+    assert _rules(ignored) == [] and ignored.returncode == 0  # nothing left to report
+    listed = cli("audit", "--json", "--ignore", "unchecked-result,fork-while-locked", UNCHECKED)
+    assert "unchecked-result" not in _rules(listed)
+    info = cli("audit", "--only", "append-no-seek", "--only", "fork-while-locked", ALSO_BAD)
+    assert info.returncode == 0 and "append-no-seek" in info.stdout
+
+
+def test_an_unknown_rule_is_a_usage_error_naming_the_rules() -> None:
+    run = cli("audit", "--only", "no-such-rule", BAD)
+    assert run.returncode == 2
+    assert "unknown rule no-such-rule" in run.stderr and "fork-while-locked" in run.stderr
+    assert "Traceback" not in run.stderr
+
+
+def test_exclude_leaves_out_files_and_directories(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    (site / "old").mkdir(parents=True)
+    for name in ("board.cgi", "old/board.cgi", "jcode.pl"):
+        (site / name).write_bytes((ROOT / BAD).read_bytes())
+    every = json.loads(cli("audit", "--json", str(site)).stdout)
+    assert len({f["file"] for f in every["findings"]}) == 3
+    run = cli("audit", "--json", "--exclude", "*/old", "--exclude", "jcode.pl", str(site))
+    assert {f["file"] for f in json.loads(run.stdout)["findings"]} == {str(site / "board.cgi")}
+
+
+def test_a_non_perl_file_in_a_directory_is_skipped_with_a_note(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "board.cgi").write_bytes((ROOT / BAD).read_bytes())
+    (site / "count.cgi").write_text("#!/usr/bin/env python3\nprint(f'{1}')\nx = {'a': 1\n")
+    (site / "data.pl").write_bytes(b"\x00\x01binary{{{")
+    run = cli("audit", "--json", str(site))
+    assert run.returncode == 1, run.stderr  # the findings, not exit 2
+    doc = json.loads(run.stdout)
+    assert doc["errors"] == []
+    assert doc["skipped"] == [
+        {"file": str(site / "count.cgi"), "reason": "not Perl: #!/usr/bin/env python3"},
+        {"file": str(site / "data.pl"), "reason": "binary data"},
+    ]
+    assert f"perlcompat audit: skipped {site / 'count.cgi'}: not Perl" in run.stderr
+    text = cli("audit", str(site))
+    assert "2 skipped" in text.stderr.splitlines()[-1]
+    named = cli("audit", str(site / "count.cgi"))  # named on the command line: audited
+    assert named.returncode == 2 and "cannot parse" in named.stderr

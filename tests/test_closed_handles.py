@@ -36,6 +36,7 @@ from perlcompat import (
     stat,
     tell,
     truncate,
+    undef,
 )
 
 PERL_CALLS = r"""
@@ -152,11 +153,11 @@ def test_readline_function_is_perls_scalar_readline(data: Path) -> None:
     assert data.read_bytes() == b"one\ntwo\n"
 
 
-def test_readlines_index_past_the_end_is_none(data: Path) -> None:
+def test_readlines_index_past_the_end_is_undef(data: Path) -> None:
     fh = open_("<", data)
     lines = fh.readlines()
-    assert lines == ["one\n", "two\n"] and lines[5] is None and lines[-1] == "two\n"
-    assert lines[1:][1] is None  # a slice is a PerlList too
+    assert lines == ["one\n", "two\n"] and lines[5] is undef and lines[-1] == "two\n"
+    assert lines[1:][1] is undef  # a slice is a PerlList too
     close(fh)
 
 
@@ -219,9 +220,9 @@ def test_stat_of_a_missing_file_indexes_as_undef(tmp_path: Path) -> None:
         missing,
     )
     assert perl.stdout.decode() == f"undef 0 0 {errno.ENOENT}"
-    assert stat(missing)[9] is None
+    assert stat(missing)[9] is undef
     assert stat(missing) == [] and not stat(missing)
-    assert lstat(missing)[9] is None and lstat(missing) == []
+    assert lstat(missing)[9] is undef and lstat(missing) == []
     assert OS_ERROR == errno.ENOENT
 
 
@@ -236,4 +237,4 @@ def test_lstat_sees_the_link_as_perl(tmp_path: Path) -> None:
     )
     ours = [lstat(str(link))[i] for i in (1, 2, 7)], [stat(str(link))[i] for i in (1, 2, 7)]
     assert perl.stdout.decode() == " ".join(",".join(map(str, row)) for row in ours)
-    assert lstat(str(link))[13] is None  # past the end: undef
+    assert lstat(str(link))[13] is undef  # past the end

@@ -25,6 +25,9 @@ from perlutil import CHILD_ENV, PERL
 
 from perlcompat import OS_ERROR, close, eof, open_, print_, seek, tell, truncate
 
+#: a tmpfs mount in a private mount namespace: root, user namespaces or ``sudo -n``.
+pytestmark = pytest.mark.privileged
+
 #: the programs: (mode, operations); each ends with a close
 PROGRAMS: list[tuple[str, list[list[object]]]] = [
     (mode, ops)

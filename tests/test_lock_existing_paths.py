@@ -22,13 +22,15 @@ import time
 from pathlib import Path
 
 import pytest
-from perlutil import Child, run_perl
+from perlutil import Child, require_root, run_perl
 
 from perlcompat import OS_ERROR, Lock, LockError, lock, unlock
 from perlcompat.locks.api import detect_method
 
-METHODS = ["mkdir", "symlink", "rename", "excl", "flock", "toplock"]
-KINDS = ["data", "aged", "hardlink", "symlink", "fifo", "directory", "other_uid"]
+METHODS = ["mkdir", "symlink", "rename", "excl", "link", "flock", "toplock"]
+#: another user's file: chown needs root (``privileged``: CI runs as root)
+OTHER_UID = pytest.param("other_uid", marks=pytest.mark.privileged)
+KINDS = ["data", "aged", "hardlink", "symlink", "fifo", "directory", OTHER_UID]
 
 #: patience of each attempt; a refusal must come well before it ends.
 RETRY, WAIT = 4, 0.5
@@ -46,8 +48,7 @@ def plant(tmp_path: Path, kind: str) -> tuple[Path, Path]:
             old = time.time() - 3600  # far older than any stale limit
             os.utime(path, (old, old))
         if kind == "other_uid":
-            if os.geteuid() != 0:
-                pytest.skip("giving a file to another user needs root (CI runs as root)")
+            require_root("giving a file to another user")
             os.chown(path, 12345, 12345)
         return path, path
     if kind == "directory":
@@ -195,7 +196,7 @@ def test_an_empty_directory_is_still_an_mkdir_lock(tmp_path: Path) -> None:
 # -- side files: the mkdir owner file, the held rename marker ------------------------
 
 
-@pytest.mark.parametrize("kind", ["data", "hardlink", "other_uid", "symlink", "fifo"])
+@pytest.mark.parametrize("kind", ["data", "hardlink", OTHER_UID, "symlink", "fifo"])
 def test_mkdir_never_writes_a_data_file_at_its_owner_path(tmp_path: Path, kind: str) -> None:
     owner, target = plant(tmp_path, kind)
     owner = owner.rename(tmp_path / "lk.owner")
@@ -209,7 +210,7 @@ def test_mkdir_never_writes_a_data_file_at_its_owner_path(tmp_path: Path, kind: 
     assert snapshot(tmp_path, owner, target) == before
 
 
-@pytest.mark.parametrize("kind", ["data", "aged", "hardlink", "other_uid"])
+@pytest.mark.parametrize("kind", ["data", "aged", "hardlink", OTHER_UID])
 def test_rename_never_takes_a_data_file_at_its_held_name_for_a_lock(
     tmp_path: Path, kind: str
 ) -> None:
@@ -410,12 +411,12 @@ def test_symlink_method_refuses_a_hard_linked_symlink(tmp_path: Path) -> None:
     assert os.path.islink(path) and os.path.islink(other)
 
 
+@pytest.mark.privileged
 @pytest.mark.parametrize("method", ["excl", "toplock"])
 def test_root_refuses_another_users_empty_file(tmp_path: Path, method: str) -> None:
     # As root in a sticky directory: an empty file of another user's proves no lock;
     # excl would remove it once stale, toplock append to it and remove it.
-    if os.geteuid() != 0:
-        pytest.skip("giving a file to another user needs root (CI runs as root)")
+    require_root("giving a file to another user")
     tmp_path.chmod(0o1777)
     path = tmp_path / "job.lock"
     path.write_bytes(b"")
@@ -431,10 +432,10 @@ def test_root_refuses_another_users_empty_file(tmp_path: Path, method: str) -> N
     assert (after.st_ino, after.st_size, after.st_uid) == (before.st_ino, 0, 12345)
 
 
+@pytest.mark.privileged
 def test_root_still_takes_another_users_excl_lock_with_a_record(tmp_path: Path) -> None:
     # A record proves a lock whoever owns the file: a dead holder's stale one is broken.
-    if os.geteuid() != 0:
-        pytest.skip("giving a file to another user needs root (CI runs as root)")
+    require_root("giving a file to another user")
     path = tmp_path / "job.lock"
     path.write_bytes(b"perlcompat excl pid=999999999 host=elsewhere token=x\n")
     os.chown(path, 12345, 12345)

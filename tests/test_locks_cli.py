@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from perlutil import as_unprivileged, shared_directory
+from perlutil import as_unprivileged, require_root, shared_directory
 
 ROOT = Path(__file__).parent.parent
 ENV = dict(os.environ, PYTHONPATH=str(ROOT))
@@ -333,10 +333,11 @@ def test_unreadable_entries_are_listed_with_the_reason() -> None:
     assert line.split()[1] == "?" and "(cannot read it" in line
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="needs another user's lock: run as root")
+@pytest.mark.privileged
 def test_a_stale_lock_kept_in_a_sticky_directory_says_why() -> None:
     from perlcompat.tools import locks_cli as _locks_cli
 
+    require_root("another user's lock")
     with shared_directory() as base:
         base.chmod(0o1777)
         (base / "root.lock").mkdir()  # root's seed 003 lock, an hour old

@@ -90,3 +90,45 @@ def test_sdist_runs_its_own_test_collection(dists: dict[str, Path], tmp_path: Pa
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
     # `python -m pytest` from the unpacked sdist imports the sdist's own perlcompat
     assert _collected(tmp_path / top) == _collected(ROOT)
+
+
+def _test_ids(*args: str) -> set[str]:
+    """The test ids ``pytest --collect-only`` finds with *args*, from this checkout."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return {line for line in proc.stdout.splitlines() if "::" in line}
+
+
+def test_a_plain_user_build_can_deselect_every_root_or_fuse_test() -> None:
+    # A distro build runs the suite as a plain user, without /dev/fuse or namespaces:
+    # -m "not privileged" keeps no test that mounts sshfs, starts sshd or fills a tmpfs.
+    needs = ["tests/test_shared_storage.py", "tests/test_full_disk.py"]
+    kept = _test_ids("-m", "not privileged", *needs, "tests/test_lock_existing_paths.py")
+    assert not [test for test in kept if test.startswith("tests/test_full_disk.py")]
+    assert not [test for test in kept if "other_uid" in test or "another_user" in test]
+    assert any(test.startswith("tests/test_lock_existing_paths.py") for test in kept)
+    assert any(test.startswith("tests/test_shared_storage.py") for test in kept)  # pure ones
+    proc = subprocess.run(
+        [
+            sys.executable,
+            *("-m", "pytest", "--fixtures-per-test", "-p", "no:cacheprovider"),
+            *("-m", "not privileged", *needs),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    used = re.findall(r"^(sshd_server|two_hosts|two_hosts_uncached) -- ", proc.stdout, re.M)
+    assert not used, f"kept tests use {sorted(set(used))}"
+    marked = _test_ids("-m", "privileged", *needs)
+    assert len([t for t in marked if t.startswith("tests/test_shared_storage.py")]) >= 20

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from perlutil import CHILD_ENV, PERL, Child
 
+import perlcompat
 from perlcompat import (
     OS_ERROR,
     Die,
@@ -876,7 +877,7 @@ def test_lines_are_perls_list_context_lines(tmp_path: Path) -> None:
 
     def update(lines: list[str]) -> list[str]:
         seen.append(list(lines))
-        assert lines[len(lines)] is None  # a Perl list: past the end is undef
+        assert lines[len(lines)] is perlcompat.undef  # a Perl list: past the end is undef
         lines.append("added\n")
         return lines
 

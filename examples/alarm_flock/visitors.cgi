@@ -1,5 +1,5 @@
 #!/usr/bin/perl
-# Visitor log with seed 000's time-limited flock: alarm(5) bounds the wait for
+# Visitor log with the Perl locking article's time-limited flock: alarm(5) bounds the wait for
 # the process ahead of us, alarm(300) bounds our own work, and a "time out" from
 # the ALRM handler is told apart from every other error through $@.
 #   GET visitors.cgi?name=NAME   sign in; answers "No.N NAME"

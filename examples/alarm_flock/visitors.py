@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Visitor log with seed 000's time-limited flock, ported line for line from visitors.cgi.
+"""Visitor log with a time-limited flock (the Perl locking article), ported from visitors.cgi.
 
 ``local $SIG{ALRM} = sub { die "time out" }`` is ``with local_sig("ALRM", ...)``,
 ``eval { ... }; if ($@ =~ /time out/)`` is ``try: ... except Die as e``.  The

@@ -1,5 +1,5 @@
 #!/usr/bin/perl
-# 簡易掲示板 (Shift_JIS)。seed 003 の話: 読む前にロックし、追加して書き直す。
+# 簡易掲示板 (Shift_JIS)。「コラム:ロック処理」の話: 読む前にロックし、追加して書き直す。
 #   GET  bbs.cgi                      掲示板を見る
 #   POST bbs.cgi (name=..&message=..) 書き込む (新しい記事が先頭)
 # bbs.dat は「番号<>名前<>本文<>時刻<>」の行。このファイルもデータも Shift_JIS。

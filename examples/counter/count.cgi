@@ -1,5 +1,5 @@
 #!/usr/bin/perl
-# Access counter (seed 000): read, add one and write back through one "+<"
+# Access counter (the Perl locking article): read, add one and write back through one "+<"
 # handle, under flock, with `or die "...: $!"` after every call.
 # GET /count.cgi -> text/plain, the visitor number (for an SSI include).
 

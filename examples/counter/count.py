@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Access counter (seed 000), ported line for line from count.cgi."""
+"""Access counter (the Perl locking article), ported line for line from count.cgi."""
 
 import os
 

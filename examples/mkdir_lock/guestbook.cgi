@@ -1,5 +1,5 @@
 #!/usr/bin/perl
-# Guestbook locked with seed 003's `sub lock` / `sub unlock`: a lock directory
+# Guestbook locked with the mkdir lock sub / `sub unlock`: a lock directory
 # made with mkdir, 5 tries 1 s apart, removed after 3 minutes if left behind.
 #   GET  guestbook.cgi                        list the entries
 #   POST guestbook.cgi (name=..&comment=..)   sign (appended at the end)
@@ -11,7 +11,7 @@ $lockdir  = ($ENV{'PERLCOMPAT_DATA_DIR'} || '.') . '/guestbook.lock';
 &decode;
 if ($ENV{'REQUEST_METHOD'} eq 'POST') {
     &lock($lockdir) or &error('Busy: please try again in a moment.');
-    open(IN, "< $datafile");                   # lock first, then read (seed 003)
+    open(IN, "< $datafile");                   # lock first, then read (the mkdir lock column)
     @lines = <IN>;
     close(IN);
     push(@lines, "$FORM{'name'}<>$FORM{'comment'}<>" . time . "<>\n");
@@ -43,7 +43,7 @@ sub decode {
     }
 }
 
-# ロック開始 (seed 003, verbatim but for one word: see README.md)
+# ロック開始 (the mkdir lock column, verbatim but for one word: see README.md)
 sub lock{
 
 my $dir = $_[0];

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Guestbook with seed 003's lock, ported line for line from guestbook.cgi.
+"""Guestbook with the mkdir lock column's lock, ported line for line from guestbook.cgi.
 
 ``sub lock``/``sub unlock`` become ``perlcompat.lock``/``unlock``: the same empty
 directory made with mkdir, the same 5 tries within 4 s and 3-minute stale limit,
@@ -25,7 +25,7 @@ def main():
     decode()
     if os.environ.get("REQUEST_METHOD") == "POST":
         lock(lockdir, retry=5, wait=1, stale=180) or error("Busy: please try again in a moment.")
-        IN = open_("< " + datafile)  # lock first, then read (seed 003)
+        IN = open_("< " + datafile)  # lock first, then read (the mkdir lock column)
         lines = IN.readlines() if IN else []
         close(IN)
         lines.append(f"{FORM.get('name', '')}<>{FORM.get('comment', '')}<>{int(time.time())}<>\n")

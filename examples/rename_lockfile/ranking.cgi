@@ -1,6 +1,6 @@
 #!/usr/bin/perl
 # Link ranking rewritten through a temp file and rename, under a separate lock
-# file (seed 000's "まとめてロック"; nms guestbook.pl locks "$file.lck" the same
+# file (the Perl locking article's "まとめてロック"; nms guestbook.pl locks "$file.lck" the same
 # way).  The lock must not be the data file itself: rename gives the data file
 # a new inode, and a writer already waiting in flock on the old one would write
 # to a deleted file and lose its update.

@@ -1,5 +1,5 @@
 #!/usr/bin/perl
-# Vote tally locked with seed 000's symlink lock: symlink($$, $lockfile) makes
+# Vote tally locked with the Perl locking article's symlink lock: symlink($$, $lockfile) makes
 # the lock and names its owner; a signal trap removes it if the server kills us,
 # but only if readlink says it is ours.
 #   GET vote.cgi?item=NAME   add one vote for NAME (letters, digits, _)

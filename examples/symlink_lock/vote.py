@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Vote tally with seed 000's symlink lock and signal trap, ported line for line.
+"""Vote tally with the Perl locking article's symlink lock and signal trap, ported line for line.
 
 ``symlink(os.getpid(), lockfile)`` makes the same link as Perl's
 ``symlink($$, $lockfile)``, so vote.cgi's ``$$ == readlink($lockfile)`` check and

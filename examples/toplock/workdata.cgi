@@ -1,5 +1,5 @@
 #!/usr/bin/perl
-# Record list locked with TOP?LOCK (seed 001, Sajiro DATABASE): every writer
+# Record list locked with TOP?LOCK (the TOP?LOCK article, Sajiro DATABASE): every writer
 # appends "id<>time<>" to the lock file; the one whose line is first holds the
 # lock.  The update goes to a work file, the lock is checked again, and only
 # then is the work file renamed into place.  Removing the lock file releases.

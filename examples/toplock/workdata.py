@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Record list locked with TOP?LOCK (seed 001), ported line for line from workdata.cgi.
+"""Record list locked with TOP?LOCK, ported line for line from workdata.cgi.
 
 ``Lock(lockfile, method="toplock")`` appends the same ``id<>time<>`` line and
 holds while it is first, so this script and workdata.cgi exclude each other.
-``still_holding()`` is seed 001's second check before the rename; releasing
+``still_holding()`` is TOP?LOCK's second check before the rename; releasing
 removes the lock file, as workdata.cgi's ``unlink`` does.
 """
 

@@ -5,14 +5,17 @@ Modules:
 * ``api``: ``lock()``, ``unlock()`` and ``Lock``: patience, ownership, cleanup, for every method;
 * ``contract``: the ``Backend`` contract every method implements, the method registry, ``detect()``;
 * ``errors``: ``LockError`` and its subclasses (``LockTimeout``, ``ExpiredLockError`` ...);
-* ``methods/``: one module per lock method (mkdir, symlink, rename, excl, flock, toplock, redis);
+* ``methods/``: one module per lock method (mkdir, symlink, rename, excl, link, flock,
+  toplock, redis);
 * ``retry``: the one retry loop of the waits (``lock()``, ``Semaphore``): jittered backoff;
 * ``stale``: race-free removal of stale locks (the ``StaleBackend`` of the file methods);
 * ``files``: the file primitives of the file methods (looks, ``remove_same``, refusals);
 * ``guards``: the remover guards (one remover at a time): the interface and the local flock;
 * ``shared``: stale-lock removal on storage other hosts share (NFS, SMB, sshfs);
 * ``owner``: who holds a lock (pid, host, start time) and whether that holder still runs;
+* ``record``: the Perl side's lock format (``record=``/``target=`` templates): render, match;
 * ``cleanup``: the held locks released at exit and on a stopping signal;
+* ``fork``: Perl's ``fork()``, handing this thread's locks to the child;
 * ``winfile``: lock files on Windows (delete-sharing opens, busy retries);
 * ``log``: the ``perlcompat`` logger, imported only when there is something to log;
 * ``semaphore``: counting semaphores (*n* flock slot files);

@@ -1,4 +1,4 @@
-"""Release this process's locks when it is stopped (seed 000's signal trap).
+"""Release this process's locks when it is stopped (the Perl locking article's signal trap).
 
 ``track(lock)`` and ``untrack(lock)`` (called by ``locks.api.Lock``) keep the set of
 locks this process holds.  The first ``track`` registers an ``atexit`` hook
@@ -6,9 +6,13 @@ and, from the main thread, a handler for each of SIGHUP, SIGINT, SIGPIPE,
 SIGQUIT and SIGTERM that is not ignored (Python ignores SIGPIPE: a signal that
 stops nothing needs no cleanup, and the locks stay held).
 
+At exit, the open ``PerlFile`` handles are flushed and closed before any lock is
+released (what a script wrote reaches its file before another process may
+take the lock), as Perl's global destruction flushes handles.
+
 Locks are released eagerly only when the process is certain to die: on a
 signal whose previous disposition was SIG_DFL, every held lock is released,
-each only if it is still ours (seed 000's ``$$ == readlink``), then SIG_DFL is
+each only if it is still ours (the Perl locking article's ``$$ == readlink``), then SIG_DFL is
 restored and the signal sent again, so a death by signal stays a death by that
 signal (exit status, core dump).  A ``Lock`` released this way counts as
 released: its ``release()`` or ``with`` exit is then a no-op.
@@ -27,12 +31,15 @@ complete (``enter``/``leave``), so no lock is left behind half-released.
 
 The handlers stay installed after the last release and then only chain.  A
 handler installed later by the program replaces ours (no cleanup then).  A
-forked child holds none of its parent's locks and never releases them.
+child of ``os.fork()`` holds none of its parent's locks and never releases
+them; ``perlcompat.fork()`` (``locks.fork``) names the locks it hands to the
+child instead (:func:`handing_off`).
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from _thread import get_ident
 
 TYPE_CHECKING = False
@@ -45,7 +52,7 @@ if TYPE_CHECKING:
 else:  # the C module: ``signal`` would import ``enum`` on a CGI's every request
     import _signal
 
-#: the signals after which seed 000 removes its lock.
+#: the signals after which the Perl locking article removes its lock.
 SIGNALS = ("SIGHUP", "SIGINT", "SIGPIPE", "SIGQUIT", "SIGTERM")
 
 _tracked: dict[int, Lock] = {}
@@ -55,6 +62,8 @@ _atexit_done = False
 _main_ident = -1
 _depth = 0  # steps in progress in the main thread that a signal must not split
 _pending: list[int] = []
+_handed: set[int] = set()  # ids of the locks a ``perlcompat.fork()`` child keeps
+_handed_by = -1  # the thread that forks with them (the one a child of that fork runs)
 
 
 def enter() -> None:
@@ -102,12 +111,20 @@ def release_all() -> None:
             continue
 
 
+def _at_exit() -> None:
+    """At exit: flush and close the open Perl handles first (data before locks), then release."""
+    handle = sys.modules.get("perlcompat.perl.handle")
+    if handle is not None:
+        handle.close_all()
+    release_all()
+
+
 def _install() -> None:
     global _installed_pid, _atexit_done, _main_ident
     if not _atexit_done:
         import atexit
 
-        atexit.register(release_all)
+        atexit.register(_at_exit)
         if hasattr(os, "register_at_fork"):
             os.register_at_fork(after_in_child=_forget_all)
         _atexit_done = True
@@ -146,8 +163,25 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
     os._exit(128 + signum)  # only if the signal did not end us (blocked in this thread)
 
 
+def handing_off(locks: list[Lock]) -> None:
+    """Name the locks the child of the coming fork keeps (``perlcompat.fork()``); [] after.
+
+    Only a fork from this thread hands them over (an ``os.fork()`` from another
+    thread meanwhile does not).
+    """
+    global _handed_by
+    _handed.clear()
+    _handed.update(id(lock_) for lock_ in locks)
+    _handed_by = get_ident()
+
+
 def _forget_all() -> None:
-    """In a forked child: the parent's locks are not ours; drop them without releasing."""
-    for lock_ in list(_tracked.values()):
-        lock_._forget()
-    _tracked.clear()
+    """In a forked child: the parent's locks are not ours; drop them without releasing.
+
+    Only the locks :func:`handing_off` named (a ``perlcompat.fork()``) stay held.
+    """
+    keep = _handed if get_ident() == _handed_by else set()
+    for key, lock_ in list(_tracked.items()):
+        if key not in keep:
+            lock_._forget()
+            _tracked.pop(key, None)

@@ -2,9 +2,10 @@
 
 A lock *method* is one :class:`Backend` subclass in a module of its own under
 ``locks.methods``.  It makes one non-blocking attempt (``try_acquire``),
-releases only what it holds (``release``), recovers a stale lock without ever
-removing a live one (``break_stale``) and describes the lock at its path for the
-tools (``describe``): the four required operations.  ``locks.api.Lock`` adds the
+releases only what it holds (``release``), recovers a stale lock (older than
+``stale``, or its owner dead) without removing a successor's (``break_stale``)
+and describes the lock at its path for the tools (``describe``): the four
+required operations.  ``locks.api.Lock`` adds the
 patience, ownership and cleanup on top, once for every method.
 
 What only some methods can do is declared here with a default, never looked up
@@ -12,7 +13,8 @@ with ``getattr``: ``why_busy`` (the reason a wait timed out, "" if none),
 ``forget`` (a forked child drops its parent's hold; default: nothing to drop),
 ``extend`` (renew a lease, when ``supports_extend``) and ``wait_for_release``
 (block until a release wakes the waiter, when ``waits_for_release``; else
-``Lock.acquire`` polls), ``abandon``, ``fileno`` and ``fencing_token``.
+``Lock.acquire`` polls), ``refresh`` (make the held lock young again for every
+age rule: ``Lock.refresh``), ``abandon``, ``fileno`` and ``fencing_token``.
 
 **Registry.** :data:`METHODS` names each method's module, imported on first use
 (a ``lock()`` imports only its own method); the module registers its class with
@@ -45,13 +47,14 @@ METHODS = {
     "symlink": "symlink",
     "rename": "rename",
     "excl": "excl",
+    "link": "link",
     "flock": "flock",
     "toplock": "toplock",
     "redis": "redis",
 }
 #: methods whose locks are not files: never imported to look at a directory.
 OFF_DISK = frozenset({"redis"})
-#: the method of ``lock()`` without ``method=`` or ``url=`` (seed 003's mkdir lock).
+#: the method of ``lock()`` without ``method=`` or ``url=`` (the mkdir lock sub).
 DEFAULT_METHOD = "mkdir"
 #: the method ``url=`` (or ``PERLCOMPAT_LOCK_URL``) selects.
 URL_METHOD = "redis"
@@ -116,6 +119,16 @@ class Backend(ABC):
 
     def forget(self) -> None:  # noqa: B027 - optional hook, nothing to drop by default
         """In a forked child: drop the parent's hold without releasing it (default: nothing)."""
+
+    def refresh(self) -> bool:
+        """Make our held lock young again for every age rule; False if no longer ours.
+
+        Perlcompat's and a Perl sub's age checks alike (the lock's mtime, and its
+        owner record, which then names this process: a ``perlcompat.fork()`` child
+        re-signs its parent's lock so).  A lock not ours is never touched.  Every
+        built-in method has one; TypeError otherwise.
+        """
+        raise TypeError(f"lock method {self.method!r} cannot be refreshed")
 
     def why_busy(self) -> str:
         """Why the lock could not be had, for the time-out message; "" if nothing to add."""

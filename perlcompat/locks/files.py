@@ -6,7 +6,8 @@ was judged) and :func:`read_fd`/:func:`read_at_zero`/:func:`write_at_zero`
 (offset 0, pread/pwrite where there are some).  A lock object is named by
 :func:`identity` (device, inode, mtime, ctime); :func:`remove_same` is the last
 step of every stale removal: it compares that identity once more and removes
-only the very object judged.  :func:`busy` tells "taken" from "refused" after
+only the very object judged; :func:`touch` makes one young again (a refresh).
+:func:`busy` tells "taken" from "refused" after
 an exclusive create; the ``*_error`` functions build the errors for a lock path
 holding something a method did not make.  Imports the stdlib, ``perl.osflags``,
 ``locks.owner`` and ``locks.winfile`` only.
@@ -33,6 +34,31 @@ if TYPE_CHECKING:
 def identity(st: os.stat_result) -> Identity:
     """Return what names one lock object: (device, inode, mtime ns, ctime ns)."""
     return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def generation(path: str) -> int | None:
+    """The inode generation of the file or directory *path* (Linux ``FS_IOC_GETVERSION``).
+
+    ext4, XFS and btrfs give every new inode a fresh generation, so a lock that reuses
+    a removed lock's inode number is told apart from it.  None where the file system
+    (tmpfs, network file systems) or the platform has none, or *path* cannot be opened.
+    """
+    if sys.platform != "linux":
+        return None
+    import fcntl
+    import struct
+
+    request = (2 << 30) | (struct.calcsize("l") << 16) | (ord("v") << 8) | 1
+    try:
+        fd = os.open(path, os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        return int(struct.unpack("I", fcntl.ioctl(fd, request, bytes(8))[:4])[0])
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def lstat(path: str) -> os.stat_result | None:
@@ -131,6 +157,40 @@ def write_at_zero(fd: int, data: bytes) -> None:
 
 #: seconds an empty file of another user's may be a lock being made (its line follows).
 OTHERS_EMPTY_GRACE = 1.0
+
+
+def touch(path: str, st: os.stat_result) -> os.stat_result | None:
+    """Set the times of the lock object *st* at *path* to now; its new lstat, None if changed.
+
+    Through a descriptor of the object when it can be opened (checked to be *st*
+    itself, so only that object is touched), else by path without following a
+    symlink (a symlink lock; a directory we may not read).  None, touching
+    nothing, if the path no longer holds *st*'s inode.
+    """
+    if sys.platform == "win32":  # no utime through a descriptor there; no symlink locks either
+        os.utime(path)
+        now = lstat(path)
+        return now if now is not None and now.st_ino == st.st_ino else None
+    if not stat_module.S_ISLNK(st.st_mode):
+        try:
+            fd = os.open(path, os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        except OSError:
+            fd = -1  # unreadable (a 0300 directory): by path below
+        if fd >= 0:
+            try:
+                before = os.fstat(fd)
+                if (before.st_dev, before.st_ino) != (st.st_dev, st.st_ino):
+                    return None
+                os.utime(fd)
+                return os.fstat(fd)
+            finally:
+                os.close(fd)
+    now = lstat(path)
+    if now is None or (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+        return None
+    os.utime(path, follow_symlinks=False)
+    now = lstat(path)
+    return now if now is not None and (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino) else None
 
 
 def root_and_not_mine(st: os.stat_result) -> bool:

@@ -289,7 +289,7 @@ def perl_lines(text: str | bytes) -> list[str] | list[bytes]:
     \\x1c-\\x1e and \\x85, bytes found inside Shift_JIS and Latin-1 text); a last
     line without ``"\\n"`` is kept as it is.  The result is a ``PerlList``.
     """
-    from ..perl.handle import PerlList
+    from ..perl.lists import PerlList
 
     newline = "\n" if isinstance(text, str) else b"\n"
     parts = text.split(newline)  # type: ignore[arg-type]

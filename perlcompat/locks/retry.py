@@ -9,7 +9,7 @@ a pending ``alarm()`` is honoured; never past the deadline, so the last attempt
 comes right at it.  With *block*, the pause is instead a call
 ``block(seconds left or None)`` (redis: a wake-up wait).  Jitter comes from
 ``os.urandom``: no ``random`` import on the CGI path.  A patience of ``(retry -
-1) * wait`` is seed 003's: *retry* attempts with ``retry - 1`` sleeps.
+1) * wait`` is the mkdir lock sub's: *retry* attempts with ``retry - 1`` sleeps.
 (portalocker's single retry generator is the model.)
 """
 

@@ -1,14 +1,15 @@
 """Race-free removal of stale locks, shared by the lock-file methods.
 
-Removing a stale lock is check-then-act, and seed 000 shows the five steps that
+Removing a stale lock is check-then-act, and the Perl locking article shows the five steps that
 go wrong: A and B both see an old lock, A removes it, C makes a fresh one, B
 removes C's.  Three rules close that here:
 
-1. **One remover at a time** (seed 000's second lock, seed 004's single
-   remover).  A remover holds an exclusive ``flock`` on the lock's directory
-   (on Windows, and where the directory can be written but not read, e.g.
-   mode 0733, on a ``<lock>.breaker`` file beside the lock).  The kernel drops
-   it if the remover dies, so the second lock never goes stale itself.  A
+1. **One remover at a time** (the lock swap's second lock in the Perl locking
+   article, the shell locks article's single remover).  A remover holds an
+   exclusive ``flock`` on the lock's directory (on Windows, and where the
+   directory can be written but not read, e.g. mode 0733, on a
+   ``<lock>.breaker`` file beside the lock).  The kernel drops it if the
+   remover dies, so the second lock never goes stale itself.  A
    remover takes it with LOCK_NB: one that finds it busy gives up this round
    and tries again on its next wait.
 2. **Look again, then compare identity.**  Holding it, the remover judges the
@@ -93,6 +94,7 @@ from .files import (
     remove_same,
     root_and_not_mine,
     same,
+    touch,
     unlink_quietly,
     write_at_zero,
 )
@@ -149,6 +151,7 @@ __all__ = [
     "remover_guard",
     "root_and_not_mine",
     "same",
+    "touch",
     "unguard",
     "unlink_quietly",
     "write_at_zero",
@@ -320,6 +323,42 @@ class StaleBackend(Backend):
             unguard(fd)
             if self._mine is None:
                 self._after_release()
+
+    # -- refresh: our lock made young again (``Lock.refresh``), under the release guard --
+    def refresh(self) -> bool:
+        """Set our lock's times to now (re-signing its record: :meth:`_touch`); False if not ours.
+
+        Under the release guard as a release is, so no perlcompat remover is
+        between its look and its removal; the new times change the lock's
+        identity, so a remover that judged it before gives up.  A lock not ours
+        any more is not touched.  If the guard cannot be had, a lock past
+        ``stale`` is left (OSError), as at release.
+        """
+        mine = self._mine
+        if mine is None:
+            return False
+        try:
+            fd = release_guard(self.path)
+        except OSError:
+            st = lstat(self._held_path())
+            if st is not None and self._still_mine(st, mine) and self._age(st) > self.stale:
+                raise
+            fd = None  # not stale: no remover is about to remove it
+        try:
+            st = lstat(self._held_path())
+            if st is None or not self._still_mine(st, mine):
+                return False
+            fresh = self._touch(st)
+            if fresh is None:
+                return False
+            self._mine = fresh
+            return True
+        finally:
+            unguard(fd)
+
+    def _touch(self, st: os.stat_result) -> os.stat_result | None:
+        """Make our lock object *st* young (times now); its new stat, None if it changed."""
+        return touch(self._held_path(), st)
 
     def _record_is_ours(
         self, st: os.stat_result, mine: os.stat_result, record_path: str, method: str

@@ -9,16 +9,26 @@ One module a group of perlfunc entries (the public names are exported lazily by
 * ``consts``: Fcntl's ``LOCK_SH/EX/NB/UN`` and ``SEEK_SET/CUR/END``, defined here only.
 * ``osflags``: the ``os.open`` flags (``O_NOFOLLOW``, ``O_CLOEXEC`` ...), 0 where absent.
 * ``handle``: ``open_`` and ``PerlFile`` (PerlIO's buffers and layers), ``close``,
-  ``print_``, ``printf``, ``readline``, ``seek``, ``tell``, ``truncate``, ``binmode``, ``eof``.
+  ``print_``, ``printf``, ``readline``, ``seek``, ``tell``, ``truncate``, ``binmode``, ``eof``;
+  every open handle flushed and closed at exit (``close_all``); ``LostLockWarning``.
+* ``stdio``: ``STDIN``, ``STDOUT``, ``STDERR`` as handles (made at first use) and
+  ``read(FH, buf, length)`` filling a ``Scalar``.
 * ``flock``: ``flock`` on a handle, file object or fd (``PerlFile.flushed_fileno()``).
+* ``fcntllock``: File::FcntlLock's ``FcntlLock`` (fcntl(2) record locks, ``F_SETLKW``).
 * ``flock_windows``: ``flock``'s ``LockFileEx`` over Perl's byte range (portalocker).
 * ``fs``: ``mkdir``, ``rmdir``, ``rename``, ``unlink``, ``symlink``, ``readlink``, ``stat``,
   ``lstat``, the file tests, ``utime``, ``chmod``, ``chown``, ``sleep``, ``BASETIME``.
 * ``fsinfo``: which file system a path is on; ``SharedStorageWarning``.
 * ``alarm``: ``alarm``, ``%SIG`` as ``SIG``, ``local $SIG{...}`` as ``local_sig``.
 * ``clock``: the one place waits sleep and read a pending alarm.
-* ``text``: ``split``, a string's number (``num``), a value's truth (``truth``).
-* ``time``: ``time``, ``localtime``, ``gmtime`` and their scalar forms.
+* ``sysopen``: ``sysopen`` and Fcntl's ``O_*`` flags.
+* ``require``: ``require "./lib.pl"`` for a ported library, run in the script's globals.
+* ``text``: ``split``, a string's number (``num``), a value's truth (``truth``),
+  ``chomp`` and ``chop``.
+* ``undef``: Perl's undef as a value (``undef``: "" in a string, 0, false), ``defined``.
+* ``lists``: arrays and hashes read as Perl reads them: ``elem``, ``PerlList``,
+  ``PerlHash``, ``hval``, ``pop``, ``shift``, ``push``, ``unshift``.
+* ``time``: ``time``, ``localtime``, ``gmtime`` and their scalar forms; POSIX's ``strftime``.
 * ``crypt``: ``crypt`` through the C library.
 * ``jexact``: the ``sjis-exact`` and ``euc-jp-exact`` codecs (byte round trips).
 

@@ -129,6 +129,8 @@ def flock(fh: object, operation: int, timeout: float | None = None) -> int:
     except OSError as exc:
         reraise_foreign(exc)
         return fail_from(exc)
+    if getattr(fh, "_flocked", None) is not None:  # a PerlFile: it warns if dropped while held
+        fh._flocked = 0 if operation & LOCK_UN else operation & (LOCK_SH | LOCK_EX)  # type: ignore[attr-defined]
     errno_state.errno = 0
     return 1
 

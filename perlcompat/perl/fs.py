@@ -3,8 +3,8 @@
 ``mkdir``, ``rmdir``, ``rename``, ``symlink`` return 1 or 0; ``unlink`` and
 ``utime`` return how many files they handled; ``readlink`` the target or None;
 ``stat`` and ``lstat`` Perl's 13-element list, empty on failure, as a ``PerlList``
-(an index past the end reads as None: ``stat(missing)[9]`` is Perl's undef).  Every failure sets
-``OS_ERROR`` as Perl sets ``$!``.  ``filetest("-M", path)`` is Perl's ``-M``,
+(an index past the end reads as ``undef``: ``stat(missing)[9]`` is Perl's undef).
+Every failure sets ``OS_ERROR`` as Perl sets ``$!``.  ``filetest("-M", path)`` is Perl's ``-M``,
 measured from ``BASETIME`` (Perl's ``$^T``, English ``$BASETIME``).
 """
 
@@ -15,7 +15,7 @@ import os
 import stat as _stat
 
 from .errno import fail, fail_from, set_errno
-from .handle import PerlList
+from .lists import PerlList
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -160,7 +160,7 @@ def stat(target: object) -> list[int | str]:
     """Perl's ``stat`` of a path, handle or fd: 13 numbers, or [] with ``OS_ERROR`` set.
 
     (dev, ino, mode, nlink, uid, gid, rdev, size, atime, mtime, ctime, blksize, blocks)
-    in a :class:`PerlList`: ``stat(missing)[9]`` is None, as ``(stat $f)[9]`` is undef.
+    in a :class:`PerlList`: ``stat(missing)[9]`` is ``undef``, as ``(stat $f)[9]`` is in Perl.
     """
     return _perl_stat(_stat_result(target))
 

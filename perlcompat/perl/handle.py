@@ -31,6 +31,13 @@ Perl's (PerlIO's), checked against perl by tests/test_differential.py:
   give 0 (or -1) with ``$!`` = EBADF.  Perl's ``-w`` warnings for these
   ("readline() on closed filehandle") are :class:`PerlWarning`\\ s, ignored
   unless enabled (``python -W default::perlcompat.PerlWarning``).
+* At exit, whatever ends the script (``die``, ``sys.exit``, an exception, a
+  signal handler that dies), every open handle is flushed and closed, oldest
+  first, as Perl's global destruction does; one that fails to close is reported
+  as Perl reports it.  Before ``os.fork`` every handle is flushed, as Perl does.
+* A handle garbage-collected while it holds a ``flock`` (a port's local where
+  Perl had a global bareword handle) warns with :class:`LostLockWarning`,
+  naming the handle and the line that opened it.
 """
 
 from __future__ import annotations
@@ -41,9 +48,11 @@ import io
 import os
 import sys
 import warnings
+from _weakref import ref as _weakref
 
 from .consts import SEEK_CUR, SEEK_END, SEEK_SET
 from .errno import errno_state, fail, fail_from, reraise_foreign
+from .lists import PerlList as PerlList  # (its home was here)
 
 
 def _perlqq(exc: UnicodeError) -> tuple[bytes, int]:
@@ -70,8 +79,8 @@ _ftruncate, _close = os.ftruncate, os.close
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator
-    from types import TracebackType
+    from collections.abc import Callable, Iterable, Iterator
+    from types import CodeType, TracebackType
     from typing import NoReturn, Union
 
     Data = Union[str, bytes]
@@ -119,21 +128,127 @@ def _warn_closed(fh: PerlFile, op: str, level: int) -> None:
     warnings.warn(f"{op}() on closed filehandle {fh.name!r}{why}", PerlWarning, level + 1)
 
 
-class PerlList(list):  # type: ignore[type-arg]
-    """A list that reads like a Perl list: an index past its end gives None (undef).
+class LostLockWarning(UserWarning):
+    """A ``PerlFile`` holding a ``flock`` was garbage-collected: the lock went with it.
 
-    ``stat(missing)`` is an empty ``PerlList``: false, equal to ``[]``, and
-    ``stat(missing)[9]`` is None, as ``(stat $f)[9]`` is undef in Perl.
+    Always shown (once per place).  In Perl a bareword handle (``NUMBER``) is a
+    global that keeps its lock until ``close`` or exit; a Python port's handle is a
+    local that dies, closing the file and releasing the lock, when its function
+    returns.  Keep such a handle in a global (or ``close`` it where Perl does).
     """
 
-    __slots__ = ()
 
-    def __getitem__(self, index):  # type: ignore[no-untyped-def]
+def _handle_variable(filename: str, lineno: int) -> str | None:
+    """The name a handle was assigned to on *filename*:*lineno* (``NUMBER = open_(...)``)."""
+    import linecache
+    import re
+
+    match = re.match(r"\s*([A-Za-z_]\w*)\s*(?::[^=]*)?=[^=]", linecache.getline(filename, lineno))
+    return match.group(1) if match else None
+
+
+def _opened_at(fh: PerlFile) -> tuple[str, int]:
+    """The file and line where *fh* was opened (``("<unknown>", 0)`` if not by ``open_``)."""
+    code: CodeType | None = getattr(fh, "_site", None)
+    if code is None:
+        return "<unknown>", 0
+    offset = fh._site_at
+    line = code.co_firstlineno
+    if sys.version_info >= (3, 10):
+        for start, end, number in code.co_lines():
+            if start <= offset < end and number is not None:
+                return code.co_filename, number
+    else:  # pragma: no cover  (3.9)
+        import dis
+
+        for start, number in dis.findlinestarts(code):
+            if start <= offset:
+                line = number
+    return code.co_filename, line
+
+
+def _warn_lost_lock(fh: PerlFile) -> None:
+    """Warn that *fh*, still holding a flock, is being garbage-collected (``__del__``)."""
+    filename, lineno = _opened_at(fh)
+    variable = _handle_variable(filename, lineno) if lineno else None
+    what = f"handle {variable} ({fh.mode} {fh.name})" if variable else f"handle {fh.mode} {fh.name}"
+    kind = "an exclusive" if fh._flocked == 2 else "a shared"
+    message = (
+        f"{what}, opened at {filename} line {lineno}, was garbage-collected while holding"
+        f" {kind} flock: the lock is released now, not at close() or exit as Perl's bareword"
+        " handle would keep it; keep the handle in a global or close() it"
+    )
+    try:
+        warnings.warn_explicit(message, LostLockWarning, filename, lineno)
+    except Exception:  # an "error" filter: __del__ cannot raise; say it on stderr
+        _stderr(f"LostLockWarning: {message}\n")
+
+
+def _stderr(text: str) -> None:
+    """Write *text* to stderr at exit or in ``__del__``, where nothing may raise."""
+    try:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+#: every open PerlFile by descriptor, oldest first (weak: a handle still closes when dropped)
+_OPEN: dict[int, Callable[[], PerlFile | None]] = {}
+
+
+def _open_handles() -> list[PerlFile]:
+    """The PerlFiles open now, in the order they were opened."""
+    handles = []
+    for weak in list(_OPEN.values()):
+        fh = weak()
+        if fh is not None and not fh._closed:
+            handles.append(fh)
+    return handles
+
+
+def flush_all() -> None:
+    """Write out every open PerlFile's pending output (Perl flushes them all before a fork)."""
+    for fh in _open_handles():
+        if fh._wbuf:
+            fh._flush_remembered()
+
+
+def close_all() -> None:
+    """Flush and close every open PerlFile, oldest first, as Perl does at exit.
+
+    A handle that fails to close is reported as Perl reports it during global
+    destruction (``Warning: unable to close filehandle properly: No space left
+    on device during global destruction.``); the exit status is unchanged.
+    """
+    for fh in _open_handles():
+        fh._flocked = 0  # a lock released by exit: not a lost one
+        if fh.standard:  # STDIN/STDOUT/STDERR stay open: Perl reports on STDERR till the end
+            try:  # noqa: SIM105 - exit must reach every handle
+                fh.flush()
+            except Exception:
+                pass
+            continue
         try:
-            found = list.__getitem__(self, index)
-        except IndexError:
-            return None
-        return PerlList(found) if type(index) is slice else found
+            failed = close(fh) == 0
+        except Exception:  # exit must reach every handle
+            failed = True
+        if failed:
+            from .errno import get_errno, strerror
+
+            message = strerror(get_errno() or errno.EIO)
+            _stderr(
+                f"Warning: unable to close filehandle properly: {message}"
+                " during global destruction.\n"
+            )
+    _OPEN.clear()
+
+
+import atexit as _atexit  # noqa: E402  (a builtin module: free)
+
+_atexit.register(close_all)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=flush_all)
 
 
 class PerlFile:
@@ -156,16 +271,22 @@ class PerlFile:
         "_eof",
         "_error",
         "_fd",
+        "_flocked",
         "_pos",
         "_rbuf",
         "_readable",
         "_rpos",
+        "_site",
+        "_site_at",
         "_text",
         "_wbuf",
         "_writable",
         "mode",
         "name",
     )
+
+    _site: CodeType | None  # the code and instruction that called open_ (lines: on demand)
+    _site_at: int
 
     def __init__(
         self,
@@ -207,7 +328,12 @@ class PerlFile:
         self._rpos = 0
         self._wbuf: list[bytes] = []
         self._pos = 0
+        self._flocked = 0  # LOCK_SH or LOCK_EX while flock() holds one through this handle
+        if fd >= 0:
+            _OPEN[fd] = _weakref(self)
 
+    #: STDIN, STDOUT, STDERR (``perl.stdio``): flushed at exit, never closed by it
+    standard = False
     #: the codec error handler: any bytes survive a text round trip
     _errors = "surrogateescape"
     #: writing: escaped bytes go back as they were; a character the encoding lacks is
@@ -570,11 +696,13 @@ class PerlFile:
         if self._closed:
             return
         self._closed = True
+        self._flocked = 0
         try:
             if self._wbuf:
                 self._flush_write()
         finally:
             self._rbuf = b""
+            _OPEN.pop(self._fd, None)
             _close(self._fd)
 
     @property
@@ -634,10 +762,17 @@ class PerlFile:
                 return
         except AttributeError:  # __init__ failed before setting it
             return
-        try:  # noqa: SIM105  (contextlib costs 4 ms of import time)
+        if self._flocked:
+            _warn_lost_lock(self)
+        try:
             self.close()
-        except OSError:
-            pass
+        except OSError as exc:  # as Perl's implicit close of a handle leaving its scope
+            from .errno import strerror
+
+            _stderr(
+                f"Warning: unable to close filehandle {self.name} properly:"
+                f" {strerror(exc.errno or errno.EIO)}.\n"
+            )
 
     def __repr__(self) -> str:
         state = "failed" if self._fd < 0 else "closed" if self._closed else f"fd={self._fd}"
@@ -777,6 +912,7 @@ def _parse_open(
 
 
 _new_handle = object.__new__
+_getframe = sys._getframe
 
 
 def open_(mode: str, path: str | os.PathLike[str] | None = None) -> PerlFile:
@@ -810,6 +946,9 @@ def open_(mode: str, path: str | os.PathLike[str] | None = None) -> PerlFile:
     # without PerlFile.__init__'s keyword call and mode lookup: this is on every CGI request's path
     fh: PerlFile = _new_handle(PerlFile)
     fh._setup(fd, name, mode_, readable, writable, append, text, encoding, crlf)
+    caller = _getframe(1)  # where it was opened: the line is worked out only if it is needed
+    fh._site = caller.f_code
+    fh._site_at = caller.f_lasti
     if fd < 0:  # the open failed: a closed handle, false ($! is set)
         fh._closed = fh._eof = True
         fh._pos = -1
@@ -1025,12 +1164,14 @@ def close(fh: PerlFile) -> int:
         if fh._closed:
             return fail(errno.EBADF)
         fh._closed = True
+        fh._flocked = 0
         fh._rbuf = b""
         try:
             if fh._wbuf:
                 fh._flush_write()
         except OSError as exc:
             fh._error = exc.errno or errno.EIO
+        _OPEN.pop(fh._fd, None)
         try:
             _close(fh._fd)
         except OSError as exc:

@@ -5,9 +5,14 @@
   of whitespace split), ``"^"`` means ``/^/m``; a match of width zero never
   splits at the start of the string or right where the previous match ended
   (a match at the end of the string makes a trailing empty field);
-  capture groups are returned between the fields (None where a group did not
-  take part); a positive *limit* is the most fields returned, a negative one
-  keeps everything, and 0 drops trailing empty fields.
+  capture groups are returned between the fields (``undef`` where a group did
+  not take part); a positive *limit* is the most fields returned, a negative one
+  keeps everything, and 0 drops trailing empty fields.  ``fields=N`` is a list
+  assignment from split, ``($k, $v) = split(/=/, $pair)``: Perl's implicit limit
+  N + 1, then exactly N values, ``undef`` for the missing ones (an f-string
+  prints them as "", as Perl prints undef).
+* :func:`chomp` and :func:`chop`: Perl's ``chomp``/``chop`` of a string (the
+  result is returned: ``line = chomp(line)``) or, in place, of a list.
 * :func:`num` is the number Perl uses for a string in numeric context: leading
   whitespace, then the longest decimal number (sign, digits, fraction,
   exponent) or ``Inf``/``NaN``; anything else counts 0.  Integral values come
@@ -25,11 +30,16 @@ from __future__ import annotations
 import math
 import re
 
+from .undef import undef
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Union
 
     Number = Union[int, float]
+    from typing import TypeVar
+
+    _Chompable = TypeVar("_Chompable")
 
 _NUMBER = re.compile(
     r"[ \t\n\r\f\v]*([+-]?)"
@@ -110,8 +120,23 @@ def _perl_pattern(pattern: str) -> str:
     return _POSIX.sub(one, pattern)
 
 
-def split(pattern: str | re.Pattern[str], string: str | None, limit: int = 0) -> list[str | None]:
-    """Split *string* as Perl's ``split(/PATTERN/, EXPR, LIMIT)`` does."""
+def split(
+    pattern: str | re.Pattern[str],
+    string: str | None,
+    limit: int = 0,
+    *,
+    fields: int | None = None,
+) -> list[str]:
+    """Split *string* as Perl's ``split(/PATTERN/, EXPR, LIMIT)`` does.
+
+    ``fields=N`` ports ``($a, $b, ...) = split(...)`` into N variables: exactly N
+    values, ``undef`` (``""`` in a string, false) where the line has fewer.
+    """
+    if fields is not None:
+        if type(fields) is not int or fields < 1:
+            raise ValueError(f"split fields must be an int >= 1, not {fields!r}")
+        got = split(pattern, string, limit if limit else fields + 1)[:fields]
+        return got + [undef] * (fields - len(got))
     if string is None:
         string = ""
     if isinstance(pattern, str):
@@ -126,7 +151,7 @@ def split(pattern: str | re.Pattern[str], string: str | None, limit: int = 0) ->
         regex = pattern
     if not isinstance(limit, int):
         raise TypeError(f"split limit must be an int, not {type(limit).__name__}")
-    out: list[str | None] = []
+    out: list[str] = []
     if string == "":
         return out
     start = 0  # where the current field begins
@@ -139,12 +164,47 @@ def split(pattern: str | re.Pattern[str], string: str | None, limit: int = 0) ->
         if begin == end and (begin == 0 or begin == last_end):
             continue  # a zero-width match never splits at the start or right after a match
         out.append(string[start:begin])
-        out.extend(match.groups())
+        out.extend(undef if group is None else group for group in match.groups())
         fields += 1
         start = end
         last_end = end
     out.append(string[start:])
     if limit == 0:
-        while out and (out[-1] is None or out[-1] == ""):
+        while out and out[-1] == "":  # (undef too)
             out.pop()
     return out
+
+
+def chomp(value: _Chompable) -> _Chompable:
+    """Perl's ``chomp``: *value* without one trailing newline (``chomp("a\\n") == "a"``).
+
+    A string (or bytes) is returned chomped: ``line = chomp(line)`` ports
+    ``chomp($line)``.  A list is chomped in place, element by element, as
+    ``chomp(@lines)`` does, and returned.  ``undef``/None stay as they are.
+    Only ``"\\n"`` is removed (Perl's ``$/``): a ``"\\r"`` before it stays, as in
+    Perl on POSIX (a ``:crlf`` handle has already read ``"\\r\\n"`` as ``"\\n"``).
+    """
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            value[i] = chomp(item)
+        return value
+    if isinstance(value, str):
+        return value[:-1] if value.endswith("\n") else value  # type: ignore[return-value]
+    if isinstance(value, bytes):
+        return value[:-1] if value.endswith(b"\n") else value  # type: ignore[return-value]
+    return value
+
+
+def chop(value: _Chompable) -> _Chompable:
+    """Perl's ``chop``: *value* without its last character, whatever it is.
+
+    As :func:`chomp`: a string is returned (``line = chop(line)``), a list is
+    chopped in place and returned.
+    """
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            value[i] = chop(item)
+        return value
+    if isinstance(value, (str, bytes)) and value is not undef:
+        return value[:-1]  # type: ignore[return-value]
+    return value

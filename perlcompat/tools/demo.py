@@ -2,7 +2,7 @@
 
 Each row runs several writer processes on one file in a fresh temporary
 directory.  Every writer does the same read-modify-write cycle a CGI request
-does: read the file, "process" for half a millisecond (seed 003's 各種処理),
+does: read the file, "process" for half a millisecond (the mkdir lock column's 各種処理),
 write it back (the lock file made by ``open`` pauses as long between its check
 and its create, the gap that idiom leaves); the counter adds one, the lists add
 one entry ``w<writer>-<n>``.  The writers report ready, then start together
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
     Writer = tuple[str, str]  # ("py" | "perl", variant)
 
-#: "processing" pause between read and write, seconds (seed 003's 各種処理).
+#: "processing" pause between read and write, seconds (the mkdir lock column's 各種処理).
 PAUSE = 0.0005
 #: cycles per writer (normal run, --quick).
 CYCLES = 40
@@ -185,7 +185,7 @@ def _bbs(d: str, wid: int, n: int) -> None:
 
     for i in range(n):
         out = _open("+<:encoding(cp932)", f"{d}/bbs.dat")
-        _check(flock(out, LOCK_EX), "flock")  # lock first, then read (seed 003)
+        _check(flock(out, LOCK_EX), "flock")  # lock first, then read (the mkdir lock column)
         lines = out.readlines()
         time.sleep(PAUSE)
         _check(seek(out, 0, 0), "seek")
@@ -211,7 +211,7 @@ def _openlock(d: str, wid: int, n: int) -> None:
     from .. import close, filetest, unlink
 
     for i in range(n):
-        while filetest("-e", f"{d}/list.lock"):  # seed 000: while (-f $lockfile) ...
+        while filetest("-e", f"{d}/list.lock"):  # the Perl locking article's while (-f $lock)
             time.sleep(0.0002)
         # the gap between the check and the create, where a busy server deschedules a
         # CGI process: waiters that all saw the lock go all walk through it
@@ -256,7 +256,7 @@ def _toplock(d: str, wid: int, n: int) -> None:
 
     for i in range(n):
         with Lock(f"{d}/list.lock", method="toplock", retry=None) as held:
-            _add_entry(d, wid, i, target="list.tmp")  # seed 001: into a work file
+            _add_entry(d, wid, i, target="list.tmp")  # TOP?LOCK: into a work file
             _check(still_holding(held), "lock lost")
             _check(rename(f"{d}/list.tmp", f"{d}/list.dat"), "rename")
 

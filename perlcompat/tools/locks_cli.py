@@ -15,8 +15,8 @@ method ``None`` (``?``) and the reason in ``error``, never left out.
 
 ``--break-stale`` removes stale locks with exactly what a waiting ``lock()``
 does: ``Lock(path, method=m, stale=S).backend.break_stale()`` (serialized
-removers, identity re-checked right before removal; a live lock is never
-removed).  Like a waiter, it looks again a few times over ~0.1 s, because a
+removers, identity re-checked right before removal; older than ``stale`` or its
+owner dead).  Like a waiter, it looks again a few times over ~0.1 s, because a
 backend checks the owner of a lock it has only just seen after a short delay.
 A directory holds application files too (``uploads/``, ``latest ->
 20231101``, ``draft.locked``), so a scan breaks only entries *proven* to be

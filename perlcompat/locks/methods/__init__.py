@@ -1,11 +1,12 @@
 """The lock methods: one module per method, each defining and registering one ``Backend``.
 
-* ``mkdir``: a directory held while it exists (seed 003's ``sub lock``; the default);
-* ``symlink``: a symlink to the holder's pid (seed 000);
+* ``mkdir``: a directory held while it exists (the mkdir lock sub; the default);
+* ``symlink``: a symlink to the holder's pid (the Perl locking article);
 * ``rename``: a marker file renamed to ``<name>.locked`` while held;
-* ``excl``: a file created with ``O_EXCL`` (seed 004's ``set -C``);
+* ``excl``: a file created with ``O_EXCL`` (the ``(set -C)`` exclusive create);
+* ``link``: a temp file hard-linked to the lock name (NFS-safe: File::NFSLock, UnixNFSSafe);
 * ``flock``: ``flock(LOCK_EX)`` on a lock file (the recommended one);
-* ``toplock``: TOP?LOCK, held while our ``id<>time<>`` line is the file's first (seed 001);
+* ``toplock``: TOP?LOCK, held while our ``id<>time<>`` line is the file's first (Sajiro DATABASE);
 * ``redis``: a lease on a key of one Redis server (``url=``; needs redis-py).
 
 To add a method: write ``methods/NAME.py`` with a ``locks.contract.Backend``

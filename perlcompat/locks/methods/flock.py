@@ -1,4 +1,4 @@
-"""The flock lock (seed 000's "lock file"): a file held with ``flock(LOCK_EX)``.
+"""The flock lock (the Perl locking article's "lock file"): a file held with ``flock(LOCK_EX)``.
 
 The recommended method wherever no Perl script needs a lock directory: the
 kernel grants the lock to one holder (or, with ``shared=True``, LOCK_SH to many
@@ -133,6 +133,10 @@ class FlockBackend(Backend):
     def break_stale(self) -> bool:
         """Never anything to do: the kernel frees a dead holder's flock."""
         return False
+
+    def refresh(self) -> bool:
+        """Nothing to make young: a flock does not age (True while held)."""
+        return self._fd is not None
 
     def fileno(self) -> int | None:
         """The descriptor that holds the flock while held, else None."""

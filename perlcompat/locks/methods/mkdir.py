@@ -1,8 +1,8 @@
-"""The mkdir lock (seed 003's ``sub lock``, the default method): a directory held while it exists.
+"""The mkdir lock (the mkdir lock sub, the default method): a directory held while it exists.
 
 ``mkdir(2)`` checks and creates in one step, so of any number of processes
 exactly one creates the directory and holds the lock; ``rmdir`` releases it.
-The directory stays **empty**, so a Perl script running seed 003's
+The directory stays **empty**, so a Perl script running the mkdir lock sub's
 ``sub lock``/``sub unlock`` on the same path excludes us and is excluded by
 us, and its bare ``rmdir`` unlock still works.
 
@@ -21,13 +21,29 @@ A record counts only while it names the directory that is there (device,
 inode and mtime), so a record left by an earlier holder is ignored; a
 directory made by Perl has none.
 
-A lock is stale when its mtime is older than ``stale`` (seed 003's
+A lock is stale when its mtime is older than ``stale`` (the mkdir lock column's
 ``(stat($dir))[9] < time - 180``), or at once when its record names a dead
 process on this host.  Stale locks are removed by ``locks.stale``: one remover at a
 time, identity re-checked right before the ``rmdir``.  Release removes the
-directory only if it is still the one this holder made.  On Windows a release
+directory only if it is still the one this holder made: on local storage its
+inode generation where the file system has one (ext4, XFS, btrfs), else its
+unchanged identity, so a Perl lock that reused the inode number after breaking
+ours is never removed.  On Windows a release
 whose ``rmdir`` meets a sharing violation (another process looking at the
 directory at that instant) retries it for a moment (``locks.winfile.retry_busy``).
+
+**A pid file inside** (``pidfile=``: the "mkdir + pid file inside" recipe,
+``mkdir $d and print {open ">$d/pid"} "$$\n"``, stale when ``kill 0`` says the pid
+is gone).  The holder writes ``record=`` (default ``"{pid}\n"``) into
+``<lock>/<pidfile>`` right after its mkdir, and nothing else (no ``.owner`` file:
+our token stays in memory); the directory may then hold that one file.  A pid
+file matching the template names the holder (stale at once when that pid is dead
+on this host); a directory without it yet (a Perl holder between its mkdir and
+its write), or with it still empty, is judged by age.  A pid file the template does
+not match (other content, not a plain file, a second name of another file, more
+than 4 KiB) is refused, never unlinked.  Release and stale removal unlink the pid file, then
+``rmdir``.  Without ``pidfile=`` a non-empty directory is refused, and the error
+names the ``pidfile=`` that declares a pid file found inside.
 """
 
 from __future__ import annotations
@@ -35,9 +51,12 @@ from __future__ import annotations
 import errno
 import os
 import stat as stat_module
+import time
 
+from ...perl.fsinfo import is_shared
 from .. import owner as _owner
 from ..contract import register
+from ..files import generation, identity
 from ..stale import (
     O_BINARY,
     O_CLOEXEC,
@@ -50,6 +69,7 @@ from ..stale import (
     lstat,
     not_a_lock,
     read_fd,
+    read_same,
     read_small,
     remove_same,
     same,
@@ -60,10 +80,15 @@ from ..winfile import retry_busy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from ..record import Template
     from ..stale import Owner
 
 #: suffix of the owner file kept beside the lock directory.
 OWNER_SUFFIX = ".owner"
+#: seconds the start of a pid file's record may be a Perl holder still writing it.
+WRITING_GRACE = 0.25
+#: the longest pid file (``pidfile=``) read as a record; a longer one is refused.
+RECORD_LIMIT = 4096
 #: the owner record is padded to this size, so rewriting it never truncates.
 RECORD_SIZE = _owner.RECORD_SIZE
 
@@ -82,6 +107,14 @@ def is_owner_file(data: bytes | None) -> bool:
     return data == b"" or is_record(data, MkdirBackend.method, blank=True)
 
 
+def _entries(path: str) -> list[str] | None:
+    """The names in the directory *path*; None if it cannot be read."""
+    try:
+        return os.listdir(path)
+    except OSError:
+        return None
+
+
 def _empty_dir(path: str) -> bool:
     """False if the directory *path* has an entry (True if it is empty or cannot be read)."""
     try:
@@ -93,45 +126,156 @@ def _empty_dir(path: str) -> bool:
 
 @register
 class MkdirBackend(StaleBackend):
-    """A lock directory at ``path`` (mode 0755 like seed 003), owner file beside it."""
+    """A lock directory at ``path`` (mode 0755 like the mkdir lock sub), owner file beside it."""
 
     method = "mkdir"
-    options = ("mode",)
+    options = ("mode", "pidfile", "record")
 
-    def __init__(self, path: str, *, stale: float, shared: bool = False, mode: int = 0o755) -> None:
+    def __init__(
+        self,
+        path: str,
+        *,
+        stale: float,
+        shared: bool = False,
+        mode: int = 0o755,
+        pidfile: str | None = None,
+        record: str | None = None,
+    ) -> None:
         super().__init__(path, stale=stale, shared=shared)
+        if record is not None and pidfile is None:
+            raise ValueError(
+                f"record={record!r} for method 'mkdir' is the content of a pid file inside"
+                f" the lock directory: give pidfile= too (lock {path!r})"
+            )
         self.mode = mode
         self.owner_path = path + OWNER_SUFFIX
         self._mine: os.stat_result | None = None
         self._token = ""
+        self._record = ""
         self._owner_fd = -1
+        self._generation: int | None = None
+        self.pidfile = pidfile
+        self.pid_path = os.path.join(path, pidfile) if pidfile else ""
+        self._template: Template | None = None
+        if pidfile is not None:
+            from ..record import template
+
+            self._template = template("{pid}\n" if record is None else record)
+        self._written = b""
 
     # -- acquire / release -------------------------------------------------
     def try_acquire(self) -> bool:
         """Make the directory; True if we made it (it is then ours)."""
+        data = b""  # the pid file's content first: a failure after the mkdir would leave it
+        if self._template is not None:
+            data = self._template.render(stale=self.stale).encode("utf-8", "surrogateescape")
         try:
             os.mkdir(self.path, self.mode)
         except OSError as exc:
             if busy(exc, self.path):
                 return False
             raise
+        if self._template is not None and not self._write_pidfile(data):
+            return False
         st = lstat(self.path)
         if st is None:
-            return False  # removed at once by someone else (seed 003's racy stale check)
+            return False  # removed at once by someone else (the mkdir lock sub's racy stale check)
         self._token = _owner.nonce()
-        self._sign(_owner.record(self.method, dir=_tag(st), token=self._token))
+        if self._template is None:
+            self._record = _owner.record(self.method, dir=_tag(st), token=self._token)
+            self._sign(self._record)
+        self._generation = generation(self.path)
         self._mine = st
         return True
 
+    def _write_pidfile(self, data: bytes) -> bool:
+        """Write *data* as the pid file into the directory we just made; False if it went."""
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_BINARY
+        try:
+            fd = os.open(self.pid_path, flags, 0o644)
+            try:
+                os.write(fd, data)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            if exc.errno == errno.ENOENT:
+                return False  # removed at once (a Perl recipe found it without a pid)
+            unlink_quietly(self.pid_path)
+            _rmdir_quietly(self.path)
+            raise
+        self._written = data
+        return True
+
+    def _rewrite_pidfile(self) -> bool:
+        """Render the pid file again if it changed (a fork, a time field); False if it went."""
+        assert self._template is not None
+        data = self._template.render(stale=self.stale).encode("utf-8", "surrogateescape")
+        if data == self._written:
+            return True
+        try:
+            fd = os.open(self.pid_path, os.O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_BINARY)
+        except FileNotFoundError:
+            return False  # removed by someone else: the lock is no longer ours as made
+        try:
+            if not stat_module.S_ISREG(os.fstat(fd).st_mode):
+                return False
+            os.ftruncate(fd, 0)
+            write_at_zero(fd, data)
+        finally:
+            os.close(fd)
+        self._written = data
+        return True
+
     def _still_mine(self, st: os.stat_result, mine: os.stat_result) -> bool:
-        return self._record_is_ours(st, mine, self.owner_path, self.method)
+        """The very directory we made: never one that reuses its inode number.
+
+        A Perl ``sub lock`` that broke our lock (held past its stale time) and made its
+        own directory often gets the same inode (ext4 reuses it at once), and our
+        ``.owner`` record, which Perl never touches, still names us.  So on local storage
+        the inode generation decides where the file system has one (ext4, XFS, btrfs),
+        else the directory's identity (device, inode, mtime, ctime) unchanged; only on
+        shared storage, where inode numbers are not stable, does our record's token.
+        """
+        if is_shared(st.st_dev):
+            if self._template is not None:
+                return read_small(self.pid_path) == self._written
+            return self._record_is_ours(st, mine, self.owner_path, self.method)
+        if (st.st_dev, st.st_ino) != (mine.st_dev, mine.st_ino):
+            return False
+        if self._generation is not None:
+            now = generation(self.path)
+            if now is not None:  # (None: it cannot be read now, EMFILE: the identity decides)
+                return now == self._generation
+        return identity(st) == identity(mine)
 
     def _undo(self) -> None:
         self._unsign()
-        retry_busy(os.rmdir, self.path)  # Windows: a waiter may be listing it for a moment
+        if self.pid_path:
+            _unlink_if_there(self.pid_path)
+        try:
+            retry_busy(os.rmdir, self.path)  # Windows: a waiter may be listing it for a moment
+        except OSError:
+            self._resign()  # still held (ENOTEMPTY ...): the record must name us again
+            raise
 
     def _after_release(self) -> None:
         self._close_owner()
+
+    def _touch(self, st: os.stat_result) -> os.stat_result | None:
+        """Refresh: the directory's mtime now (the sub's age rule), our record naming it again.
+
+        A declared pid file is rendered again (this process, renewed time fields).
+        """
+        if self._template is not None and not self._rewrite_pidfile():
+            return None
+        fresh = super()._touch(st)
+        if fresh is not None and self._owner_fd >= 0:
+            record = _owner.record(self.method, dir=_tag(fresh), token=self._token)
+            try:  # noqa: SIM105 - advisory, as at acquire: the lock then recovers by age
+                write_at_zero(self._owner_fd, _owner.padded(record))  # this process, after a fork
+            except OSError:
+                pass
+        return fresh
 
     def forget(self) -> None:
         """In a forked child: drop the parent's hold without touching the directory."""
@@ -228,6 +372,14 @@ class MkdirBackend(StaleBackend):
             except OSError:
                 return
 
+    def _resign(self) -> None:
+        """Write our record back after a failed release blanked it (best effort)."""
+        if self._owner_fd >= 0:
+            try:
+                write_at_zero(self._owner_fd, _owner.padded(self._record))
+            except OSError:
+                return
+
     def _close_owner(self) -> None:
         fd, self._owner_fd = self._owner_fd, -1
         if fd >= 0:
@@ -237,28 +389,135 @@ class MkdirBackend(StaleBackend):
     def _check(self, st: os.stat_result) -> None:
         if not stat_module.S_ISDIR(st.st_mode):
             raise kind_error(self.path, st, "directory")
+        if self.pidfile is not None:
+            names = _entries(self.path)
+            if names is None or set(names) <= {self.pidfile}:
+                if names:
+                    self._check_pidfile()
+                return
+            raise not_a_lock(
+                self.path,
+                self.method,
+                f"is a directory holding {sorted(names)[:5]!r}, not only its pidfile="
+                f"{self.pidfile!r}",
+                errno.ENOTEMPTY,
+            )
         if not _empty_dir(self.path):
             raise not_a_lock(
-                self.path, self.method, "is a directory that is not empty", errno.ENOTEMPTY
+                self.path,
+                self.method,
+                "is a directory that is not empty" + self._pidfile_hint(),
+                errno.ENOTEMPTY,
             )
 
+    def _check_pidfile(self) -> None:
+        """Raise if the entry named ``pidfile=`` is not a pid file in the declared format.
+
+        Empty is fine (a Perl holder between its open and its print), and so is the start
+        of a record written less than ``WRITING_GRACE`` s ago; anything else that
+        the template does not match (read twice, alike), a directory, a second name of
+        another file, or more than any record is refused: release and stale removal
+        unlink it.
+        """
+        from .. import record as _record
+
+        assert self._template is not None
+        st = lstat(self.pid_path)
+        if st is None or (stat_module.S_ISREG(st.st_mode) and not st.st_size):
+            return
+        if not stat_module.S_ISREG(st.st_mode):
+            why = "is not a plain file"
+        elif st.st_nlink > 1:
+            why = f"has {st.st_nlink} hard links"
+        elif st.st_size > RECORD_LIMIT:
+            why = f"holds {st.st_size} bytes"
+        else:
+            data = read_same(self.pid_path, st)
+            if (
+                data is None
+                or self._template.match(data) is not None
+                or read_same(self.pid_path, st) != data
+            ):
+                return  # changed as we looked: judged again on the next look
+            if time.time() - st.st_mtime < WRITING_GRACE and self._template.prefix(data):
+                return  # a Perl holder writing its pid file in pieces
+            why = f"holds {_record.shown(data)}"
+        raise not_a_lock(
+            self.path,
+            self.method,
+            f"is a directory whose {self.pidfile!r} {why}, not a pid file of the declared"
+            f" record={self._template.text!r}",
+            errno.ENOTEMPTY,
+        )
+
+    def _pidfile_hint(self) -> str:
+        """For a directory holding one small file in a known Perl format: the pidfile= to give."""
+        names = _entries(self.path)
+        if not names or len(names) != 1:
+            return ""
+        data = read_small(os.path.join(self.path, names[0]), 256)
+        if not data:
+            return ""
+        from .. import record as _record
+
+        known = _record.guess(data)
+        if known is None:
+            return ""
+        extra = "" if known == "{pid}\n" else f", record={known!r}"
+        return (
+            f" (it holds {names[0]!r} = {_record.shown(data)}; if a Perl script writes a pid"
+            f" file inside its lock directory, declare it: lock({self.path!r}, method='mkdir',"
+            f" pidfile={names[0]!r}{extra}))"
+        )
+
     def _owner(self, st: os.stat_result) -> Owner:
-        fields = _owner.parse(read_small(self.owner_path) or b"", self.method)
-        if fields is None or fields.get("dir") != _tag(st):
+        if self._template is not None:
+            fields = self._template.match(read_small(self.pid_path) or b"")
+            if fields is None:
+                return None, None, None  # no pid file yet: age only
+            if fields.host is None and is_shared(st.st_dev):
+                from .symlink import UNKNOWN_HOST
+
+                return fields.pid, UNKNOWN_HOST, None
+            return fields.pid, fields.holder_host(), None
+        record = _owner.parse(read_small(self.owner_path) or b"", self.method)
+        if record is None or record.get("dir") != _tag(st):
             return None, None, None
-        return _owner.owner_of(fields)
+        return _owner.owner_of(record)
 
     def _remove(self, st: os.stat_result) -> bool:
         if not same(self.path, st):
             return False
+        if self.pid_path:
+            return self._remove_with_pidfile(st)
         self._blank_owner_file(st)
         return remove_same(self.path, st, os.rmdir)
 
+    def _remove_with_pidfile(self, st: os.stat_result) -> bool:
+        """Unlink the pid file of the stale directory *st*, then rmdir it (if still it)."""
+        before = generation(self.path)
+        _unlink_if_there(self.pid_path)
+        now = lstat(self.path)
+        if now is None or (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+            return False
+        if before is not None and generation(self.path) != before:
+            return False
+        try:
+            os.rmdir(self.path)
+        except OSError:
+            return False
+        return True
+
     def _record_extra(self) -> bytes:
+        if self.pid_path:
+            return read_small(self.pid_path) or b""
         return read_small(self.owner_path) or b""
 
     def _discard(self, moved: str, st: os.stat_result) -> None:
-        self._blank_owner_file(st)
+        if self.pidfile is not None:
+            _unlink_if_there(os.path.join(moved, self.pidfile))
+        else:
+            self._blank_owner_file(st)
         os.rmdir(moved)
 
     def _blank_owner_file(self, st: os.stat_result) -> None:
@@ -278,3 +537,23 @@ class MkdirBackend(StaleBackend):
             pass
         finally:
             os.close(fd)
+
+
+def _unlink_if_there(path: str) -> None:
+    """Unlink *path*; nothing there is fine (any other failure raises).
+
+    On Windows retried for a moment while a reader holds it without FILE_SHARE_DELETE
+    (a Perl waiter reading the pid file).
+    """
+    try:
+        retry_busy(os.unlink, path)
+    except FileNotFoundError:
+        return
+
+
+def _rmdir_quietly(path: str) -> None:
+    """Remove the directory *path* if that can be done (undoing a failed hold)."""
+    try:
+        os.rmdir(path)
+    except OSError:
+        return

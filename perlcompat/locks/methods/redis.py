@@ -799,6 +799,10 @@ class RedisBackend(Backend):
         reply = self._run(_EXTEND, (self.key,), (value, ttl_ms), "extend", float("inf"))
         return bool(reply == 1)
 
+    def refresh(self) -> bool:
+        """Renew our lease to ``stale`` from now (:meth:`extend`); False if it was lost."""
+        return self.extend()
+
     def wait_for_release(self, timeout: float | None = None) -> None:
         """Block until a release wakes us, the holder's TTL runs out, or *timeout*/WAIT_CAP s."""
         limit = self.WAIT_CAP
@@ -822,10 +826,7 @@ class RedisBackend(Backend):
         if seconds < 0:
             return f"{self.key!r} is set without an expiry (not a perlcompat lock?)"
         if self.held_off:
-            return (
-                f"the server at {self.shown_url} lost its lock records;"
-                f" grants resume in {seconds:.3g} s"
-            )
+            return f"{self._held_off_text(seconds)}; {self._ways_out()}"
         return f"held by another owner for up to {seconds:.3g} s more"
 
     def describe(self) -> dict[str, Any] | None:
@@ -952,10 +953,70 @@ class RedisBackend(Backend):
         import warnings
 
         warnings.warn(
-            f"perlcompat: the redis server at {self.shown_url} has no record of its locks"
-            " (it restarted, was flushed, or is new); no lock is granted"
-            f" there for {wait_ms / 1000:.3g} s more, so that a holder from before cannot"
-            f" overlap. If no lock is held, lift this with: SET {EPOCH_KEY} 0",
+            f"perlcompat: {self._held_off_text(wait_ms / 1000)}; {self._ways_out()}",
             RuntimeWarning,
             stacklevel=2,
         )
+
+    # -- the hold-off explained (issue 25: a new user's first lock) --------
+    def _held_off_text(self, seconds: float) -> str:
+        return (
+            f"the redis server at {self.shown_url} has no record of its locks (it is new,"
+            f" restarted or was flushed), so it grants no lock for {seconds:.3g} s more"
+            f" (one max lease, {self.max_lease:g} s, after it started or was flushed), so"
+            " that a holder from before cannot overlap"
+        )
+
+    def _ways_out(self) -> str:
+        return (
+            "on a fresh install, or when no process can still hold a lock from before,"
+            f" lift it now with: perlcompat redis-lift {self.shown_url}"
+            f" (or SET {EPOCH_KEY} 0); to make every hold-off shorter, give every client"
+            " ?max_lease=SECONDS (your longest stale) in its lock url before first use"
+        )
+
+
+# The hold-off lifted by hand (``perlcompat redis-lift``).  KEYS: epoch.  ARGV: the lock key
+# prefix, "1" to lift.  Returns {ms of hold-off left (-1: no record yet, the first client
+# holds off), the lock keys that exist}; lifts (SET epoch 0) only when there are none.
+LIFT = """
+local cursor, held = '0', {}
+repeat
+  local r = redis.call('SCAN', cursor, 'MATCH', ARGV[1] .. '*', 'COUNT', 1000)
+  cursor = r[1]
+  for _, k in ipairs(r[2]) do held[#held + 1] = k end
+until cursor == '0'
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local epoch = redis.call('GET', KEYS[1])
+local left = -1
+if epoch then
+  local resume = tonumber(string.match(epoch, '^(%d+)'))
+  if resume then left = math.max(resume - now, 0) end
+end
+if ARGV[2] == '1' and #held == 0 then redis.call('SET', KEYS[1], '0') end
+return {left, held}
+"""
+_LIFT = _Script(LIFT)
+
+
+def hold_off(url: str, *, lift: bool = False) -> tuple[float | None, list[str]]:
+    """The hold-off of the redis server at *url*: (seconds left, names of locks held there).
+
+    Seconds left is None when the server has no record yet (its first client
+    holds off up to one max lease after the server's start).  With *lift*, and
+    only if no perlcompat lock is held there (checked in the same atomic step),
+    the record is set to "no lock from before" (``SET perlcompat:epoch 0``): the
+    next client grants at once and records its max lease.  Call it only when no
+    process can still hold a lock from before the server's start (a fresh
+    install; every client stopped).  OSError (naming the url) if the server fails.
+    """
+    server = server_for(url)
+    try:
+        left_ms, keys = server.run(_LIFT, (EPOCH_KEY,), (KEY_PREFIX, "1" if lift else "0"), 10.0)
+    except _rx.RedisError as exc:
+        raise OSError(
+            _errno_of(exc), f"cannot read the hold-off at {server.shown_url}: {exc}"
+        ) from exc
+    names = sorted(_text(key)[len(KEY_PREFIX) :] for key in keys)
+    return (None if int(left_ms) < 0 else int(left_ms) / 1000), names

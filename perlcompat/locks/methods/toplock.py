@@ -1,4 +1,4 @@
-"""The TOP?LOCK lock (seed 001, Sajiro DATABASE): the writer whose line comes first holds.
+"""The TOP?LOCK lock (the TOP?LOCK article, Sajiro DATABASE): the first line's writer holds.
 
 Every contender appends one line ``id<>time<>`` to the lock file (O_APPEND, so
 lines never interleave) and reads the file back: if the first line is its own,
@@ -6,14 +6,14 @@ it holds the lock.  Release removes the file, and the next appender creates a
 new one and comes first.  Our ids are
 ``<30 random digits>-<pid>-<start>-<boot id prefix>-<pid namespace>@<host>``,
 Perl's are random numbers; both sides compare the first field as a string, so a
-Perl script doing seed 001 and Python processes exclude each other.  A line
-with or without its newline (the seed's last version omits it) is read alike.
+Perl script doing TOP?LOCK and Python processes exclude each other.  A line
+with or without its newline (the article's last version omits it) is read alike.
 
 A contender appends once per lock file (per inode): its line can never become
 first in a file that already has a first line, so later tries only ``lstat``
 until the file is replaced.  The lock file is opened with O_NOFOLLOW and
 O_APPEND, never truncated.  Only a TOP?LOCK file is appended to: an empty
-file, or one holding nothing but ``id<>time<>`` groups whose ids are seed 001's
+file, or one holding nothing but ``id<>time<>`` groups whose ids are TOP?LOCK's
 (20 or more digits, or a decimal ``rand`` with 6 or more decimals) or ours and
 whose times are 9 or 10 digit epoch seconds (:func:`is_toplock_data`).  Any
 other file (a data file, even one of ``<>`` lines) or one with more than one
@@ -21,13 +21,13 @@ hard link is refused at once, untouched; so is, when we are root, an empty file
 that belongs to another user (root would append to it and remove it).
 
 A lock is stale when the time in its first line is older than ``stale``
-seconds (the seed uses 600), or at once when that line's id names a dead
+seconds (the article uses 600), or at once when that line's id names a dead
 process on this host.  That time is whole seconds, so the line was written up
 to 1 s after it: the age counts from the end of that second, never early.
 The remover (one at a time, ``locks.stale``) re-reads the first line and compares
 the file's device and inode right before the unlink.
 
-Seed 001 checks the lock again right before renaming its work file into place:
+TOP?LOCK checks the lock again right before renaming its work file into place:
 :func:`still_holding` is that check and :func:`rename_if_holding` does both.
 """
 
@@ -62,6 +62,7 @@ from ..stale import (
     root_and_not_mine,
     unguard,
     unlink_quietly,
+    write_at_zero,
 )
 from ..winfile import BUSY_PATIENCE, busy_create, open_file, retry_busy
 
@@ -77,7 +78,7 @@ CHECK_LIMIT = 65536
 
 
 def _is_id(item: bytes) -> bool:
-    """Seed 001's ids: 20 or more digits, ``rand()`` with 6 or more decimals; or one of ours."""
+    """TOP?LOCK's ids: 20 or more digits, ``rand()`` with 6 or more decimals; or one of ours."""
     if item.isdigit():
         return len(item) >= 20
     whole, dot, fraction = item.partition(b".")
@@ -252,7 +253,7 @@ class ToplockBackend(StaleBackend):
         return True
 
     def still_holding(self) -> bool:
-        """Seed 001's second check: the lock file is ours and our line is still first."""
+        """TOP?LOCK's second check: the lock file is ours and our line is still first."""
         mine = self._held_key
         if mine is None:
             return False
@@ -277,12 +278,40 @@ class ToplockBackend(StaleBackend):
         finally:
             unguard(fd)
 
+    def refresh(self) -> bool:
+        """Rewrite our first line's time as now, in place; False (nothing written) if not ours.
+
+        In a ``perlcompat.fork()`` child the id, which names the parent, becomes
+        random digits of the same length (a TOP?LOCK id: its holder is then
+        judged by age only).  Under the release guard, as a release.
+        """
+        if self._held_key is None:
+            return False
+        guard_fd = release_guard(self.path)
+        try:
+            if not self.still_holding():
+                return False
+            ident = self._id
+            if owner_of_id(ident)[0] != os.getpid():
+                ident = f"{int.from_bytes(os.urandom(32), 'big') % 10 ** len(ident):0{len(ident)}d}"
+            fd = open_file(self.path, os.O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_BINARY | O_NONBLOCK)
+            try:
+                if (os.fstat(fd).st_dev, os.fstat(fd).st_ino) != self._held_key:
+                    return False
+                write_at_zero(fd, f"{ident}<>{int(time.time())}<>".encode())  # same length
+            finally:
+                os.close(fd)
+            self._id = ident
+            return True
+        finally:
+            unguard(guard_fd)
+
     # -- on disk -----------------------------------------------------------
     @classmethod
     def detect(cls, path: str, st: os.stat_result | None) -> bool:
         """A regular file of nothing but ``id<>time<>`` lines is a TOP?LOCK file.
 
-        Seed 001's long numeric ids or ours, and epoch times (:func:`is_toplock_data`).
+        TOP?LOCK's long numeric ids or ours, and epoch times (:func:`is_toplock_data`).
         """
         if st is None or not stat_module.S_ISREG(st.st_mode):
             return False
@@ -364,7 +393,7 @@ def _toplock_backend(lock_: Lock) -> ToplockBackend:
 
 
 def still_holding(lock_: Lock) -> bool:
-    """True if the toplock *lock_* is held and its line is still the first (seed 001's re-check)."""
+    """True if the toplock *lock_* is held and its line is still the first (TOP?LOCK's re-check)."""
     backend = _toplock_backend(lock_)
     return lock_.is_locked and backend.still_holding()
 
@@ -372,7 +401,7 @@ def still_holding(lock_: Lock) -> bool:
 def rename_if_holding(
     lock_: Lock, work: str | os.PathLike[str], data: str | os.PathLike[str]
 ) -> int:
-    """Seed 001's last step: rename *work* onto *data* only while *lock_* is ours (1, else 0).
+    """TOP?LOCK's last step: rename *work* onto *data* only while *lock_* is ours (1, else 0).
 
     ``$!`` is ENOLCK when the lock was lost (the work file is left in place).
     No perlcompat remover can break the lock between the check and the rename.

@@ -1,9 +1,12 @@
 """``perlcompat audit PATH...``: the command line around :func:`.run.audit`.
 
-Reads the Perl files under PATH (:mod:`.source`), audits them together, and prints one
-line per finding with its suggestion, or with ``--json`` one document (``version``,
-``findings``, ``errors``).  Exit status: 0 clean (info findings alone included), 1 any
-error or warning finding, 2 bad usage or a path that cannot be read or parsed.
+Reads the Perl files under PATH (:mod:`.source`; ``-`` is standard input; ``--exclude
+GLOB`` leaves files out; a non-Perl file found in a directory is skipped with a note),
+audits them together, and prints one line per finding with its suggestion, or with
+``--json`` one document (``version``, ``findings``, ``errors``, ``skipped``).  ``--only
+RULE`` and ``--ignore RULE`` select the rules reported.  Exit status: 0 clean (info
+findings alone included), 1 any error or warning finding, 2 bad usage or a path that
+cannot be read or parsed.
 """
 
 from __future__ import annotations
@@ -11,8 +14,13 @@ from __future__ import annotations
 import sys
 
 from .findings import Problem
+from .registry import RULES
 from .run import audit
-from .source import iter_files, read_source, try_read
+from .source import read_source, targets, try_read
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
 
 #: ``version`` of the ``--json`` document; bumped only when a field changes meaning.
 JSON_VERSION = 1
@@ -51,6 +59,15 @@ class _Progress:
             sys.stderr.flush()
 
 
+def _rule_names(parser: argparse.ArgumentParser, values: list[str]) -> set[str]:
+    """The rule names in ``--only``/``--ignore`` values; an unknown one is a usage error."""
+    names = {n.strip() for value in values for n in value.split(",") if n.strip()}
+    unknown = sorted(names - set(RULES))
+    if unknown:
+        parser.error(f"unknown rule {', '.join(unknown)} (rules: {', '.join(RULES)})")
+    return names
+
+
 def main(argv: list[str]) -> int:
     """``perlcompat audit``: print findings.
 
@@ -66,18 +83,50 @@ def main(argv: list[str]) -> int:
         epilog="exit status: 0 clean, 1 findings (errors or warnings), "
         "2 bad usage or a file that cannot be read or parsed",
     )
-    parser.add_argument("paths", nargs="+", metavar="PATH", help="Perl script or directory")
+    parser.add_argument(
+        "paths", nargs="+", metavar="PATH", help="Perl script or directory; - for standard input"
+    )
     parser.add_argument("--json", action="store_true", help="print findings as JSON")
+    parser.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="leave out files and directories whose path or name matches GLOB (repeatable)",
+    )
+    parser.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="RULE",
+        help="report only these rules (repeatable, or comma-separated)",
+    )
+    parser.add_argument(
+        "--ignore",
+        action="append",
+        default=[],
+        metavar="RULE",
+        help="do not report these rules (repeatable, or comma-separated)",
+    )
     try:
         args = parser.parse_args(argv)
+        only, ignore = (_rule_names(parser, values) for values in (args.only, args.ignore))
     except SystemExit as exc:
         return int(exc.code or 0)
     progress = _Progress()
     sources: list[tuple[str, str]] = []
     errors: list[dict[str, object]] = []
-    for path in iter_files(args.paths):
+    skipped: list[dict[str, object]] = []
+    for path, why in targets(args.paths, args.exclude):
+        if why:
+            sys.stderr.write(f"perlcompat audit: skipped {shown_path(path)}: {why}\n")
+            skipped.append({"file": shown_path(path), "reason": why})
+            continue
         try:
-            sources.append((path, read_source(path)))
+            if path == "-":
+                sources.append((path, sys.stdin.buffer.read().decode("latin-1")))
+            else:
+                sources.append((path, read_source(path)))
         except OSError as exc:
             reason = exc.strerror or str(exc)
             sys.stderr.write(f"perlcompat audit: cannot read {shown_path(path)}: {reason}\n")
@@ -88,7 +137,7 @@ def main(argv: list[str]) -> int:
         found = audit(sources, problems, load=try_read, progress=progress)
     finally:
         progress.clear()
-    findings = [f.as_dict() for f in found]
+    findings = [f.as_dict() for f in found if (not only or f.rule in only) and f.rule not in ignore]
     for f in findings:
         f["file"] = shown_path(str(f["file"]))
     for problem in problems:
@@ -99,7 +148,7 @@ def main(argv: list[str]) -> int:
     if args.json:
         import json
 
-        doc = {"version": JSON_VERSION, "findings": findings, "errors": errors}
+        doc = {"version": JSON_VERSION, "findings": findings, "errors": errors, "skipped": skipped}
         sys.stdout.write(json.dumps(doc, ensure_ascii=False, indent=2) + "\n")
     else:
         sys.stdout.write(_format_text(findings))
@@ -107,6 +156,7 @@ def main(argv: list[str]) -> int:
             s: sum(1 for f in findings if f["severity"] == s) for s in ("error", "warning", "info")
         }
         unread = f", {len(errors)} not audited" if errors else ""
+        unread += f", {len(skipped)} skipped" if skipped else ""
         sys.stderr.write(
             f"{counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} info "
             f"in {len(sources) - len(problems)} file(s){unread}\n"

@@ -17,6 +17,7 @@ from .rules import (
     append_no_seek,
     check_then_create,
     ex_on_readonly,
+    fork_while_locked,
     lock_order,
     read_write,
     rename_replaces_flocked,
@@ -50,6 +51,7 @@ POLICIES: tuple[Policy, ...] = (
     swallowed_flock.POLICY,
     stale_check_then_remove.POLICY,
     alarm_not_reset.POLICY,
+    fork_while_locked.POLICY,
     unlink_before_rename.POLICY,
     rename_replaces_flocked.POLICY,
     lock_order.POLICY,
@@ -69,6 +71,7 @@ SCOPE_CHECKS: tuple[Callable[[Result, Judge], Iterable[Finding]], ...] = (
     unlink_before_rename.check,
     rename_replaces_flocked.check,
     alarm_not_reset.check,
+    fork_while_locked.check,
 )
 
 

@@ -1,7 +1,10 @@
-"""Which files are Perl, and their text: :func:`iter_files`, :func:`read_source`, display.
+"""Which files are Perl, and their text: :func:`iter_files`, :func:`targets`, :func:`read_source`.
 
 Files are read as bytes and decoded as latin-1 (exact offsets and lines in any encoding);
 text and file names are shown in messages with undecodable bytes as ``\\xNN``.
+:func:`targets` is what the command line audits: the files under its paths less those
+``--exclude`` matches, each with the reason it is skipped, if it is (a file found in a
+directory that is not Perl: another interpreter's ``#!`` line, or binary data).
 """
 
 from __future__ import annotations
@@ -40,6 +43,56 @@ def iter_files(paths: Sequence[str]) -> Iterator[str]:
                         yield full
         else:
             yield path
+
+
+def not_perl(path: str) -> str:
+    """Why a file found in a directory is not a Perl script, or ``""`` if it may be one."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(8192)
+    except OSError:
+        return ""  # reading it will say why
+    if b"\0" in head:
+        return "binary data"
+    first = head.split(b"\n", 1)[0].rstrip(b"\r")
+    if first.startswith(b"#!") and b"perl" not in first:
+        return "not Perl: " + first.decode("latin-1")
+    return ""
+
+
+def _excluded(path: str, patterns: Sequence[str]) -> bool:
+    from fnmatch import fnmatchcase
+
+    name = os.path.basename(path.rstrip("/" + os.sep)) or path
+    return any(fnmatchcase(path, p) or fnmatchcase(name, p) for p in patterns)
+
+
+def targets(paths: Sequence[str], exclude: Sequence[str] = ()) -> Iterator[tuple[str, str]]:
+    """(path, why skipped or ``""``) for each file to audit under *paths*, in order.
+
+    A path given by name is audited whatever it holds (``-`` is standard input); in a
+    directory, Perl files (:func:`iter_files`' test) that are not another
+    interpreter's script or binary data.  A file or directory whose path or name
+    matches an *exclude* glob (``fnmatch``: ``*/old/*``, ``jcode.pl``) is left out.
+    """
+    for path in paths:
+        if path != "-" and _excluded(path, exclude):
+            continue
+        if not os.path.isdir(path):
+            yield path, ""
+            continue
+        for root, dirs, files in os.walk(path):
+            dirs[:] = sorted(
+                d
+                for d in dirs
+                if not d.startswith(".") and not _excluded(os.path.join(root, d), exclude)
+            )
+            for name in sorted(files):
+                full = os.path.join(root, name)
+                if _excluded(full, exclude) or not os.path.isfile(full):
+                    continue
+                if _is_perl_file(full):
+                    yield full, not_perl(full)
 
 
 #: Larger files are not scripts (a log, a dump): refused rather than read into memory.

@@ -24,7 +24,7 @@ import re
 
 from .facts import labelled, lexicals, retry_wait, stale_seconds, tests_handle
 from .findings import Finding, Policy
-from .handlers import HANDLERS
+from .handlers import HANDLERS, fcntl_method
 from .items import (
     call_args,
     first_line_of,
@@ -72,6 +72,7 @@ class Walker:
         self.res = Result(source, scope)
         self.anon: list[Block] = []
         self.remove_keys: set[str] = set()
+        self.rename_pairs: set[tuple[str, str]] = set()
         self.lexicals: set[str] = {"_"}
         self.pending: dict[str, Finding] = {}  # unchecked open of $fh, unless tested next
         self.branches: list[tuple[int, int]] = []
@@ -132,6 +133,28 @@ class Walker:
             raw = new
         return _normalize(raw)
 
+    def lock_scope(self) -> bool:
+        """True while walking a lock sub (``sub lock``, or one learned to return holding)."""
+        scope = self.res.scope
+        return scope in self.prog.subs and self.prog.classify(scope, source=self.src) == "lock"
+
+    def literal(self, items: Sequence[Item]) -> str:
+        """The path *items* as a Python string literal where the script fixes it, else "".
+
+        ``$lockfile`` set once to ``"./lock/daycount.lock"`` gives that literal, as written.
+        """
+        if len(items) != 1 or not isinstance(items[0], Tok):
+            return ""
+        tok = items[0]
+        if tok.kind == "var" and tok.text.startswith("$"):
+            name = tok.text[1:].strip("{}")
+            text = "" if name in self.lexicals else self.src.literals.get(name, "")
+        elif tok.kind == "str" and "$" not in tok.text and "@" not in tok.text:
+            text = tok.text
+        else:
+            return ""
+        return py_string(text, False) if text.strip() else ""
+
     def path(self, items: Sequence[Item], head: str | None = None) -> Path:
         """The file named by expression *items* (*head* replaces the first string's body)."""
         raw: list[str] = []
@@ -180,6 +203,7 @@ class Walker:
         self.scope_stmts = stmts
         self.lexicals |= lexicals(stmts)
         self.remove_keys = self.scan_removals(stmts)
+        self.rename_pairs = self.scan_renames(stmts) | self.src.rename_pairs
         self.block(stmts, self.state, STMT)
         self.res.end_held = list(self.state.held.values())
         return self.res
@@ -195,6 +219,19 @@ class Walker:
                     args, _, _ = call_args(items, k)
                     keys.update(self.path(a).key for a in args)
         return keys
+
+    def scan_renames(self, stmts: Iterable[list[Item]]) -> set[tuple[str, str]]:
+        """(from, to) keys of this scope's ``rename`` calls: a pair renamed back is a lock."""
+        pairs: set[tuple[str, str]] = set()
+        for items in stmts:
+            for k, item in enumerate(items):
+                if isinstance(item, Block):
+                    pairs |= self.scan_renames(item.stmts)
+                elif item.is_id("rename"):
+                    args, _, _ = call_args(items, k)
+                    if len(args) >= 2:
+                        pairs.add((self.path(args[0]).key, self.path(args[1]).key))
+        return pairs
 
     def find_unchecked(self, handle: str, line: int, message: str, suggestion: str) -> None:
         """An unchecked open; ``open(my $fh, ...); unless ($fh) {...}`` checks it after all."""
@@ -410,6 +447,9 @@ class Walker:
             if item.kind == "id":
                 prev = tok_at(items, i - 1)
                 nxt = tok_at(items, i + 1)
+                if prev is not None and prev.is_op("->") and item.text == "lock":
+                    i = fcntl_method(self, items, i, st, ctx)  # File::FcntlLock's ->lock
+                    continue
                 if (
                     (
                         prev is not None
@@ -425,6 +465,8 @@ class Walker:
                 if handler is not None:
                     i = handler(self, items, i, st, ctx)
                     continue
+                if name == "fork" and not item.extra:  # rules/fork_while_locked.py
+                    self.event("fork", item.line, st)
                 if (
                     item.extra == "&"
                     or name in self.prog.subs

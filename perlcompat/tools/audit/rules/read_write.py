@@ -10,8 +10,8 @@ unlocked-write where other code flocks that file, else unlocked-update after a r
 from __future__ import annotations
 
 from ..findings import Finding, Policy
-from ..model import REWRITE, Ev, Inst, Program, Result
-from ..suggest import flock_suggestion, lock_call
+from ..model import REWRITE, Ev, Inst, Path, Program, Result
+from ..suggest import fcntl_suggestion, flock_suggestion, lock_call
 from .common import Judge, by_open
 
 TYPE_CHECKING = False
@@ -94,6 +94,10 @@ def check(res: Result, judge: Judge) -> Iterator[Finding]:
                     flock_suggestion(handle if wr.open else site[2].handle, path),
                 )
         elif prior and not flocked_here:
+            away = _renamed_away(events, prior[-1][0], n_w, path)
+            if away is not None:  # the data file renamed as the lock: a flock excludes nothing
+                yield _rename_lock_finding(judge.prog, res, at, prior[-1][1], away, path)
+                continue
             yield UNLOCKED_UPDATE.finding(
                 res.source.name,
                 at,
@@ -101,6 +105,51 @@ def check(res: Result, judge: Judge) -> Iterator[Finding]:
                 "lock: two requests at once both read the old content, and one update is lost",
                 flock_suggestion(handle, path),
             )
+
+
+def _renamed_away(events: list[Ev], n_read: int, n_write: int, path: Path) -> Ev | None:
+    """The ``rename($data, $path)`` before the read whose file the script renames back after
+    the write (the data file renamed as the lock: docs/locks.md), else None."""
+    into = [
+        ev
+        for ev in events[:n_read]
+        if ev.via == "rename" and ev.path is not None and ev.path.key == path.key and ev.source
+    ]
+    if not into:
+        return None
+    away = into[-1]
+    assert away.source is not None
+    for ev in events[n_write:]:
+        if (
+            ev.via == "rename"
+            and ev.source is not None
+            and ev.source.key == path.key
+            and ev.path is not None
+            and ev.path.key == away.source.key
+        ):
+            return away
+    return None
+
+
+def _rename_lock_finding(
+    prog: Program, res: Result, at: int, read: Ev, away: Ev, path: Path
+) -> Finding:
+    """The unlocked update of a data file the script renames away as its lock, ported as one."""
+    assert away.source is not None
+    data = away.source
+    call = lock_call(prog, res.source, data.py, method="rename").replace(
+        'method="rename"', f'method="rename", held={path.py}, data=True', 1
+    )
+    return UNLOCKED_UPDATE.finding(
+        res.source.name,
+        at,
+        f"{path.text} is read on line {read.line} and rewritten here under no lock the audit "
+        f"recognises; if renaming {data.text} to {path.text} on line {away.line} is the "
+        "script's lock (the data file renamed away while it works), port that rename as the "
+        f"lock below and work on {path.text} as the script does: a flock on either name does "
+        "not exclude the Perl script",
+        f"{call}  # ... unlock({data.py}) where the script renames it back",
+    )
 
 
 def _rewrites(res: Result) -> list[tuple[int, Ev]]:
@@ -128,5 +177,7 @@ def _acquired_after(events: list[Ev], inst: Inst, n: int) -> bool:
 def _before_read_suggestion(prog: Program, res: Result, inst: Inst, read: Ev) -> str:
     if inst.kind == "flock" and inst.open is not None:
         return flock_suggestion(inst.open.handle, inst.open.path) + f"  # before line {read.line}"
+    if inst.kind == "fcntl" and inst.open is not None:
+        return fcntl_suggestion(inst.open.handle) + f"  # before line {read.line}"
     call = lock_call(prog, res.source, inst.name or '"lockdir"', inst=inst)
     return f"{call}  # before reading, line {read.line}"

@@ -1,0 +1,214 @@
+"""Open handles at exit, at fork and when garbage-collected holding a flock, against perl.
+
+Perl flushes and closes every open handle at exit, whatever ends the script
+(``die``, ``exit``, a ``$SIG{TERM}`` handler that dies), oldest first, and reports
+a handle that fails to close as ``Warning: unable to close filehandle properly:
+... during global destruction.``; it flushes every handle before ``fork``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from perlutil import CHILD_ENV, PERL
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="runs perl")
+
+PRELUDE = "import os, sys\nfrom perlcompat import *\n\n"
+
+
+def _python(code: str, cwd: Path) -> subprocess.CompletedProcess[bytes]:
+    (cwd / "script.py").write_text(PRELUDE + code)
+    return subprocess.run(
+        [sys.executable, "script.py"],
+        cwd=cwd,
+        capture_output=True,
+        env=CHILD_ENV,
+        timeout=60,
+        check=False,
+    )
+
+
+def _perl(code: str, cwd: Path) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([PERL, "-e", code], cwd=cwd, capture_output=True, timeout=60, check=False)
+
+
+def _both(tmp_path: Path, perl: str, python: str) -> tuple[tuple[bytes, bytes], ...]:
+    """Run *perl* and *python* in two fresh directories; return (file f, stderr) of each."""
+    out = []
+    for name, run, code in (("perl", _perl, perl), ("python", _python, python)):
+        cwd = tmp_path / name
+        cwd.mkdir()
+        proc = run(code, cwd)
+        data = (cwd / "f").read_bytes() if (cwd / "f").exists() else b"<none>"
+        out.append((data, proc.stderr))
+    return tuple(out)
+
+
+# (ending in Perl, ending in Python): every one flushes
+ENDINGS = {
+    "die": ('die "oops\\n"', 'die("oops\\n")'),
+    "exit": ("exit 3", "sys.exit(3)"),
+    "exception": ('die "oops\\n"', 'raise ValueError("oops")'),
+    "signal handler that dies": (
+        '$SIG{TERM} = sub { die "term\\n" }; kill "TERM", $$; sleep 5',
+        'SIG["TERM"] = lambda *a: die("term\\n"); os.kill(os.getpid(), 15); sleep(5)',
+    ),
+}
+
+
+@pytest.mark.parametrize("ending", sorted(ENDINGS))
+def test_handles_in_a_function_are_flushed_oldest_first_at_exit(
+    tmp_path: Path, ending: str
+) -> None:
+    perl_end, python_end = ENDINGS[ending]
+    perl = (
+        'sub run { open(A, "> f") or die; print A "aaaa"; open(B, "+< f") or die;'
+        f' print B "bb"; {perl_end} }} run();'
+    )
+    python = (
+        "def run():\n"
+        '    A = open_("> f") or die()\n'
+        '    print_(A, "aaaa")\n'
+        '    B = open_("+< f") or die()\n'
+        '    print_(B, "bb")\n'
+        f"    {python_end}\n"
+        "run()\n"
+    )
+    (perl_file, perl_err), (python_file, python_err) = _both(tmp_path, perl, python)
+    assert perl_file == python_file == b"bbaa"  # A flushed first, then B over its start
+    if ending in ("die", "signal handler that dies"):
+        assert python_err == perl_err
+
+
+def test_the_wwwboard_number_file_keeps_its_number_when_the_request_dies(
+    tmp_path: Path,
+) -> None:
+    perl = (
+        'open(N, "> f"); print N "8"; close(N);'
+        'sub get_number { open(NUMBER, "+< f") or die; flock(NUMBER, 2); $n = <NUMBER>;'
+        " seek(NUMBER, 0, 0); print NUMBER $n + 1; truncate(NUMBER, tell(NUMBER)); }"
+        ' get_number(); die "Bad request\\n";'
+    )
+    python = (
+        'N = open_("> f"); print_(N, "8"); close(N)\n'
+        "def get_number():\n"
+        "    global NUMBER\n"
+        '    NUMBER = open_("+< f") or die()\n'
+        "    flock(NUMBER, 2)\n"
+        "    n = NUMBER.readline()\n"
+        "    seek(NUMBER, 0, 0)\n"
+        "    print_(NUMBER, num(n) + 1)\n"
+        "    truncate(NUMBER, tell(NUMBER))\n"
+        "get_number()\n"
+        'die("Bad request\\n")\n'
+    )
+    (perl_file, perl_err), (python_file, python_err) = _both(tmp_path, perl, python)
+    assert perl_file == python_file == b"9"
+    assert perl_err == python_err == b"Bad request\n"
+
+
+@pytest.mark.parametrize("ending", ["die", "exit"])
+def test_a_handle_that_fails_to_close_at_exit_is_reported_as_perl_does(
+    tmp_path: Path, ending: str
+) -> None:
+    perl_end, python_end = {
+        "die": ('die "oops\\n"', 'die("oops\\n")'),
+        "exit": ("exit 0", "sys.exit(0)"),
+    }[ending]
+    perl = f'open(A, "> /dev/full"); print A "x"; open(F, "> f"); print F "y"; {perl_end}'
+    python = (
+        'A = open_("> /dev/full"); print_(A, "x"); F = open_("> f"); print_(F, "y")\n' + python_end
+    )
+    perl_proc = _perl(perl, tmp_path)
+    python_proc = _python(python, tmp_path)
+    assert python_proc.stderr == perl_proc.stderr
+    assert b"unable to close filehandle properly: No space left on device" in perl_proc.stderr
+    if ending == "exit":  # the exit status is the script's, as in Perl
+        assert python_proc.returncode == perl_proc.returncode == 0
+    assert (tmp_path / "f").read_bytes() == b"y"
+
+
+def test_buffered_output_is_flushed_before_fork_not_written_twice(tmp_path: Path) -> None:
+    perl = 'open(A, "> f"); print A "x"; if (!fork) { exit 0 } wait; print A "y";'
+    python = (
+        'A = open_("> f"); print_(A, "x")\n'
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    sys.exit(0)\n"
+        "os.waitpid(pid, 0)\n"
+        'print_(A, "y")\n'
+    )
+    (perl_file, _), (python_file, _) = _both(tmp_path, perl, python)
+    assert perl_file == python_file == b"xy"
+
+
+def test_handles_are_flushed_before_the_locks_are_released_at_exit(tmp_path: Path) -> None:
+    # the lock cleanup's exit hook is registered after the handles' (lock() comes later),
+    # so it runs first: it must write the data out before it releases
+    python = (
+        'OUT = open_(">> f")\n'
+        'lock("d") or die("busy")\n'
+        'print_(OUT, "data;")\n'
+        "from perlcompat.locks import cleanup\n"
+        "released = cleanup.release_all\n"
+        "def release():\n"
+        '    fd = os.open("f", os.O_WRONLY | os.O_APPEND)\n'
+        '    os.write(fd, b"released;")\n'
+        "    released()\n"
+        "cleanup.release_all = release\n"
+    )
+    proc = _python(python, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "f").read_bytes() == b"data;released;"
+    assert not (tmp_path / "d").exists()
+
+
+LOST = (
+    "def get_number():\n"
+    '    NUMBER = open_("+> num") or die()\n'  # line 5 of the script
+    "    flock(NUMBER, LOCK_EX)\n"
+    "    print_(NUMBER, 1)\n"
+    "get_number()\n"
+)
+
+
+def test_a_handle_dropped_while_holding_a_flock_warns_naming_it_and_where_it_was_opened(
+    tmp_path: Path,
+) -> None:
+    proc = _python(LOST, tmp_path)
+    assert proc.returncode == 0
+    err = proc.stderr.decode()
+    assert "LostLockWarning: handle NUMBER (+> num), opened at " in err
+    assert "script.py line 5, was garbage-collected" in err
+    assert "exclusive flock" in err
+    assert (tmp_path / "num").read_bytes() == b"1"  # still flushed and closed
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        ("    print_(NUMBER, 1)\n", "    print_(NUMBER, 1)\n    close(NUMBER)\n"),
+        ("    print_(NUMBER, 1)\n", "    print_(NUMBER, 1)\n    flock(NUMBER, LOCK_UN)\n"),
+        ("def get_number():\n", "def get_number():\n    global NUMBER\n"),  # held until exit
+        ("    flock(NUMBER, LOCK_EX)\n", ""),
+    ],
+    ids=["closed", "unlocked", "global", "never-locked"],
+)
+def test_no_warning_when_the_lock_was_not_lost(tmp_path: Path, change: tuple[str, str]) -> None:
+    proc = _python(LOST.replace(*change), tmp_path)
+    assert proc.returncode == 0
+    assert proc.stderr == b""
+    assert (tmp_path / "num").read_bytes() == b"1"
+
+
+def test_the_warning_can_be_made_an_error_without_breaking_the_close(tmp_path: Path) -> None:
+    code = "import warnings\nwarnings.simplefilter('error')\n" + LOST
+    proc = _python(code, tmp_path)
+    assert b"LostLockWarning: handle NUMBER" in proc.stderr
+    assert (tmp_path / "num").read_bytes() == b"1"
+    assert os.path.getsize(tmp_path / "num") == 1
