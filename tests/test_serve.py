@@ -87,6 +87,19 @@ sys.stdout.flush()
 for i in range(128):
     sys.stdout.buffer.write(bytes([i]) * 65536)
 """,
+    # Perl's STDIN/STDOUT/STDERR handles (made in the parent by --preload of every name)
+    "stdio.py": """
+import os
+from perlcompat import STDERR, STDIN, STDOUT, Scalar, print_, read
+buf = Scalar()
+read(STDIN, buf, int(os.environ["CONTENT_LENGTH"]))
+print("Content-Type: text/plain")
+print_(STDOUT, "\\n")
+print("python print")
+print_(STDOUT, buf.value, "\\n")
+print_(STDERR, "to the log\\n")
+print("last")
+""",
     "redirect.py": """
 print("Location: http://example.com/next\\n")
 """,
@@ -465,6 +478,15 @@ def test_die_status_reaches_the_web_server(site: Site) -> None:
     assert reply.app_status == 255  # Perl's die status ($! unset)
     assert reply.stderr.startswith(b"broken early at ")
     assert b"Status: 500 Internal Server Error\r\n" in reply.stdout
+
+
+def test_perl_stdio_handles_write_the_answer_in_order(site: Site) -> None:
+    body = "名前=テスト".encode("cp932")  # Shift_JIS bytes: out as they came in
+    reply = raw_request(site, "stdio.py", body=body)
+    assert reply.app_status == 0, reply
+    head, answer = split(reply.stdout)
+    assert (head, answer) == (b"Content-Type: text/plain", b"python print\n" + body + b"\nlast\n")
+    assert bytes(reply.stderr) == b"to the log\n"
 
 
 def test_absolute_location_becomes_a_302(site: Site) -> None:
