@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Set up a fresh machine for the tests: perl, redis-server, lighttpd, python3-venv, CGI.pm (apt)
+# Set up a fresh machine for the tests: perl, redis-server, lighttpd, python3-venv, CGI.pm,
+# cgi-fcgi (apt)
 # when missing, then the package with its test and dev extras in .venv.  The README's test
 # command is this script followed by `.venv/bin/python -m pytest -q`.
 set -euo pipefail
@@ -28,6 +29,8 @@ perl -MFile::FcntlLock -e1 >/dev/null 2>&1 || pkgs+=(libfile-fcntllock-perl)
 PATH="$PATH:/usr/sbin" command -v sshd >/dev/null 2>&1 || pkgs+=(openssh-server)
 command -v sshfs >/dev/null 2>&1 || pkgs+=(sshfs)
 command -v fusermount3 >/dev/null 2>&1 || command -v fusermount >/dev/null 2>&1 || pkgs+=(fuse3)
+# tests/test_serve.py: cgi-fcgi, a FastCGI client, sends raw params to `perlcompat serve`
+command -v cgi-fcgi >/dev/null 2>&1 || pkgs+=(libfcgi-bin)
 if ((${#pkgs[@]})); then
     SUDO=""
     [ "$(id -u)" = 0 ] || SUDO="sudo"
