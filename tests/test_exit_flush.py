@@ -212,3 +212,130 @@ def test_the_warning_can_be_made_an_error_without_breaking_the_close(tmp_path: P
     assert b"LostLockWarning: handle NUMBER" in proc.stderr
     assert (tmp_path / "num").read_bytes() == b"1"
     assert os.path.getsize(tmp_path / "num") == 1
+
+
+# Every write and close the handles make, in order, on standard error (the script's own
+# system calls, through the names perlcompat.perl.handle binds them to).
+TRACE = (
+    "from perlcompat.perl import handle\n"
+    "_write, _close = handle._write, handle._close\n"
+    "def write(fd, data):\n"
+    '    os.write(2, b"write %d %s\\n" % (fd, bytes(data)))\n'
+    "    return _write(fd, data)\n"
+    "def close_fd(fd):\n"
+    '    os.write(2, b"close %d\\n" % fd)\n'
+    "    return _close(fd)\n"
+    "handle._write, handle._close = write, close_fd\n"
+)
+
+
+@pytest.mark.parametrize("ending", ["die", "exit", "end of script"])
+def test_every_handle_is_flushed_before_any_is_closed_at_exit(tmp_path: Path, ending: str) -> None:
+    # perl_destruct's my_fflush_all(): strace shows perl's write(4, "9\n") before close(3),
+    # so a lock held through an older handle (a lock file) is released after the data is out
+    python_end = {"die": 'die("oops\\n")', "exit": "sys.exit(0)", "end of script": "pass"}[ending]
+    python = TRACE + (
+        'LOCK = open_("> lock") or die()\n'
+        "flock(LOCK, LOCK_EX) or die()\n"
+        'OUT = open_("> data") or die()\n'
+        'print_(OUT, "9")\n'
+        'os.write(2, b"fds %d %d\\n" % (LOCK.fileno(), OUT.fileno()))\n'
+        f"{python_end}\n"
+    )
+    proc = _python(python, tmp_path)
+    lines = proc.stderr.decode().splitlines()
+    lock_fd, out_fd = next(x for x in lines if x.startswith("fds")).split()[1:]
+    events = [x for x in lines if x.startswith(("write", "close"))]
+    assert events == [f"write {out_fd} 9", f"close {lock_fd}", f"close {out_fd}"]
+    assert (tmp_path / "data").read_bytes() == b"9"
+
+
+def test_the_lock_cleanup_flushes_every_handle_before_it_closes_one(tmp_path: Path) -> None:
+    # an flock'ed lock file opened before the data file, and a lock() taken too
+    python = TRACE + (
+        'LOCK = open_("> lock") or die()\n'
+        "flock(LOCK, LOCK_EX) or die()\n"
+        'lock("d") or die("busy")\n'
+        'OUT = open_("> data") or die()\n'
+        'print_(OUT, "9")\n'
+        'os.write(2, b"fds %d %d\\n" % (LOCK.fileno(), OUT.fileno()))\n'
+        'die("oops\\n")\n'
+    )
+    proc = _python(python, tmp_path)
+    lines = proc.stderr.decode().splitlines()
+    lock_fd, out_fd = next(x for x in lines if x.startswith("fds")).split()[1:]
+    events = [x for x in lines if x.startswith(("write", "close"))]
+    assert events[:3] == [f"write {out_fd} 9", f"close {lock_fd}", f"close {out_fd}"]
+    assert not (tmp_path / "d").exists()
+
+
+def _full_pipe() -> tuple[int, int]:
+    """A pipe whose buffer is full: the next write to it blocks until it is read."""
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    try:
+        while True:
+            os.write(write_end, b"x" * 4096)
+    except BlockingIOError:
+        pass
+    os.set_blocking(write_end, True)
+    return read_end, write_end
+
+
+def test_close_interrupted_by_a_signal_handler_still_closes_the_descriptor() -> None:
+    # a blocked flush (a full pipe, a hung NFS server) that an ALRM handler interrupts:
+    # the handle is closed, so its descriptor (and any flock) must not stay open for ever
+    import signal
+
+    from perlcompat import PerlFile, close, print_
+
+    read_end, write_end = _full_pipe()
+
+    class Timeout(Exception):
+        pass
+
+    def on_alarm(signum: int, frame: object) -> None:
+        raise Timeout
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    try:
+        fh = PerlFile(write_end, "pipe", ">")
+        print_(fh, "y")
+        signal.setitimer(signal.ITIMER_REAL, 0.2)
+        with pytest.raises(Timeout):
+            close(fh)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        os.close(read_end)
+    assert fh.closed
+    with pytest.raises(OSError) as info:
+        os.fstat(write_end)
+    assert info.value.errno == 9  # EBADF: closed, not leaked
+
+
+def test_a_signal_handler_ending_the_script_during_the_exit_flush_leaves_no_handle_unflushed(
+    tmp_path: Path,
+) -> None:
+    # the first handle's flush blocks (a full pipe); SIGALRM's handler calls sys.exit:
+    # the handles after it are still flushed and closed, and the lock is still released
+    python = (
+        "import signal\n"
+        "read_end, write_end = os.pipe()\n"
+        "os.set_blocking(write_end, False)\n"
+        "try:\n"
+        "    while True: os.write(write_end, b'x' * 4096)\n"
+        "except BlockingIOError: pass\n"
+        "os.set_blocking(write_end, True)\n"
+        'P = PerlFile(write_end, "pipe", ">")\n'
+        'print_(P, "y")\n'
+        'lock("d") or die("busy")\n'
+        'OUT = open_("> f") or die()\n'
+        'print_(OUT, "data")\n'
+        "signal.signal(signal.SIGALRM, lambda *a: sys.exit(3))\n"
+        "signal.setitimer(signal.ITIMER_REAL, 0.2)\n"
+    )
+    proc = _python(python, tmp_path)
+    assert (tmp_path / "f").read_bytes() == b"data"
+    assert not (tmp_path / "d").exists()
+    assert b"SystemExit: 3" in proc.stderr  # reported once every handle is closed

@@ -110,9 +110,11 @@ def release_all() -> None:
 def _at_exit() -> None:
     """At exit: flush and close the open Perl handles first (data before locks), then release."""
     handle = sys.modules.get("perlcompat.perl.handle")
-    if handle is not None:
-        handle.close_all()
-    release_all()
+    try:
+        if handle is not None:
+            handle.close_all()
+    finally:  # a signal handler's exception during the flush still lets the locks go
+        release_all()
 
 
 def _install() -> None:

@@ -215,17 +215,33 @@ def flush_all() -> None:
 
 
 def close_all() -> None:
-    """Flush and close every open PerlFile, oldest first, as Perl does at exit.
+    """Flush every open PerlFile, then close them, oldest first, as Perl does at exit.
 
-    A handle that fails to close is reported as Perl reports it during global
+    As Perl's ``perl_destruct`` (``my_fflush_all`` before any handle is closed),
+    every handle's output is written before the first close, so a ``flock`` held
+    through an older handle (a lock file) is released after the data is out.  A
+    handle that fails to close is reported as Perl reports it during global
     destruction (``Warning: unable to close filehandle properly: No space left
-    on device during global destruction.``); the exit status is unchanged.
+    on device during global destruction.``); the exit status is unchanged.  An
+    exception raised meanwhile (a signal handler's) does not stop the rest: it is
+    raised again once every handle is closed.
     """
-    for fh in _open_handles():
+    handles = _open_handles()
+    pending: BaseException | None = None
+    for fh in handles:
         fh._flocked = 0  # a lock released by exit: not a lost one
         try:
+            if fh._wbuf and not fh._closed:
+                fh._flush_remembered()  # a failure sets the error flag: close reports it
+        except BaseException as exc:  # exit must reach every handle
+            pending = pending or exc
+    for fh in handles:
+        if fh._closed:
+            continue
+        try:
             failed = close(fh) == 0
-        except Exception:  # exit must reach every handle
+        except BaseException as exc:
+            pending = pending or exc
             failed = True
         if failed:
             from .errno import get_errno, strerror
@@ -236,6 +252,8 @@ def close_all() -> None:
                 " during global destruction.\n"
             )
     _OPEN.clear()
+    if pending is not None:
+        raise pending
 
 
 import atexit as _atexit  # noqa: E402  (a builtin module: free)
@@ -1163,6 +1181,13 @@ def close(fh: PerlFile) -> int:
                 fh._flush_write()
         except OSError as exc:
             fh._error = exc.errno or errno.EIO
+        except BaseException:  # a signal handler's exception: the descriptor (and flock) go anyway
+            _OPEN.pop(fh._fd, None)
+            try:  # noqa: SIM105
+                _close(fh._fd)
+            except OSError:
+                pass
+            raise
         _OPEN.pop(fh._fd, None)
         try:
             _close(fh._fd)
