@@ -231,6 +231,24 @@ def test_undef_reads_as_perls_undef() -> None:
     assert pickle.loads(pickle.dumps(undef)) is undef and copy.deepcopy(undef) is undef
 
 
+def test_undef_is_zero_in_every_arithmetic_operator_as_in_perl() -> None:
+    # a missing count or total ($h{$k} / $n, $sum % 7, $n ** 2) is 0 in Perl, not a TypeError
+    proc = run_perl(
+        "my $u; print join ' ', $u / 2, $u * 3, $u - 1, 2 - $u, $u ** 2, 2 ** $u, abs($u),"
+        " int($u), $u % 3, -$u, $u + 0.5, 7 / 2 + $u;"
+        " for my $e ('2 / $u', '3 % $u') { eval $e; print $@ =~ /^Illegal/ ? ' dies' : ' lives' }"
+    )
+    ours = [undef / 2, undef * 3, undef - 1, 2 - undef, undef**2, 2**undef, abs(undef)]
+    ours += [int(undef), undef % 3, -undef, undef + 0.5, 7 / 2 + undef, undef // 2]
+    for zero_division in (lambda: 2 / undef, lambda: 3 % undef, lambda: 3 // undef):
+        with pytest.raises(ZeroDivisionError):
+            zero_division()
+    perl = proc.stdout.decode().split()
+    assert perl[-2:] == ["dies", "dies"]
+    assert [perlcompat.num(v) for v in perl[:-2]] == ours[:-1] and ours[-1] == 0
+    assert round(undef) == 0 and "%s|%d" % (undef, undef) == "|0"  # noqa: UP031  (formatting)
+
+
 def test_undef_printed_to_a_handle_is_empty(tmp_path: Path) -> None:
     out = tmp_path / "out"
     fh = perlcompat.open_(">", out)
