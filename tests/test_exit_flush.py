@@ -339,3 +339,44 @@ def test_a_signal_handler_ending_the_script_during_the_exit_flush_leaves_no_hand
     assert (tmp_path / "f").read_bytes() == b"data"
     assert not (tmp_path / "d").exists()
     assert b"SystemExit: 3" in proc.stderr  # reported once every handle is closed
+
+
+@pytest.mark.parametrize("ending", ["die", "exit", "end of script"])
+def test_an_atexit_handler_registered_first_runs_before_handles_close_and_locks_go(
+    tmp_path: Path, ending: str
+) -> None:
+    # Perl runs END blocks before global destruction: END { print LOG "bye\n"; unlock() }
+    # still writes to the open LOG while the lock is held.  A port registers its END block
+    # with atexit before perlcompat loads the handle and lock modules (lazily, on first use).
+    perl_end, python_end = {
+        "die": ('die "oops\\n"', 'perlcompat.die("oops\\n")'),
+        "exit": ("exit 0", "sys.exit(0)"),
+        "end of script": ("", "pass"),
+    }[ending]
+    perl = (
+        'END { print LOG "bye ", (-d "d" ? "locked" : "unlocked"), "\\n"; rmdir("d") }'
+        ' mkdir("d") or die; open(LOG, ">> f") or die; print LOG "hi\\n";' + perl_end
+    )
+    python = (
+        "import atexit, os, sys\n"
+        "import perlcompat\n"
+        "def end():\n"
+        '    state = "locked" if os.path.isdir("d") else "unlocked"\n'
+        '    perlcompat.print_(LOG, "bye ", state, "\\n")\n'
+        '    perlcompat.unlock("d")\n'
+        "atexit.register(end)\n"
+        'perlcompat.lock("d") or perlcompat.die("busy")\n'
+        'LOG = perlcompat.open_(">> f") or perlcompat.die()\n'
+        'perlcompat.print_(LOG, "hi\\n")\n'
+        f"{python_end}\n"
+    )
+    (tmp_path / "script.py").write_text(python)
+    proc = subprocess.run(
+        [sys.executable, "script.py"], cwd=tmp_path, capture_output=True, env=CHILD_ENV, timeout=60
+    )
+    (tmp_path / "perl").mkdir()
+    perl_proc = _perl(perl, tmp_path / "perl")
+    assert (tmp_path / "f").read_bytes() == (tmp_path / "perl" / "f").read_bytes()
+    assert (tmp_path / "f").read_bytes() == b"hi\nbye locked\n"
+    assert proc.stderr == perl_proc.stderr
+    assert not (tmp_path / "d").exists()

@@ -256,9 +256,8 @@ def close_all() -> None:
         raise pending
 
 
-import atexit as _atexit  # noqa: E402  (a builtin module: free)
-
-_atexit.register(close_all)
+# (close_all runs at exit from the package's exit hook, perlcompat._at_exit: after the
+# script's own atexit handlers, as Perl's END blocks run before global destruction)
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(before=flush_all)
 
