@@ -380,3 +380,31 @@ def test_an_atexit_handler_registered_first_runs_before_handles_close_and_locks_
     assert (tmp_path / "f").read_bytes() == b"hi\nbye locked\n"
     assert proc.stderr == perl_proc.stderr
     assert not (tmp_path / "d").exists()
+
+
+@pytest.mark.parametrize("method", ["mkdir", "flock"])
+def test_an_exception_leaving_a_with_lock_block_writes_the_data_before_the_release(
+    tmp_path: Path, method: str
+) -> None:
+    # Perl's die keeps the lock until exit, where every handle is flushed first; a port's
+    # `with Lock(...)` releases as the exception passes: what the block printed must be in
+    # the file by then, or the next holder reads the old data and our late flush undoes its
+    python = (
+        'N = open_("> f"); print_(N, "8"); close(N)\n'
+        "def get_number():\n"
+        "    global NUMBER\n"
+        f'    with Lock("num.lock", method="{method}"):\n'
+        '        NUMBER = open_("+< f") or die()\n'
+        "        n = NUMBER.readline()\n"
+        "        seek(NUMBER, 0, 0)\n"
+        "        print_(NUMBER, num(n) + 1)\n"
+        '        raise ValueError("bad request")\n'
+        "try:\n"
+        "    get_number()\n"
+        "except ValueError:\n"
+        '    with open("f") as seen:\n'  # the lock is free now: another process may read
+        '        print("after the release:", seen.read())\n'
+    )
+    proc = _python(python, tmp_path)
+    assert proc.stdout == b"after the release: 9\n", proc.stderr
+    assert (tmp_path / "f").read_bytes() == b"9"
