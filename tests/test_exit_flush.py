@@ -338,7 +338,8 @@ def test_a_signal_handler_ending_the_script_during_the_exit_flush_leaves_no_hand
     proc = _python(python, tmp_path)
     assert (tmp_path / "f").read_bytes() == b"data"
     assert not (tmp_path / "d").exists()
-    assert b"SystemExit: 3" in proc.stderr  # reported once every handle is closed
+    if sys.version_info >= (3, 10):  # (3.9 drops a SystemExit raised in an atexit hook silently)
+        assert b"SystemExit: 3" in proc.stderr  # reported once every handle is closed
 
 
 @pytest.mark.parametrize("ending", ["die", "exit", "end of script"])
