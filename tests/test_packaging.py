@@ -116,8 +116,17 @@ def test_a_plain_user_build_can_deselect_every_root_or_fuse_test() -> None:
     assert any(test.startswith("tests/test_lock_existing_paths.py") for test in kept)
     assert any(test.startswith("tests/test_shared_storage.py") for test in kept)  # pure ones
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "--fixtures-per-test", "-p", "no:cacheprovider"]
-        + ["-m", "not privileged", *needs],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--fixtures-per-test",
+            "-p",
+            "no:cacheprovider",
+            "-m",
+            "not privileged",
+            *needs,
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,
