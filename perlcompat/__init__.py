@@ -141,16 +141,22 @@ def _at_exit() -> None:
     port of Perl's ``END { print LOG ...; unlock() }``) and before the handle and
     lock modules load on first use, so it runs after them, as Perl runs END
     blocks before global destruction.  Every handle's data is written before a
-    lock is released (``perl.handle.close_all``, then ``locks.cleanup.release_all``).
+    lock is released (``perl.handle.close_all``, then ``locks.cleanup.release_all``);
+    a stopping signal that arrives meanwhile is held back until both are done.
     """
     handle = _sys.modules.get("perlcompat.perl.handle")
+    cleanup = _sys.modules.get("perlcompat.locks.cleanup")
+    if cleanup is not None:  # a stopping signal waits: its release must not beat the data
+        cleanup.enter()
     try:
         if handle is not None:
             handle.close_all()
     finally:  # a signal handler's exception during the flush still lets the locks go
-        cleanup = _sys.modules.get("perlcompat.locks.cleanup")
         if cleanup is not None:
-            cleanup.release_all()
+            try:
+                cleanup.release_all()
+            finally:
+                cleanup.leave()  # a signal held back meanwhile takes effect now
 
 
 _atexit.register(_at_exit)

@@ -409,3 +409,49 @@ def test_an_exception_leaving_a_with_lock_block_writes_the_data_before_the_relea
     proc = _python(python, tmp_path)
     assert proc.stdout == b"after the release: 9\n", proc.stderr
     assert (tmp_path / "f").read_bytes() == b"9"
+
+
+def test_a_stopping_signal_during_the_exit_flush_waits_until_the_data_is_written(
+    tmp_path: Path,
+) -> None:
+    # SIGTERM (default disposition: the lock cleanup releases, then dies by it) arrives
+    # while the exit flush is blocked on a full pipe: the locks must not go before the
+    # data file behind it is written
+    import signal
+    import time
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    python = (
+        'lock("d") or die("busy")\n'
+        'P = open_("> fifo") or die()\n'  # waits for the test's reader
+        'print_(P, "x" * 4096)\n'
+        "fd = P.fileno()\n"
+        "os.set_blocking(fd, False)\n"
+        "try:\n"
+        '    while True: os.write(fd, b"x" * 4096)\n'  # fill the pipe
+        "except BlockingIOError: pass\n"
+        "os.set_blocking(fd, True)\n"
+        'OUT = open_("> f") or die()\n'
+        'print_(OUT, "data")\n'
+    )
+    (tmp_path / "script.py").write_text(PRELUDE + python)
+    proc = subprocess.Popen([sys.executable, "script.py"], cwd=tmp_path, env=CHILD_ENV)
+    reader = os.open(fifo, os.O_RDONLY)
+    try:
+        wchan = Path(f"/proc/{proc.pid}/wchan")
+        deadline = time.monotonic() + 30
+        # blocked in the exit flush of P (pipe_write, anon_pipe_write, pipe_wait_writable)
+        while not ("pipe" in wchan.read_text() and "writ" in wchan.read_text()):
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.01)
+        assert (tmp_path / "d").is_dir()
+        proc.send_signal(signal.SIGTERM)
+        while os.read(reader, 65536):  # unblock the flush
+            pass
+    finally:
+        os.close(reader)
+        proc.wait(timeout=30)
+    assert (tmp_path / "f").read_bytes() == b"data"
+    assert not (tmp_path / "d").exists()
+    assert proc.returncode == -signal.SIGTERM  # still a death by the signal
