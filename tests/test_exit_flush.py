@@ -455,3 +455,34 @@ def test_a_stopping_signal_during_the_exit_flush_waits_until_the_data_is_written
     assert (tmp_path / "f").read_bytes() == b"data"
     assert not (tmp_path / "d").exists()
     assert proc.returncode == -signal.SIGTERM  # still a death by the signal
+
+
+def test_a_forked_child_keeps_a_flock_after_the_parents_close_as_in_perl(tmp_path: Path) -> None:
+    # flock belongs to the open file, which fork shares: the parent's close leaves the lock
+    # with the child until it exits, in Perl and in the port alike
+    perl = (
+        'open(L, "> lock") or die; flock(L, 2) or die; pipe(R, W) or die;'
+        " my $pid = fork; if (!$pid) { close(W); my $x = <R>; exit 0 }"
+        ' close(R); close(L); open(M, "> lock") or die; print flock(M, 6) ? 1 : 0;'
+        " close(W); waitpid($pid, 0); print flock(M, 6) ? 1 : 0;"
+    )
+    python = (
+        'L = open_("> lock") or die()\n'
+        "flock(L, LOCK_EX) or die()\n"
+        "r, w = os.pipe()\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    os.close(w)\n"
+        "    os.read(r, 1)\n"  # until the parent has looked
+        "    sys.exit(0)\n"
+        "os.close(r)\n"
+        "close(L)\n"
+        'M = open_("> lock") or die()\n'
+        "print(flock(M, LOCK_EX | LOCK_NB), end='', flush=True)\n"
+        "os.close(w)\n"
+        "os.waitpid(pid, 0)\n"
+        "print(flock(M, LOCK_EX | LOCK_NB), end='')\n"
+    )
+    perl_proc = _perl(perl, tmp_path)
+    python_proc = _python(python, tmp_path)
+    assert python_proc.stdout == perl_proc.stdout == b"01", python_proc.stderr
