@@ -48,6 +48,15 @@ ROWS = [
         "from perlcompat import lock, unlock\n"
         "lock(sys.argv[1] + '.lk') or sys.exit(1); unlock(sys.argv[1] + '.lk')",
     ),
+    ("import re (most ports import it anyway)", "import re"),
+    (
+        "perlcompat.cgi: CGI() of a GET, param(), header() to STDOUT",
+        "import os\n"
+        "os.environ.update(REQUEST_METHOD='GET', QUERY_STRING='name=Taro&tag=a;tag=b')\n"
+        "from perlcompat import STDOUT, print_\n"
+        "from perlcompat.cgi import CGI\n"
+        "q = CGI(); print_(STDOUT, q.header(), q.param('name'), q.multi_param('tag'))",
+    ),
     ("import fcntl, os (the raw way)", "import fcntl, os"),
     ("import portalocker", "import portalocker"),
 ]

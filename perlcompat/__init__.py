@@ -36,6 +36,17 @@ _EXPORTS = {
     "binmode": "perl.handle",
     "eof": "perl.handle",
     "flock": "perl.flock",
+    # File::FcntlLock: fcntl(2) record locks and their constants
+    "FcntlLock": "perl.fcntllock",
+    "F_GETLK": "perl.fcntllock",
+    "F_SETLK": "perl.fcntllock",
+    "F_SETLKW": "perl.fcntllock",
+    "F_RDLCK": "perl.fcntllock",
+    "F_WRLCK": "perl.fcntllock",
+    "F_UNLCK": "perl.fcntllock",
+    "fcntl": "perl.fcntllock",
+    "pack_flock": "perl.fcntllock",
+    "unpack_flock": "perl.fcntllock",
     # files and directories
     "mkdir": "perl.fs",
     "rmdir": "perl.fs",
@@ -68,6 +79,7 @@ _EXPORTS = {
     "lock": "locks.api",
     "unlock": "locks.api",
     "Lock": "locks.api",
+    "fork": "locks.fork",
     "LockError": "locks.errors",
     "LockTimeout": "locks.errors",
     "DuplicateLockError": "locks.errors",
@@ -119,12 +131,18 @@ _EXPORTS = {
     # require "./lib.pl"
     "require": "perl.require",
     "lstat": "perl.fs",
+    # the standard handles and read(FH, $buf, LEN)
+    "STDIN": "perl.stdio",
+    "STDOUT": "perl.stdio",
+    "STDERR": "perl.stdio",
+    "read": "perl.stdio",
+    "Scalar": "perl.stdio",
 }
 
 #: names ``from perlcompat import *`` leaves out: they are standard modules a port may
 #: also import (``import time`` must stay the module); import them by name instead
 #: (``from perlcompat import time as perl_time``).
-_NOT_STAR = frozenset({"crypt", "readline", "stat", "time"})
+_NOT_STAR = frozenset({"crypt", "fcntl", "readline", "stat", "time"})
 
 __all__ = sorted(name for name in _EXPORTS if name not in _NOT_STAR)
 __version__ = "0.1.0"
@@ -179,6 +197,7 @@ if TYPE_CHECKING:
         LockTimeout as LockTimeout,
         NotLockedError as NotLockedError,
     )
+    from .locks.fork import fork as fork
     from .locks.methods.toplock import (
         rename_if_holding as rename_if_holding,
         still_holding as still_holding,
@@ -217,6 +236,18 @@ if TYPE_CHECKING:
     from .perl.errno import (
         ERRNO as ERRNO,
         OS_ERROR as OS_ERROR,
+    )
+    from .perl.fcntllock import (
+        F_GETLK as F_GETLK,
+        F_RDLCK as F_RDLCK,
+        F_SETLK as F_SETLK,
+        F_SETLKW as F_SETLKW,
+        F_UNLCK as F_UNLCK,
+        F_WRLCK as F_WRLCK,
+        FcntlLock as FcntlLock,
+        fcntl as fcntl,
+        pack_flock as pack_flock,
+        unpack_flock as unpack_flock,
     )
     from .perl.flock import (
         flock as flock,
@@ -267,6 +298,13 @@ if TYPE_CHECKING:
     )
     from .perl.require import (
         require as require,
+    )
+    from .perl.stdio import (
+        STDERR as STDERR,
+        STDIN as STDIN,
+        STDOUT as STDOUT,
+        Scalar as Scalar,
+        read as read,
     )
     from .perl.sysopen import (
         O_APPEND as O_APPEND,

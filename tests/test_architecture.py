@@ -18,8 +18,9 @@ from pathlib import Path
 import perlcompat
 
 PACKAGE = Path(perlcompat.__file__).parent
-#: the public modules at the top (``perlcompat.jcode`` is jcode.pl's interface).
-TOP = {"perlcompat", "perlcompat.__main__", "perlcompat.jcode"}
+#: the public modules at the top (``perlcompat.jcode`` is jcode.pl's interface,
+#: ``perlcompat.cgi`` CGI.pm's and cgi-lib.pl's).
+TOP = {"perlcompat", "perlcompat.__main__", "perlcompat.jcode", "perlcompat.cgi"}
 #: which parts each part may import (besides the standard library and third-party packages).
 ALLOWED = {
     "perl": {"top", "perl"},

@@ -370,7 +370,7 @@ def test_authentication_failures_are_eacces_and_hide_the_password(
             message = str(info.value)
             assert cause in message and "wrong-pw" not in message and repr(name) in message
             assert redis_lock.redact(url) in message
-            assert ("@" not in url) or ":***@127.0.0.1" in message
+            assert ("@" not in url) or "://***@127.0.0.1" in message
         right = f"redis://:s3cret@127.0.0.1:{port}/0"
         assert lock(name, url=right) == 1
         assert unlock(name, url=right) == 1
@@ -446,7 +446,7 @@ def test_restart_while_held_holds_off_new_grants_for_the_max_lease(
     with pytest.warns(RuntimeWarning, match="no record of its locks"):
         assert not contender.try_acquire()
     assert contender.held_off
-    assert "lost its lock records" in contender.why_busy()
+    assert "no record of its locks" in contender.why_busy()
     assert holder.backend.extend() is False  # type: ignore[attr-defined]
     with pytest.raises(ExpiredLockError, match="broken or replaced"):
         holder.release()  # the holder learns it may have lost the lock

@@ -2,7 +2,7 @@
 
 A *method* is a ``Backend`` (``locks.contract``: the declared contract, the
 registry of methods and their on-disk detection) in a module of its own under
-``locks.methods`` (mkdir, symlink, rename, excl, flock, toplock, redis), loaded
+``locks.methods`` (mkdir, symlink, rename, excl, link, flock, toplock, redis), loaded
 on first use.  A backend knows how to make one non-blocking attempt, how to
 release only what it holds, and how to recover a stale lock (older than
 ``stale``, or its owner dead) without removing a successor's.  Everything else
@@ -26,18 +26,28 @@ lives here, once:
   owner on this host is dead.  The
   backend does that race-free (see ``locks.stale``); this loop only asks.
 * **Ownership.** A lock is held by one ``Lock`` object in one thread of one
-  process.  Taking a lock this thread already holds is refused at once
-  (``DuplicateLockError``, ``$!`` = EDEADLK): locks are not re-entrant, so a
-  port that nests the same ``lock()`` fails loudly instead of waiting out its
-  own patience.  Another thread of the same process waits like another process
-  would, and cannot release the holder's lock: its ``unlock()`` returns 0
+  process.  The same ``Lock`` object taken again by the thread that holds it
+  counts (filelock's re-entrancy: nested ``with lk:``), and the lock is
+  released at the matching last ``release()``.  Any other way of taking a lock
+  this thread already holds (a second ``Lock`` object, a nested ``lock()`` of
+  the same name) is refused at once (``DuplicateLockError``, ``$!`` =
+  EDEADLK), so a port that nests the same ``lock()`` fails loudly instead of
+  waiting out its own patience.  Another thread of the same process waits like
+  another process would, and cannot release the holder's lock: its ``unlock()`` returns 0
   (``$!`` = ENOLCK), its ``release()`` raises ``NotLockedError``.  A release
   that fails (``OSError`` from the method) leaves the lock held by its object,
   so the lock on disk and the object never disagree and the release can be
-  retried.
+  retried.  It never wedges the process: the next ``acquire()``/``lock()`` of
+  that lock in this thread by another object (each ``lock()`` makes one)
+  retries the pending release first and, while it still fails, waits as for a
+  busy lock (the lock is still on disk); once the hold is older than ``stale``
+  (others may break it now) the pending hold is dropped with a WARNING and the
+  lock is treated as anyone else's (waited on, broken when stale).
 * **Cleanup.** Held locks are released at normal interpreter exit and on
   SIGHUP/INT/PIPE/QUIT/TERM (``locks.cleanup``), then the signal does what it did.
-  A forked child does not hold (or release) its parent's locks.
+  A child forked with ``os.fork()`` does not hold (or release) its parent's
+  locks; one forked with ``perlcompat.fork()`` takes this thread's locks over
+  (``locks.fork``).
 * **Tools.** ``Backend.describe()`` reports who holds the lock at a path,
   :func:`detect_method` (``contract.detect``) tells which method made a lock
   found on disk, and :func:`find_locks` lists the locks of a directory
@@ -49,7 +59,15 @@ lives here, once:
 * **Logging.** Stale-lock removals, expired or broken locks and an ``unlock()``
   that finds another owner's lock are logged at WARNING on the ``perlcompat``
   logger, redis hold-offs at INFO (``locks.log``: ``logging`` is imported only
-  then); no handlers are configured.
+  then); no handlers are configured.  Each acquire and release is logged at
+  DEBUG once the program has imported ``logging`` and enabled DEBUG there.
+* **Lifetime.** ``Lock.refresh()`` makes a held lock young again for every age
+  rule, perlcompat's and a Perl sub's (the lock's mtime, and its owner record
+  where it has one; a Redis lease is extended); ``auto_refresh=N`` does it
+  every N seconds from a daemon thread while the lock is held.
+* **Async.** ``async with Lock(...)`` and ``await lk.acquire_async(timeout)``
+  wait with ``asyncio.sleep`` between tries, so the event loop keeps running;
+  tasks of one loop take turns on a lock (no re-entrancy there).
 """
 
 from __future__ import annotations
@@ -58,7 +76,7 @@ import errno
 import os
 import sys
 import time
-from _thread import get_ident
+from _thread import allocate_lock, get_ident
 
 from ..perl import clock
 from ..perl.errno import fail, reraise_foreign, set_errno
@@ -66,6 +84,7 @@ from . import retry as _retry
 from .contract import (
     DEFAULT_METHOD,
     URL_METHOD,
+    Backend,
     backend_class,
     detect as detect_method,
     find_locks,
@@ -86,11 +105,10 @@ if TYPE_CHECKING:
     from types import TracebackType
     from typing import Any, TypeVar
 
-    from .contract import Backend
-
     F = TypeVar("F", bound=Callable[..., Any])
 
 __all__ = [
+    "Acquired",
     "DuplicateLockError",
     "ExpiredLockError",
     "HasNotLockError",
@@ -285,6 +303,43 @@ def perl_formats(
     return given
 
 
+class Acquired:
+    """What ``Lock.acquire()`` returns: the lock, as a context manager that releases it.
+
+    filelock's ``AcquireReturnProxy``: ``with lk.acquire(timeout=1):`` takes the
+    lock once and releases it once on exit.  Every other attribute is the lock's,
+    so ``held = lk.acquire(); ...; held.release()`` works as before.
+    """
+
+    __slots__ = ("lock",)
+
+    def __init__(self, lock: Lock) -> None:
+        self.lock = lock
+
+    def __enter__(self) -> Lock:
+        return self.lock
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.lock.release()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.lock, name)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name == "lock":
+            object.__setattr__(self, name, value)
+        else:
+            setattr(self.lock, name, value)
+
+    def __repr__(self) -> str:
+        return repr(self.lock)
+
+
 class Lock:
     """A named lock: ``acquire()``/``release()``, context manager and decorator.
 
@@ -294,10 +349,12 @@ class Lock:
     (None or -1: for ever) or, without it, the mkdir lock sub's ``(retry - 1) * wait``
     (giving both ``timeout`` and ``retry`` is a ValueError); ``poll`` seconds
     between tries waits at a Perl sub's cadence (fair to Perl waiters);
-    ``stale`` is the age after which another process may break the lock.
-    Method options: ``mode`` (mkdir), ``held`` (rename), ``url`` (redis); the Perl
-    side's lock format (``locks.record``): ``record`` (excl; mkdir's ``pidfile``),
-    ``target`` (symlink), ``pidfile`` (mkdir).
+    ``stale`` is the age after which another process may break the lock;
+    ``auto_refresh`` seconds (< ``stale``) refreshes it that often while held
+    (:meth:`refresh`).  Method options: ``mode`` (mkdir), ``held`` and ``data``
+    (rename), ``url`` (redis); the Perl side's lock format (``locks.record``):
+    ``record`` (excl, link; mkdir's ``pidfile``), ``target`` (symlink), ``pidfile``
+    (mkdir).
     """
 
     def __init__(
@@ -318,6 +375,8 @@ class Lock:
         record: str | None = None,
         target: str | None = None,
         pidfile: str | None = None,
+        auto_refresh: float | None = None,
+        data: bool | None = None,
     ) -> None:
         if not isinstance(timeout, _Unset) and not isinstance(retry, _Unset):
             raise ValueError(
@@ -339,6 +398,8 @@ class Lock:
             options["mode"] = mode
         if held is not None:
             options["held"] = held
+        if data is not None:
+            options["data"] = data
         if url is not None:
             options["url"] = url
         self.name = os.fspath(name)
@@ -358,12 +419,35 @@ class Lock:
         self._owner_thread: int | None = None
         self._since = 0.0
         self._abandoned = False
+        #: the error of the last release, while it failed and the lock is still held
+        self._release_failed: OSError | None = None
+        # -- lifetime (issue 25): re-entrancy count, refresh, the auto_refresh thread --
+        self.auto_refresh: float | None = None
+        if auto_refresh is not None:
+            every = check_seconds("auto_refresh", auto_refresh, zero=False)
+            if every >= self.stale:
+                raise ValueError(
+                    f"auto_refresh must be shorter than stale ({self.stale:g} s),"
+                    f" not {auto_refresh!r}: a lock refreshed that late is broken first"
+                )
+            if type(self._backend).refresh is Backend.refresh:
+                raise TypeError(f"lock method {method!r} cannot be refreshed")
+            self.auto_refresh = every
+        self._count = 0
+        self._next_break = 0.0
+        self._mutex = allocate_lock()  # a refresh and a release never overlap
+        self._stop: Any = None  # the auto_refresh thread's stop event while it runs
 
     # -- state ---------------------------------------------------------
     @property
     def is_locked(self) -> bool:
         """True while this object holds the lock."""
         return self._owner_thread is not None
+
+    @property
+    def lock_counter(self) -> int:
+        """How many times the holding thread has taken this lock (filelock's name); 0 if free."""
+        return self._count
 
     @property
     def fencing_token(self) -> int | None:
@@ -384,23 +468,41 @@ class Lock:
         """Seconds ``acquire()`` waits by default (``timeout``), None for ever."""
         return self.timeout
 
-    def acquire(self, timeout: float | _Unset | None = UNSET) -> Lock:
+    def acquire(
+        self,
+        timeout: float | _Unset | None = UNSET,
+        poll_interval: float | None = None,
+        *,
+        blocking: bool = True,
+    ) -> Acquired:
         """Take the lock within *timeout* seconds or raise ``LockTimeout`` (a TimeoutError).
 
         *timeout* is finite seconds >= 0, or None or -1 for ever (filelock's
         convention); not given, the object's patience (:meth:`patience`).
+        ``blocking=False`` makes one try; *poll_interval* is this call's ``poll``
+        (filelock's names).  Taken again by the thread that holds it, the lock
+        counts one more hold (released at the last :meth:`release`).  Returns
+        an :class:`Acquired`, so ``with lk.acquire(timeout=1):`` releases on exit.
         """
-        from . import cleanup as _cleanup
-
-        timeout = self.timeout if isinstance(timeout, _Unset) else check_timeout(timeout)
         me = get_ident()
-        key = (self.method, self.path)
-        if owned_here(self.method, self.path) is not None:
+        if self._owner_thread == me:
+            self._release_failed = None  # its holder takes it again: held, not pending
+            self._count += 1
+            _debug("lock %r taken again by its holder (count %d)", self.path, self._count)
+            return Acquired(self)
+        if not blocking:
+            timeout = 0
+        timeout = self.timeout if isinstance(timeout, _Unset) else check_timeout(timeout)
+        poll = self.poll
+        if poll_interval is not None:
+            poll = check_seconds("poll_interval", poll_interval, zero=False)
+        pending = owned_here(self.method, self.path)
+        if pending is not None and pending._release_failed is None:
             raise DuplicateLockError(f"this thread already holds the lock {self.path!r}")
         deadline = _retry.deadline_after(timeout)
         backend = self._backend
         backend.deadline = deadline
-        next_break = 0.0
+        self._next_break = 0.0
         block: Callable[[float | None], None] | None = None
         if backend.waits_for_release:  # redis: block until a release wakes us
 
@@ -409,35 +511,61 @@ class Lock:
 
             block = wake
         cap = _retry.cap_for(self.wait)
-        for _ in _retry.tries(deadline, cap=cap, poll=self.poll, block=block):
-            # a stopping signal waits until a lock just taken is tracked (then removed)
-            _cleanup.enter()
+        for _ in _retry.tries(deadline, cap=cap, poll=poll, block=block):
+            if pending is not None and pending.is_locked and not pending._finish_release():
+                continue  # our own failed release is still pending: busy, as for anyone's lock
+            if self._take(me):
+                return Acquired(self)
+        failed = pending._release_failed if pending is not None else None
+        raise self._timed_out(timeout, failed)
+
+    def _take(self, me: int) -> bool:
+        """One attempt (and, at most every ``BREAK_EVERY`` s, a stale break); True if taken."""
+        from . import cleanup as _cleanup
+
+        backend = self._backend
+        # a stopping signal waits until a lock just taken is tracked (then removed)
+        _cleanup.enter()
+        try:
             try:
                 taken = backend.try_acquire()
-                if not taken and time.monotonic() >= next_break:
-                    next_break = time.monotonic() + BREAK_EVERY
+                if not taken and time.monotonic() >= self._next_break:
+                    self._next_break = time.monotonic() + BREAK_EVERY
                     taken = backend.break_stale() and backend.try_acquire()
-                if taken:
-                    self._owner_thread = me
-                    self._since = time.monotonic()
-                    self._abandoned = False
-                    _owned[key] = self
-                    _cleanup.track(self)
-                    return self
-            finally:
-                _cleanup.leave()
-        reason = backend.why_busy()
-        detail = f": {reason}" if reason else ""
-        raise LockTimeout(f"lock {self.path!r} is busy (waited {timeout:g} s){detail}")
+            except FileNotFoundError as exc:
+                raise _missing_directory(self, exc) from None
+            if taken:
+                self._owner_thread = me
+                self._count = 1
+                self._since = time.monotonic()
+                self._abandoned = False
+                _owned[self.method, self.path] = self
+                _cleanup.track(self)
+                self._start_refresher()
+        finally:
+            _cleanup.leave()
+        if taken:
+            _debug("acquired %s lock %r", self.method, self.path)
+        return taken
 
-    def release(self) -> None:
+    def _timed_out(self, timeout: float | None, failed: OSError | None = None) -> LockTimeout:
+        reason = self._backend.why_busy()
+        if failed is not None:
+            reason = f"this thread's release of it failed and is pending ({failed})"
+        detail = f": {reason}" if reason else ""
+        exc = LockTimeout(f"lock {self.path!r} is busy (waited {timeout or 0:g} s){detail}")
+        exc.lock_file = self.path
+        return exc
+
+    def release(self, force: bool = False) -> None:
         """Release the lock; ExpiredLockError if it was held past ``stale``.
 
-        Only the thread that took the lock may release it (NotLockedError
-        otherwise).  If the method fails (OSError), the lock stays held by
-        this object.  After a signal or exit cleanup released it
-        (``locks.cleanup``), the next ``release()`` is a no-op instead of
-        NotLockedError.
+        A lock taken again by its holder is released at the last ``release()``
+        (or at once with *force*, filelock's name).  Only the thread that took
+        the lock may release it (NotLockedError otherwise).  If the method fails
+        (OSError), the lock stays held by this object.  After a signal or exit
+        cleanup released it (``locks.cleanup``), or ``perlcompat.fork()`` handed
+        it to the child, the next ``release()`` is a no-op instead of NotLockedError.
         """
         if self._owner_thread is None:
             if self._abandoned:
@@ -446,16 +574,26 @@ class Lock:
             raise NotLockedError(f"lock {self.path!r} is not held by this Lock")
         if self._owner_thread != get_ident():
             raise NotLockedError(f"lock {self.path!r} is held by another thread")
+        if self._count > 1 and not force:
+            self._count -= 1
+            return
         from . import cleanup as _cleanup  # imported by the acquire that made us owner
 
         _cleanup.enter()  # a stopping signal waits until the release is complete
         try:
-            held_for = time.monotonic() - self._since
-            # first the lock itself: if that raises, this object still holds it
-            still_ours = self._backend.release()
-            self._disown()
+            with self._mutex:  # not in the middle of a refresh
+                held_for = time.monotonic() - self._since
+                # first the lock itself: if that raises, this object still holds it
+                try:
+                    still_ours = self._backend.release()
+                except OSError as exc:
+                    self._release_failed = exc
+                    raise
+                self._release_failed = None
+                self._disown()
         finally:
             _cleanup.leave()
+        _debug("released %s lock %r (held %.3g s)", self.method, self.path, held_for)
         if not still_ours:
             message = f"lock {self.path!r} was broken or replaced while held ({held_for:.3g} s)"
         elif held_for > self.stale:
@@ -469,6 +607,35 @@ class Lock:
 
         _log.warning("%s", message)
         raise ExpiredLockError(message)
+
+    def _finish_release(self) -> bool:
+        """Retry a release that failed; True once this object no longer holds the lock.
+
+        A retry that fails again keeps the hold (False) until it is older than
+        ``stale``: then the hold is dropped with a WARNING (the lock stays on
+        disk, breakable by anyone as stale) and True is returned.
+        """
+        try:
+            self.release(force=True)
+        except ExpiredLockError:
+            pass  # released, or found broken: logged by release()
+        except OSError as exc:
+            held_for = time.monotonic() - self._since
+            if held_for <= self.stale:
+                return False
+            self._release_failed = None
+            self._forget()
+            from . import log as _log
+
+            _log.warning(
+                "lock %r: its release failed (%s) and it was held %.3g s, past its stale"
+                " limit %g s; this process no longer holds it (left on disk, breakable as stale)",
+                self.path,
+                exc,
+                held_for,
+                self.stale,
+            )
+        return True
 
     def extend(self, seconds: float | None = None) -> None:
         """Renew a lease-based lock (redis) to *seconds* (default ``stale``) from now.
@@ -486,8 +653,64 @@ class Lock:
         length = self.stale if seconds is None else float(seconds)
         self._since = time.monotonic() + length - self.stale
 
+    def refresh(self) -> None:
+        """Make the held lock young again for every age rule, perlcompat's and Perl's.
+
+        The file methods set the lock's mtime to now (what ``stale`` and a Perl
+        sub's ``-M $lock``/``(stat $lock)[9]`` read; a held rename marker's ctime
+        with it; a TOP?LOCK first line's time) and re-state the owner record as
+        this process; a Redis lease is extended to ``stale``; a ``flock`` lock
+        does not age.  Only a lock still ours is touched: one broken or
+        replaced meanwhile is left as it is (ExpiredLockError).  NotLockedError
+        if this object does not hold it.  Any thread may call it.
+        """
+        if self._owner_thread is None:
+            raise NotLockedError(f"lock {self.path!r} is not held by this Lock")
+        from . import cleanup as _cleanup  # imported by the acquire that made us owner
+
+        _cleanup.enter()  # a stopping signal's cleanup waits for the mutex we hold
+        try:
+            fresh = self._refresh_held()
+        finally:
+            _cleanup.leave()
+        if fresh is False:
+            raise ExpiredLockError(
+                f"lock {self.path!r} was broken or replaced while held; not refreshed"
+            )
+
+    def _refresh_held(self, stop: Any = None) -> bool | None:
+        """Refresh under the mutex: True, False if no longer ours, None if released (or *stop*)."""
+        with self._mutex:
+            if self._owner_thread is None or (stop is not None and stop.is_set()):
+                return None
+            if not self._backend.refresh():
+                return False
+            self._since = time.monotonic()
+        _debug("refreshed %s lock %r", self.method, self.path)
+        return True
+
+    def _start_refresher(self) -> None:
+        """Start the ``auto_refresh`` thread for the hold just taken (if asked for)."""
+        every = self.auto_refresh
+        if every is None:
+            return
+        import threading
+
+        stop = threading.Event()
+        self._stop = stop
+        name = f"perlcompat auto_refresh {self.path}"
+        thread = threading.Thread(target=_keep_fresh, args=(self, stop, every), name=name)
+        thread.daemon = True  # dies with the process
+        thread.start()
+
+    def _stop_refresher(self) -> None:
+        stop, self._stop = self._stop, None
+        if stop is not None:
+            stop.set()
+
     def __enter__(self) -> Lock:
-        return self.acquire()
+        self.acquire()
+        return self
 
     def __exit__(
         self,
@@ -508,6 +731,74 @@ class Lock:
                 return
         self.release()
 
+    async def acquire_async(
+        self,
+        timeout: float | _Unset | None = UNSET,
+        poll_interval: float | None = None,
+        *,
+        blocking: bool = True,
+    ) -> Acquired:
+        """``acquire()`` for asyncio: between tries it awaits ``asyncio.sleep``.
+
+        Same arguments and time-out as :meth:`acquire`; each try is one
+        non-blocking attempt (a Redis one, a network round trip, runs in a
+        worker thread), and the event loop's thread owns the lock.  Not
+        re-entrant: while this lock (or this path, by another ``Lock`` of this
+        thread) is held, for instance by another task of the loop, it waits for
+        the release, as ``asyncio.Lock`` does.
+        """
+        import asyncio
+
+        if not blocking:
+            timeout = 0
+        timeout = self.timeout if isinstance(timeout, _Unset) else check_timeout(timeout)
+        poll = self.poll
+        if poll_interval is not None:
+            poll = check_seconds("poll_interval", poll_interval, zero=False)
+        deadline = _retry.deadline_after(timeout)
+        self._next_break = 0.0
+        me = get_ident()
+        pause = _retry.FIRST
+        while True:
+            if self._owner_thread is None and owned_here(self.method, self.path) is None:
+                self._backend.deadline = deadline
+                if await self._take_async(me):
+                    return Acquired(self)
+            now = time.monotonic()
+            if deadline is not None and now >= deadline:
+                raise self._timed_out(timeout)
+            delay = (poll if poll is not None else pause) * _retry.jitter()
+            if deadline is not None:
+                delay = min(delay, deadline - now)
+            await asyncio.sleep(delay)
+            pause = min(pause * _retry.GROWTH, _retry.MAX)
+
+    async def _take_async(self, me: int) -> bool:
+        """One attempt for :meth:`acquire_async`, owned by the thread *me* (the loop's)."""
+        import asyncio
+
+        if self.method != URL_METHOD:
+            return self._take(me)  # a few system calls: no need to leave the loop
+        attempt = asyncio.ensure_future(asyncio.to_thread(self._take, me))
+        try:
+            return await asyncio.shield(attempt)
+        except asyncio.CancelledError:
+            if await attempt:  # taken meanwhile for a waiter that is gone: give it back
+                self.release()
+            raise
+
+    async def __aenter__(self) -> Lock:
+        await self.acquire_async()
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.release()
+
     def __call__(self, func: F) -> F:
         """Use the lock as a decorator: hold it around each call of *func*."""
         import functools
@@ -523,27 +814,109 @@ class Lock:
         """Release without raising, for cleanup at exit or on a signal; True if it was ours."""
         if self._owner_thread is None:
             return False
-        self._disown()
-        self._abandoned = True
+        got = self._mutex.acquire(True, 1.0)  # the auto_refresh thread finishes its refresh
         try:
-            return self._backend.abandon()
-        except OSError:
-            return False
+            self._disown()
+            self._abandoned = True
+            try:
+                return self._backend.abandon()
+            except OSError:
+                return False
+        finally:
+            if got:
+                self._mutex.release()
 
     def _forget(self) -> None:
-        """In a forked child: the parent holds this lock, not us; drop it without releasing."""
+        """In a child of ``os.fork()``: the parent holds this lock, not us; drop it unreleased."""
+        self._mutex = allocate_lock()  # the copy may be held by a thread the child lacks
+        self._stop = None  # the auto_refresh thread is the parent's
         self._disown()
         self._backend.forget()
+
+    def _hand_off(self) -> None:
+        """In the parent after ``perlcompat.fork()``: the child holds it now; drop it unreleased.
+
+        A later ``release()`` (a ``with`` exit) is then a no-op, as after a cleanup.
+        """
+        self._disown()
+        self._abandoned = True
+        self._backend.forget()
+
+    def _take_over(self) -> bool:
+        """In the child after ``perlcompat.fork()``: ours now; the record names this process.
+
+        Refreshes the lock (its owner record says this pid) and restarts the
+        ``auto_refresh`` thread; False if the lock was not ours any more.
+        """
+        self._mutex = allocate_lock()
+        self._stop = None
+        fresh = self._backend.refresh()
+        if fresh:
+            self._since = time.monotonic()
+        self._start_refresher()
+        return fresh
 
     def _disown(self) -> None:
         """This object no longer holds the lock: not owned, not tracked for cleanup."""
         self._owner_thread = None
+        self._count = 0
+        self._stop_refresher()
         key = (self.method, self.path)
         if _owned.get(key) is self:
             del _owned[key]
         from . import cleanup as _cleanup  # imported by the acquire that made us owner
 
         _cleanup.untrack(self)
+
+
+def _keep_fresh(lock_: Lock, stop: Any, every: float) -> None:
+    """The ``auto_refresh`` thread: refresh *lock_* every *every* s until *stop* is set.
+
+    It stops at the release (or a cleanup, or a fork hand-off), and when the lock
+    is found broken or replaced (a WARNING; the release then raises ExpiredLockError).
+    An OSError of one refresh (a remover busy for long) is logged, and retried next time.
+    """
+    from . import log as _log
+
+    while not stop.wait(every):
+        try:
+            fresh = lock_._refresh_held(stop)
+        except OSError as exc:
+            _log.warning("auto_refresh of %r failed (again in %g s): %s", lock_.path, every, exc)
+            continue
+        if fresh is None:
+            return
+        if not fresh:
+            _log.warning(
+                "lock %r was broken or replaced while held; auto_refresh stops", lock_.path
+            )
+            return
+
+
+def _missing_directory(lock_: Lock, exc: FileNotFoundError) -> FileNotFoundError:
+    """*exc*, or a clearer one naming the lock's missing directory (never created for it).
+
+    filelock creates it; a Perl ``mkdir`` lock sub fails there, and so do we:
+    a missing directory is a wrong path (another working directory under the web
+    server, a typo), and a lock made elsewhere would exclude nobody.
+    """
+    directory = os.path.dirname(lock_.path)
+    if lock_.method == URL_METHOD or os.path.isdir(directory):
+        return exc
+    return FileNotFoundError(
+        errno.ENOENT,
+        f"the directory of lock {lock_.path!r} does not exist: {directory!r}"
+        " (perlcompat does not create it, as a Perl lock sub would not; create it"
+        " once at install time, or fix the path)",
+    )
+
+
+def _debug(message: str, *args: object) -> None:
+    """A DEBUG record, only where the program imported ``logging`` (so never on a CGI's path)."""
+    if "logging" in sys.modules:
+        from . import log as _log
+
+        _log.debug(message, *args)
 
 
 def _wait_for_release(backend: Backend, limit: float | None) -> None:
@@ -572,6 +945,7 @@ def lock(
     record: str | None = None,
     target: str | None = None,
     pidfile: str | None = None,
+    data: bool | None = None,
 ) -> int:
     """The mkdir lock sub: 1 once *name* is locked, 0 and ``$!`` after ``(retry-1)*wait`` s.
 
@@ -601,6 +975,7 @@ def lock(
             record=record,
             target=target,
             pidfile=pidfile,
+            data=data,
         ).acquire()
     except LockError as exc:
         return fail(exc.errno or errno.EWOULDBLOCK)

@@ -33,7 +33,9 @@ complete (``enter``/``leave``), so no lock is left behind half-released.
 
 The handlers stay installed after the last release and then only chain.  A
 handler installed later by the program replaces ours (no cleanup then).  A
-forked child holds none of its parent's locks and never releases them.
+child of ``os.fork()`` holds none of its parent's locks and never releases
+them; ``perlcompat.fork()`` (``locks.fork``) names the locks it hands to the
+child instead (:func:`handing_off`).
 """
 
 from __future__ import annotations
@@ -61,6 +63,8 @@ _atexit_done = False
 _main_ident = -1
 _depth = 0  # steps in progress in the main thread that a signal must not split
 _pending: list[int] = []
+_handed: set[int] = set()  # ids of the locks a ``perlcompat.fork()`` child keeps
+_handed_by = -1  # the thread that forks with them (the one a child of that fork runs)
 
 
 def enter() -> None:
@@ -149,8 +153,25 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
     os._exit(128 + signum)  # only if the signal did not end us (blocked in this thread)
 
 
+def handing_off(locks: list[Lock]) -> None:
+    """Name the locks the child of the coming fork keeps (``perlcompat.fork()``); [] after.
+
+    Only a fork from this thread hands them over (an ``os.fork()`` from another
+    thread meanwhile does not).
+    """
+    global _handed_by
+    _handed.clear()
+    _handed.update(id(lock_) for lock_ in locks)
+    _handed_by = get_ident()
+
+
 def _forget_all() -> None:
-    """In a forked child: the parent's locks are not ours; drop them without releasing."""
-    for lock_ in list(_tracked.values()):
-        lock_._forget()
-    _tracked.clear()
+    """In a forked child: the parent's locks are not ours; drop them without releasing.
+
+    Only the locks :func:`handing_off` named (a ``perlcompat.fork()``) stay held.
+    """
+    keep = _handed if get_ident() == _handed_by else set()
+    for key, lock_ in list(_tracked.items()):
+        if key not in keep:
+            lock_._forget()
+            _tracked.pop(key, None)

@@ -13,7 +13,8 @@ with ``getattr``: ``why_busy`` (the reason a wait timed out, "" if none),
 ``forget`` (a forked child drops its parent's hold; default: nothing to drop),
 ``extend`` (renew a lease, when ``supports_extend``) and ``wait_for_release``
 (block until a release wakes the waiter, when ``waits_for_release``; else
-``Lock.acquire`` polls), ``abandon``, ``fileno`` and ``fencing_token``.
+``Lock.acquire`` polls), ``refresh`` (make the held lock young again for every
+age rule: ``Lock.refresh``), ``abandon``, ``fileno`` and ``fencing_token``.
 
 **Registry.** :data:`METHODS` names each method's module, imported on first use
 (a ``lock()`` imports only its own method); the module registers its class with
@@ -46,6 +47,7 @@ METHODS = {
     "symlink": "symlink",
     "rename": "rename",
     "excl": "excl",
+    "link": "link",
     "flock": "flock",
     "toplock": "toplock",
     "redis": "redis",
@@ -117,6 +119,16 @@ class Backend(ABC):
 
     def forget(self) -> None:  # noqa: B027 - optional hook, nothing to drop by default
         """In a forked child: drop the parent's hold without releasing it (default: nothing)."""
+
+    def refresh(self) -> bool:
+        """Make our held lock young again for every age rule; False if no longer ours.
+
+        Perlcompat's and a Perl sub's age checks alike (the lock's mtime, and its
+        owner record, which then names this process: a ``perlcompat.fork()`` child
+        re-signs its parent's lock so).  A lock not ours is never touched.  Every
+        built-in method has one; TypeError otherwise.
+        """
+        raise TypeError(f"lock method {self.method!r} cannot be refreshed")
 
     def why_busy(self) -> str:
         """Why the lock could not be had, for the time-out message; "" if nothing to add."""

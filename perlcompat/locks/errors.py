@@ -25,9 +25,13 @@ class LockError(OSError):
 
 
 class LockTimeout(LockError, TimeoutError):
-    """No lock within the patience: a ``LockError`` and a ``TimeoutError`` (errno EWOULDBLOCK)."""
+    """No lock within the patience: a ``LockError`` and a ``TimeoutError`` (errno EWOULDBLOCK).
+
+    ``lock_file`` is the lock's path (filelock's ``Timeout.lock_file``; a redis lock's name).
+    """
 
     default_errno = errno.EWOULDBLOCK
+    lock_file: str | None = None
 
 
 class DuplicateLockError(LockError):

@@ -6,9 +6,11 @@ was judged) and :func:`read_fd`/:func:`read_at_zero`/:func:`write_at_zero`
 (offset 0, pread/pwrite where there are some).  A lock object is named by
 :func:`identity` (device, inode, mtime, ctime); :func:`remove_same` is the last
 step of every stale removal: it compares that identity once more and removes
-only the very object judged.  :func:`busy` tells "taken" from "refused" after
+only the very object judged; :func:`touch` makes one young again (a refresh).
+:func:`busy` tells "taken" from "refused" after
 an exclusive create; the ``*_error`` functions build the errors for a lock path
-holding something a method did not make.  Imports the stdlib, ``perl.osflags``,
+holding something a method did not make; :func:`open_flock_file` opens a
+``.lck`` or slot file another user may have planted.  Imports the stdlib, ``perl.osflags``,
 ``locks.owner`` and ``locks.winfile`` only.
 """
 
@@ -158,6 +160,40 @@ def write_at_zero(fd: int, data: bytes) -> None:
 OTHERS_EMPTY_GRACE = 1.0
 
 
+def touch(path: str, st: os.stat_result) -> os.stat_result | None:
+    """Set the times of the lock object *st* at *path* to now; its new lstat, None if changed.
+
+    Through a descriptor of the object when it can be opened (checked to be *st*
+    itself, so only that object is touched), else by path without following a
+    symlink (a symlink lock; a directory we may not read).  None, touching
+    nothing, if the path no longer holds *st*'s inode.
+    """
+    if sys.platform == "win32":  # no utime through a descriptor there; no symlink locks either
+        os.utime(path)
+        now = lstat(path)
+        return now if now is not None and now.st_ino == st.st_ino else None
+    if not stat_module.S_ISLNK(st.st_mode):
+        try:
+            fd = os.open(path, os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        except OSError:
+            fd = -1  # unreadable (a 0300 directory): by path below
+        if fd >= 0:
+            try:
+                before = os.fstat(fd)
+                if (before.st_dev, before.st_ino) != (st.st_dev, st.st_ino):
+                    return None
+                os.utime(fd)
+                return os.fstat(fd)
+            finally:
+                os.close(fd)
+    now = lstat(path)
+    if now is None or (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+        return None
+    os.utime(path, follow_symlinks=False)
+    now = lstat(path)
+    return now if now is not None and (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino) else None
+
+
 def root_and_not_mine(st: os.stat_result) -> bool:
     """True if we are root and the file *st* belongs to another user (POSIX).
 
@@ -277,3 +313,34 @@ def remove_same(path: str, st: os.stat_result, remove: Callable[[str], object] =
     except OSError:
         return False
     return True
+
+
+def open_flock_file(path: str) -> int:
+    """Open, creating it (0666 less umask), a file to ``flock``: a ``.lck`` or slot file.
+
+    Never follows a symlink, never blocks on a FIFO another user planted
+    (``O_NONBLOCK``), never truncates; anything but a regular file is refused
+    (OSError naming *path*).  A file we may not write is opened read-only
+    (flock(2) locks those too); a create refused in a read-only directory stays
+    EACCES.
+    """
+    flags = O_NOFOLLOW | O_CLOEXEC | O_BINARY | O_NONBLOCK
+    try:
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | flags, 0o666)
+        except PermissionError as refused:
+            try:
+                fd = os.open(path, os.O_RDONLY | flags)
+            except FileNotFoundError:
+                raise refused from None  # not there, and we may not create it: EACCES
+    except OSError as exc:
+        raise open_error(path, exc, "regular file") from None
+    try:
+        st = os.fstat(fd)
+    except BaseException:
+        os.close(fd)
+        raise
+    if not stat_module.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise kind_error(path, st, "regular file")
+    return fd

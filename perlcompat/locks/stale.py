@@ -58,6 +58,12 @@ Processes that can read the directory use its flock, processes that cannot
 use the breaker file; the two do not exclude each other, so between them rule
 3 reduces to rule 2 (identity compared right before removal).
 
+**Root breaks only where no one else can move things.**  As root, a stale
+lock is broken only in a directory that no other user can write, or rename
+(it or a parent): elsewhere ``break_stale`` raises ``OSError`` (EPERM), as
+logrotate refuses such a directory without its ``su`` line
+(``locks.safedir.refuse_as_root``).
+
 A lock is stale when it is older than ``stale`` seconds, or when its owner
 record names a process on this host that is dead (see ``locks.owner``).  A fresh
 lock with a live or unknown owner is never removed.  Waiters look at a lock's
@@ -94,6 +100,7 @@ from .files import (
     remove_same,
     root_and_not_mine,
     same,
+    touch,
     unlink_quietly,
     write_at_zero,
 )
@@ -150,6 +157,7 @@ __all__ = [
     "remover_guard",
     "root_and_not_mine",
     "same",
+    "touch",
     "unguard",
     "unlink_quietly",
     "write_at_zero",
@@ -322,6 +330,42 @@ class StaleBackend(Backend):
             if self._mine is None:
                 self._after_release()
 
+    # -- refresh: our lock made young again (``Lock.refresh``), under the release guard --
+    def refresh(self) -> bool:
+        """Set our lock's times to now (re-signing its record: :meth:`_touch`); False if not ours.
+
+        Under the release guard as a release is, so no perlcompat remover is
+        between its look and its removal; the new times change the lock's
+        identity, so a remover that judged it before gives up.  A lock not ours
+        any more is not touched.  If the guard cannot be had, a lock past
+        ``stale`` is left (OSError), as at release.
+        """
+        mine = self._mine
+        if mine is None:
+            return False
+        try:
+            fd = release_guard(self.path)
+        except OSError:
+            st = lstat(self._held_path())
+            if st is not None and self._still_mine(st, mine) and self._age(st) > self.stale:
+                raise
+            fd = None  # not stale: no remover is about to remove it
+        try:
+            st = lstat(self._held_path())
+            if st is None or not self._still_mine(st, mine):
+                return False
+            fresh = self._touch(st)
+            if fresh is None:
+                return False
+            self._mine = fresh
+            return True
+        finally:
+            unguard(fd)
+
+    def _touch(self, st: os.stat_result) -> os.stat_result | None:
+        """Make our lock object *st* young (times now); its new stat, None if it changed."""
+        return touch(self._held_path(), st)
+
     def _record_is_ours(
         self, st: os.stat_result, mine: os.stat_result, record_path: str, method: str
     ) -> bool:
@@ -383,6 +427,9 @@ class StaleBackend(Backend):
             return False
         if not self._is_stale(st):
             return False
+        from .safedir import refuse_as_root
+
+        refuse_as_root(self.path)
         remover = remover_guard(self.path, st)
         if remover.cached and self._settling():
             return False

@@ -230,6 +230,12 @@ def close_all() -> None:
     pending: BaseException | None = None
     for fh in handles:
         fh._flocked = 0  # a lock released by exit: not a lost one
+        if fh.standard:  # STDIN/STDOUT/STDERR stay open: Perl reports on STDERR till the end
+            try:  # noqa: SIM105 - exit must reach every handle
+                fh.flush()
+            except Exception:
+                pass
+            continue
         try:
             if fh._wbuf and not fh._closed:
                 fh._flush_remembered()  # a failure sets the error flag: close reports it
@@ -343,6 +349,8 @@ class PerlFile:
         if fd >= 0:
             _OPEN[fd] = _weakref(self)
 
+    #: STDIN, STDOUT, STDERR (``perl.stdio``): flushed at exit, never closed by it
+    standard = False
     #: the codec error handler: any bytes survive a text round trip
     _errors = "surrogateescape"
     #: writing: escaped bytes go back as they were; a character the encoding lacks is

@@ -3,7 +3,9 @@
 - ``cli``: the ``perlcompat`` command: ``--version``, ``--help`` and the subcommand table.
 - ``demo``: ``perlcompat demo``: concurrent writers for every idiom, and what each lost.
 - ``locks_cli``: ``perlcompat locks DIR``: list the locks in a directory, break stale ones.
+- ``redis_cli``: ``perlcompat redis-lift URL``: lift a Redis lock server's hold-off.
 - ``audit/``: ``perlcompat audit PATH...``: the unsafe locking idioms in Perl scripts.
+- ``quoting``: names and Perl text quoted for a terminal as GNU ``ls`` quotes them.
 
 Imports: a tool may import anything (the stdlib, ``perl/``, ``locks/``, other tools);
 nothing in ``perl/`` or ``locks/`` (nor ``import perlcompat``) imports ``tools``.

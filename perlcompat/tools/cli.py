@@ -1,4 +1,4 @@
-"""The ``perlcompat`` command: ``demo``, ``audit`` and ``locks`` subcommands.
+"""The ``perlcompat`` command: ``demo``, ``audit``, ``locks`` and ``redis-lift`` subcommands.
 
 argparse is imported only here, when the command runs.  Usage errors go to stderr with
 exit status 2; ``--help`` works at every level; Ctrl-C ends any subcommand with one line
@@ -15,6 +15,7 @@ COMMANDS = {
     "demo": ("tools.demo", "run concurrent writers for every idiom and print what each lost"),
     "audit": ("tools.audit.command", "report unsafe locking idioms in Perl scripts"),
     "locks": ("tools.locks_cli", "list the locks in a directory; --break-stale removes stale ones"),
+    "redis-lift": ("tools.redis_cli", "lift a Redis lock server's hold-off when no lock is held"),
 }
 
 
@@ -50,7 +51,7 @@ def _run(args: list[str]) -> int:
         prog="perlcompat",
         description="Perl CGI locking idioms for Python ports: tools.",
         epilog="commands:\n"
-        + "".join(f"  {name:<6} {help_}\n" for name, (_, help_) in COMMANDS.items())
+        + "".join(f"  {name:<10} {help_}\n" for name, (_, help_) in COMMANDS.items())
         + "\n'perlcompat COMMAND --help' describes each command.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

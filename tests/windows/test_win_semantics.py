@@ -459,3 +459,22 @@ def test_replace_file_gives_up_on_a_reader_that_never_closes(
     assert OS_ERROR == errno.EACCES
     assert path.read_bytes() == b"old\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data.txt", "data.txt.lck"]
+
+
+@pytest.mark.parametrize("method", ["mkdir", "excl", "rename", "toplock", "flock"])
+def test_refresh_makes_a_held_lock_young(tmp_path: Path, method: str) -> None:
+    """``Lock.refresh()`` on Windows: the lock's mtime is now again, the lock still ours."""
+    import os
+
+    path = tmp_path / "lk"
+    target = tmp_path / "lk.locked" if method == "rename" else path
+    lk = Lock(str(path), method=method, stale=30)
+    with lk:
+        if method != "flock":  # a flock lock does not age: refresh touches nothing
+            old = time.time() - 600
+            os.utime(target, (old, old))
+        lk.refresh()
+        if method != "flock":
+            assert time.time() - os.stat(target).st_mtime < 60
+        assert lk.is_locked
+    assert not lk.is_locked  # released without ExpiredLockError: still ours after the refresh

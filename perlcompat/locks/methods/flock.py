@@ -134,6 +134,10 @@ class FlockBackend(Backend):
         """Never anything to do: the kernel frees a dead holder's flock."""
         return False
 
+    def refresh(self) -> bool:
+        """Nothing to make young: a flock does not age (True while held)."""
+        return self._fd is not None
+
     def fileno(self) -> int | None:
         """The descriptor that holds the flock while held, else None."""
         return self._fd
@@ -193,7 +197,7 @@ def is_flocked(path: str) -> bool:
     if pids is not None:
         return bool(pids)
     try:
-        fd = os.open(path, os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_BINARY)
+        fd = os.open(path, os.O_RDONLY | _OPEN)  # (a FIFO swapped in since the lstat: no wait)
     except OSError:
         return False
     try:

@@ -79,7 +79,7 @@ The algorithm, one Lua script per step so that each step is atomic on the server
   ACLs, EAGAIN while the server loads, EROFS on a replica, ENOMEM, EINVAL for a
   host name that does not resolve, as Perl's IO::Socket, EINVAL for a max lease
   below the record, EOPNOTSUPP for a server that may evict keys, else EIO) and a
-  message naming the lock, the URL (password hidden) and the cause.  Error
+  message naming the lock, the URL (secrets hidden: :func:`redact`) and the cause.  Error
   replies are classified by their code and text, not only by redis-py's class
   (4.2 leaves WRONGPASS and OOM plain), and a missing password is EACCES
   whatever the server answers first: NOAUTH, a refused ``HELLO`` (redis-py 8
@@ -322,7 +322,7 @@ class _Server:
                 self.make(**self.kwargs)
         except (TypeError, ValueError) as exc:
             raise ValueError(
-                f"lock url {self.shown_url!r} is not usable ({exc}): {_URL_HELP},"
+                f"lock url {self.shown_url!r} is not usable ({scrub(str(exc), url)}): {_URL_HELP},"
                 " with redis-py connection options in the query, as in ?socket_timeout=5"
             ) from None
         self.read_cap = _positive(self.kwargs.get("socket_timeout"), DEFAULT_TIMEOUT)
@@ -519,25 +519,65 @@ _host: list[str] = []
 
 
 def redact(url: str) -> str:
-    """Return *url* with any password replaced by ``***``."""
-    from urllib.parse import urlsplit, urlunsplit
+    """Return *url* with its secrets replaced by ``***``, failing closed.
 
-    try:
-        parts = urlsplit(url)
-        if parts.password is None and "password=" not in parts.query.lower():
-            return url
-        netloc = parts.netloc
-        if parts.password is not None:
-            user, _, host = netloc.rpartition("@")
-            name = user.partition(":")[0]
-            netloc = f"{name}:***@{host}"
-        query = "&".join(
-            "password=***" if item.lower().startswith("password=") else item
-            for item in parts.query.split("&")
-        )
-        return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
-    except ValueError:
-        return "<unparsable url>"
+    Hidden: everything between ``://`` and the last ``@`` (user and password,
+    even one with an unencoded ``/``, ``#``, ``?`` or ``@``), and the value, up to
+    the next ``&``, of every query key that names a secret once percent-decoded
+    (``password``, ``ssl_password``, ``Pass%77ord``: any key containing pass,
+    pwd, secret or token).  Where the two overlap both are hidden.
+    """
+    import re
+    from urllib.parse import unquote_plus
+
+    start = url.find("://")
+    start = 0 if start < 0 else start + 3
+    hidden = [False] * len(url)
+    at = url.rfind("@")
+    if at >= start:
+        hidden[start:at] = [True] * (at - start)
+    for found in re.finditer(r"[?&]([^=&]*)=([^&]*)", url[start:]):
+        name = unquote_plus(found.group(1)).lower()
+        if any(word in name for word in _SECRET_KEYS):
+            hidden[start + found.start(2) : start + found.end(2)] = [True] * len(found.group(2))
+    shown = []
+    for i, char in enumerate(url):
+        if not hidden[i]:
+            shown.append(char)
+        elif i == 0 or not hidden[i - 1]:
+            shown.append("***")
+    return "".join(shown)
+
+
+#: what in a query key, percent-decoded and lower-cased, names a secret.
+_SECRET_KEYS = ("pass", "pwd", "secret", "token")
+
+
+def _secrets(url: str) -> list[str]:
+    """The secret parts of *url* that :func:`redact` hides, raw and percent-decoded."""
+    from urllib.parse import unquote, unquote_plus
+
+    rest = url.partition("://")[2] or url
+    found = []
+    if "@" in rest:
+        found.append(rest.rpartition("@")[0])
+    for item in rest.rpartition("@")[2].partition("?")[2].split("&"):
+        key, eq, value = item.partition("=")
+        if eq and value and any(word in unquote_plus(key).lower() for word in _SECRET_KEYS):
+            found.append(value)
+    found += [unquote(text) for text in found] + [unquote_plus(text) for text in found]
+    for text in list(found):  # and a password alone, as a client library may quote it
+        _user, colon, password = text.partition(":")
+        if colon and password:
+            found.append(password)
+    return sorted({text for text in found if text}, key=len, reverse=True)
+
+
+def scrub(text: str, url: str) -> str:
+    """*text* (an error message about *url*) with every secret of *url* replaced by ``***``."""
+    for secret in _secrets(url):
+        text = text.replace(secret, "***")
+    return text
 
 
 def check_url(url: object) -> str:
@@ -547,6 +587,14 @@ def check_url(url: object) -> str:
     from urllib.parse import urlsplit
 
     shown = redact(url)
+    rest = url.partition("://")[2]
+    netloc = rest[: min([len(rest)] + [i for i in map(rest.find, "/?#") if i >= 0])]
+    if url.rfind("@") > url.find("://") + 2 + len(netloc) or "#" in url:
+        raise ValueError(  # urllib would cut a password there and show the rest as a host
+            f"lock url {shown!r} is malformed: a / ? or # in the user name or password, a #"
+            f" anywhere and an @ after the host must be percent-encoded (%2F %3F %23 %40):"
+            f" {_URL_HELP}"
+        )
     try:
         parts = urlsplit(url)
         scheme = parts.scheme.lower()
@@ -556,7 +604,14 @@ def check_url(url: object) -> str:
             if not parts.path:
                 raise ValueError(f"lock url {shown!r} names no socket path: {_URL_HELP}")
         else:
-            parts.port  # noqa: B018 - raises ValueError for a bad port
+            try:
+                parts.port  # noqa: B018 - raises ValueError for a bad port
+            except ValueError:  # (urllib's message quotes the port: a piece of a password)
+                raise ValueError(
+                    f"lock url {shown!r} is malformed: the port is not a number from 0 to"
+                    " 65535; a / ? # or @ in a password must be percent-encoded"
+                    f" (%2F %3F %23 %40): {_URL_HELP}"
+                ) from None
             db = parts.path.strip("/")
             if db and not db.isdigit():
                 raise ValueError(
@@ -565,7 +620,8 @@ def check_url(url: object) -> str:
     except ValueError as exc:
         if str(exc).startswith("lock url"):
             raise
-        raise ValueError(f"lock url {shown!r} is malformed ({exc}): {_URL_HELP}") from None
+        why = scrub(str(exc), url)
+        raise ValueError(f"lock url {shown!r} is malformed ({why}): {_URL_HELP}") from None
     return url
 
 
@@ -799,6 +855,10 @@ class RedisBackend(Backend):
         reply = self._run(_EXTEND, (self.key,), (value, ttl_ms), "extend", float("inf"))
         return bool(reply == 1)
 
+    def refresh(self) -> bool:
+        """Renew our lease to ``stale`` from now (:meth:`extend`); False if it was lost."""
+        return self.extend()
+
     def wait_for_release(self, timeout: float | None = None) -> None:
         """Block until a release wakes us, the holder's TTL runs out, or *timeout*/WAIT_CAP s."""
         limit = self.WAIT_CAP
@@ -822,10 +882,7 @@ class RedisBackend(Backend):
         if seconds < 0:
             return f"{self.key!r} is set without an expiry (not a perlcompat lock?)"
         if self.held_off:
-            return (
-                f"the server at {self.shown_url} lost its lock records;"
-                f" grants resume in {seconds:.3g} s"
-            )
+            return f"{self._held_off_text(seconds)}; {self._ways_out()}"
         return f"held by another owner for up to {seconds:.3g} s more"
 
     def describe(self) -> dict[str, Any] | None:
@@ -893,6 +950,9 @@ class RedisBackend(Backend):
     def _oserror(self, exc: Exception, doing: str) -> OSError:
         number = _errno_of(exc)
         detail = str(exc) or type(exc).__name__
+        if scrub(detail, self.url) != detail:  # (the cause is chained: scrub it there too)
+            detail = scrub(detail, self.url)
+            exc.args = tuple(scrub(str(arg), self.url) for arg in exc.args)
         refusal = _refusal(exc)
         if refusal == "acl":
             detail = f"the server's ACL refuses the lock url's user a command or key: {detail}"
@@ -952,10 +1012,70 @@ class RedisBackend(Backend):
         import warnings
 
         warnings.warn(
-            f"perlcompat: the redis server at {self.shown_url} has no record of its locks"
-            " (it restarted, was flushed, or is new); no lock is granted"
-            f" there for {wait_ms / 1000:.3g} s more, so that a holder from before cannot"
-            f" overlap. If no lock is held, lift this with: SET {EPOCH_KEY} 0",
+            f"perlcompat: {self._held_off_text(wait_ms / 1000)}; {self._ways_out()}",
             RuntimeWarning,
             stacklevel=2,
         )
+
+    # -- the hold-off explained (issue 25: a new user's first lock) --------
+    def _held_off_text(self, seconds: float) -> str:
+        return (
+            f"the redis server at {self.shown_url} has no record of its locks (it is new,"
+            f" restarted or was flushed), so it grants no lock for {seconds:.3g} s more"
+            f" (one max lease, {self.max_lease:g} s, after it started or was flushed), so"
+            " that a holder from before cannot overlap"
+        )
+
+    def _ways_out(self) -> str:
+        return (
+            "on a fresh install, or when no process can still hold a lock from before,"
+            f" lift it now with: perlcompat redis-lift {self.shown_url}"
+            f" (or SET {EPOCH_KEY} 0); to make every hold-off shorter, give every client"
+            " ?max_lease=SECONDS (your longest stale) in its lock url before first use"
+        )
+
+
+# The hold-off lifted by hand (``perlcompat redis-lift``).  KEYS: epoch.  ARGV: the lock key
+# prefix, "1" to lift.  Returns {ms of hold-off left (-1: no record yet, the first client
+# holds off), the lock keys that exist}; lifts (SET epoch 0) only when there are none.
+LIFT = """
+local cursor, held = '0', {}
+repeat
+  local r = redis.call('SCAN', cursor, 'MATCH', ARGV[1] .. '*', 'COUNT', 1000)
+  cursor = r[1]
+  for _, k in ipairs(r[2]) do held[#held + 1] = k end
+until cursor == '0'
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local epoch = redis.call('GET', KEYS[1])
+local left = -1
+if epoch then
+  local resume = tonumber(string.match(epoch, '^(%d+)'))
+  if resume then left = math.max(resume - now, 0) end
+end
+if ARGV[2] == '1' and #held == 0 then redis.call('SET', KEYS[1], '0') end
+return {left, held}
+"""
+_LIFT = _Script(LIFT)
+
+
+def hold_off(url: str, *, lift: bool = False) -> tuple[float | None, list[str]]:
+    """The hold-off of the redis server at *url*: (seconds left, names of locks held there).
+
+    Seconds left is None when the server has no record yet (its first client
+    holds off up to one max lease after the server's start).  With *lift*, and
+    only if no perlcompat lock is held there (checked in the same atomic step),
+    the record is set to "no lock from before" (``SET perlcompat:epoch 0``): the
+    next client grants at once and records its max lease.  Call it only when no
+    process can still hold a lock from before the server's start (a fresh
+    install; every client stopped).  OSError (naming the url) if the server fails.
+    """
+    server = server_for(url)
+    try:
+        left_ms, keys = server.run(_LIFT, (EPOCH_KEY,), (KEY_PREFIX, "1" if lift else "0"), 10.0)
+    except _rx.RedisError as exc:
+        raise OSError(
+            _errno_of(exc), f"cannot read the hold-off at {server.shown_url}: {exc}"
+        ) from exc
+    names = sorted(_text(key)[len(KEY_PREFIX) :] for key in keys)
+    return (None if int(left_ms) < 0 else int(left_ms) / 1000), names

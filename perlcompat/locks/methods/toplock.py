@@ -62,6 +62,7 @@ from ..stale import (
     root_and_not_mine,
     unguard,
     unlink_quietly,
+    write_at_zero,
 )
 from ..winfile import BUSY_PATIENCE, busy_create, open_file, retry_busy
 
@@ -276,6 +277,34 @@ class ToplockBackend(StaleBackend):
             return True
         finally:
             unguard(fd)
+
+    def refresh(self) -> bool:
+        """Rewrite our first line's time as now, in place; False (nothing written) if not ours.
+
+        In a ``perlcompat.fork()`` child the id, which names the parent, becomes
+        random digits of the same length (a TOP?LOCK id: its holder is then
+        judged by age only).  Under the release guard, as a release.
+        """
+        if self._held_key is None:
+            return False
+        guard_fd = release_guard(self.path)
+        try:
+            if not self.still_holding():
+                return False
+            ident = self._id
+            if owner_of_id(ident)[0] != os.getpid():
+                ident = f"{int.from_bytes(os.urandom(32), 'big') % 10 ** len(ident):0{len(ident)}d}"
+            fd = open_file(self.path, os.O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_BINARY | O_NONBLOCK)
+            try:
+                if (os.fstat(fd).st_dev, os.fstat(fd).st_ino) != self._held_key:
+                    return False
+                write_at_zero(fd, f"{ident}<>{int(time.time())}<>".encode())  # same length
+            finally:
+                os.close(fd)
+            self._id = ident
+            return True
+        finally:
+            unguard(guard_fd)
 
     # -- on disk -----------------------------------------------------------
     @classmethod

@@ -1,0 +1,105 @@
+"""``fork()``: Perl's ``fork``, with the calling thread's locks handed to the child.
+
+The CGI idiom ``lock(); if (fork) { exit } work(); unlock()`` (answer the
+browser, keep working in the child) keeps the lock in Perl: nobody removes the
+lock directory until the child's ``rmdir``, and a flocked handle the child
+inherited stays locked.  ``os.fork()`` does not do that with perlcompat's locks:
+its child holds none of its parent's locks and the parent's exit hook releases
+them (``locks.cleanup``); that stays so.  ``perlcompat.fork()`` hands them over:
+
+* in the child, every lock the calling thread holds (``lock()``, ``Lock``) is the
+  child's, refreshed so that its owner record names the child (``Lock.refresh``:
+  a waiter judging the holder by its pid sees a live one), and its
+  ``auto_refresh`` thread runs again;
+* in the parent those locks are dropped unreleased, only after the child has
+  re-signed them (a pipe says when), so no waiter ever sees a lock that names
+  a dead parent; a later ``release()`` or ``with`` exit is a no-op there, and
+  an ``unlock()`` returns 0 (``$!`` = ENOLCK).
+
+Locks taken by other threads stay the parent's, as with ``os.fork()``.  A
+TOP?LOCK line cannot name the child in place: its id becomes random digits,
+so that holder is then judged by age only.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import sys
+from _thread import get_ident
+
+from ..perl.errno import set_errno
+from . import cleanup as _cleanup
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .api import Lock
+
+
+def fork() -> int | None:
+    """Perl's ``fork``: the child's pid in the parent, 0 in the child, None and ``$!`` on failure.
+
+    The locks this thread holds go to the child (see the module docstring).
+    """
+    if sys.platform == "win32":
+        set_errno(errno.ENOSYS)  # Perl emulates fork with threads there; Python has none
+        return None
+    me = get_ident()
+    mine = [lock_ for lock_ in _cleanup.tracked() if lock_._owner_thread == me]
+    if not mine:
+        return _fork()
+    for lock_ in mine:
+        lock_._mutex.acquire()  # no auto_refresh in the middle of a refresh across the fork
+    try:
+        done, signed = os.pipe()
+    except OSError as exc:
+        for lock_ in mine:
+            lock_._mutex.release()
+        set_errno(exc.errno or errno.EAGAIN)
+        return None
+    _cleanup.handing_off(mine)
+    pid = _fork()
+    _cleanup.handing_off([])
+    if pid == 0:
+        os.close(done)
+        try:
+            for lock_ in mine:
+                _take_over(lock_)
+        finally:
+            os.write(signed, b"1")  # the parent may go on (and exit) now
+            os.close(signed)
+        return 0
+    os.close(signed)
+    try:
+        if pid is not None:
+            os.read(done, 1)  # the child has re-signed (or died: end of file)
+    finally:
+        os.close(done)
+        for lock_ in mine:
+            if pid is not None:
+                lock_._hand_off()
+            lock_._mutex.release()
+    return pid
+
+
+def _take_over(lock_: Lock) -> None:
+    """In the child: make *lock_* ours (its record names us); a WARNING if that failed."""
+    try:
+        if lock_._take_over():
+            return
+        why = "it was no longer ours"
+    except OSError as exc:
+        why = str(exc)
+    from . import log as _log
+
+    _log.warning("fork(): the child could not re-sign lock %r: %s", lock_.path, why)
+
+
+def _fork() -> int | None:
+    if sys.platform == "win32":
+        return None
+    try:
+        return os.fork()
+    except OSError as exc:
+        set_errno(exc.errno or errno.EAGAIN)
+        return None

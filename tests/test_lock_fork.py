@@ -1,0 +1,146 @@
+"""``perlcompat.fork()``: the CGI ``lock; if (fork) { exit }`` keeps one holder, the child.
+
+The parent takes a lock, forks with ``perlcompat.fork()`` and exits at once
+(its exit hook runs); the child keeps working under the lock.  Until the child
+unlocks, neither a perlcompat waiter (which judges the holder by its pid) nor
+Perl's own sub may take the lock; once it has, both can.  ``os.fork()`` keeps
+its documented behaviour: that child does not hold the parent's lock.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from perlutil import Child, run_perl, run_python
+
+import perlcompat
+
+#: lock, fork, parent exits; the child says "child <pid>", waits for a line, unlocks.
+SCRIPT = """
+import os, sys
+from perlcompat import fork, lock, unlock
+path, method = sys.argv[1], sys.argv[2]
+assert lock(path, method=method) == 1
+pid = fork()
+if pid:
+    os.write(1, f"parent {pid}\\n".encode())  # one write each: the child writes too
+    sys.exit(0)  # the browser is answered; the exit hook must not release the child's lock
+assert pid == 0
+os.write(1, b"child\\n")
+sys.stdin.readline()
+print("unlock", unlock(path, method=method), flush=True)
+"""
+
+TRY = """
+import sys
+from perlcompat import lock, unlock
+path, method = sys.argv[1], sys.argv[2]
+got = lock(path, method=method, retry=1)
+print(got)
+if got:
+    unlock(path, method=method)
+"""
+
+PERL_MKDIR_TRY = r"""
+my $dir = shift;
+if (mkdir($dir, 0755)) { rmdir($dir); print "took\n" } else { print "busy\n" }
+"""
+
+
+def try_lock(path: Path, method: str) -> str:
+    done = run_python(TRY, str(path), method)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.decode().strip()
+
+
+@pytest.mark.parametrize("method", ["mkdir", "excl", "symlink", "rename", "flock", "toplock"])
+def test_lock_fork_parent_exits_keeps_one_holder(method: str, tmp_path: Path) -> None:
+    path = tmp_path / "lk"
+    job = Child.python(SCRIPT, str(path), method)
+    try:
+        first, second = sorted([job.readline(), job.readline()])
+        assert first == "child" and second.startswith("parent ")
+        assert job.proc.wait(timeout=30) == 0  # the parent is gone, its exit hook ran
+        # the owner record names the live child: no waiter breaks it as a dead holder's
+        assert try_lock(path, method) == "0"
+        if method == "mkdir":
+            assert run_perl(PERL_MKDIR_TRY, str(path)).stdout == b"busy\n"
+        info = perlcompat.Lock(str(path), method=method).backend.describe()
+        assert info is not None
+        assert info["alive"] in (True, None)
+        if method not in ("toplock", "flock"):  # a TOP?LOCK line cannot name the child,
+            assert info["alive"] is True  # and /proc/locks names the flock's first taker
+            assert info["pid"] in (int(second.split()[1]), None)
+        job.send("go")
+        assert job.readline() == "unlock 1"
+        assert job.proc.stdout is not None
+        assert job.proc.stdout.read() == b""  # the child has exited (its end of the pipe)
+    finally:
+        job.kill()
+    assert try_lock(path, method) == "1"
+
+
+def test_with_lock_and_fork_then_exit_in_the_parent(tmp_path: Path) -> None:
+    """``with Lock(...)``'s exit in the parent after the hand-off is a no-op, not an error."""
+    path = tmp_path / "lk"
+    code = (
+        "import sys, os\nfrom perlcompat import Lock, fork\n"
+        "with Lock(sys.argv[1], auto_refresh=0.5) as lk:\n"
+        "    pid = fork()\n"
+        "    if pid:\n"
+        "        os.write(1, f'parent {lk.is_locked}\\n'.encode())\n"
+        "        sys.exit(0)\n"
+        "    os.write(1, f'child {lk.is_locked} {lk._stop is not None}\\n'.encode())\n"
+        "    sys.stdin.readline()\n"
+        "print('released', os.path.exists(sys.argv[1]), flush=True)\n"
+    )
+    job = Child.python(code, str(path))
+    try:
+        lines = sorted([job.readline(), job.readline()])
+        assert lines == ["child True True", "parent False"]
+        assert job.proc.wait(timeout=30) == 0
+        assert path.is_dir()
+        job.send("go")
+        assert job.readline() == "released False"
+    finally:
+        job.kill()
+
+
+def test_os_fork_child_still_holds_nothing(tmp_path: Path) -> None:
+    """``os.fork()`` is unchanged: the parent's exit releases; the child cannot unlock."""
+    path = tmp_path / "lk"
+    code = (
+        "import sys, os\nfrom perlcompat import lock, unlock, OS_ERROR\n"
+        "assert lock(sys.argv[1]) == 1\n"
+        "r, w = os.pipe()\n"
+        "if os.fork():\n"
+        "    os.close(r)\n"
+        "    sys.exit(0)\n"
+        "os.close(w)\n"
+        "os.read(r, 1)\n"  # end of file: the parent has exited
+        "print(unlock(sys.argv[1]), int(OS_ERROR), os.path.exists(sys.argv[1]), flush=True)\n"
+    )
+    done = run_python(code, str(path))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.decode().split() == ["0", str(errno.ENOLCK), "False"]
+
+
+def test_fork_without_locks_and_failure(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Perl's values: the pid and 0 without locks too; None and ``$!`` when fork fails."""
+    pid = perlcompat.fork()
+    if pid == 0:
+        os._exit(7)
+    assert pid is not None and pid > 0
+    assert os.waitpid(pid, 0)[1] >> 8 == 7
+
+    def refuse() -> int:
+        raise BlockingIOError(errno.EAGAIN, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(os, "fork", refuse)
+    assert perlcompat.fork() is None
+    assert int(perlcompat.OS_ERROR) == errno.EAGAIN
+    assert sys.platform != "win32"
