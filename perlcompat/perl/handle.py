@@ -230,19 +230,18 @@ def close_all() -> None:
     pending: BaseException | None = None
     for fh in handles:
         fh._flocked = 0  # a lock released by exit: not a lost one
-        if fh.standard:  # STDIN/STDOUT/STDERR stay open: Perl reports on STDERR till the end
-            try:  # noqa: SIM105 - exit must reach every handle
-                fh.flush()
-            except Exception:
-                pass
-            continue
         try:
-            if fh._wbuf and not fh._closed:
+            if fh.standard:  # STDIN/STDOUT/STDERR: flushed here, never closed (below)
+                try:  # noqa: SIM105
+                    fh.flush()
+                except Exception:  # Perl reports on STDERR till the end
+                    pass
+            elif fh._wbuf and not fh._closed:
                 fh._flush_remembered()  # a failure sets the error flag: close reports it
         except BaseException as exc:  # exit must reach every handle
             pending = pending or exc
     for fh in handles:
-        if fh._closed:
+        if fh._closed or fh.standard:
             continue
         try:
             failed = close(fh) == 0
