@@ -147,7 +147,37 @@ _NOT_STAR = frozenset({"crypt", "fcntl", "readline", "stat", "time"})
 __all__ = sorted(name for name in _EXPORTS if name not in _NOT_STAR)
 __version__ = "0.1.0"
 
-from time import time as _time  # noqa: E402  (a builtin module: free)
+import atexit as _atexit  # noqa: E402  (builtin modules: free)
+import sys as _sys  # noqa: E402
+from time import time as _time  # noqa: E402
+
+
+def _at_exit() -> None:
+    """At exit, after the script's own ``atexit`` handlers: flush and close handles, then unlock.
+
+    Registered by ``import perlcompat``, before the script registers its own (a
+    port of Perl's ``END { print LOG ...; unlock() }``) and before the handle and
+    lock modules load on first use, so it runs after them, as Perl runs END
+    blocks before global destruction.  Every handle's data is written before a
+    lock is released (``perl.handle.close_all``, then ``locks.cleanup.release_all``);
+    a stopping signal that arrives meanwhile is held back until both are done.
+    """
+    handle = _sys.modules.get("perlcompat.perl.handle")
+    cleanup = _sys.modules.get("perlcompat.locks.cleanup")
+    if cleanup is not None:  # a stopping signal waits: its release must not beat the data
+        cleanup.enter()
+    try:
+        if handle is not None:
+            handle.close_all()
+    finally:  # a signal handler's exception during the flush still lets the locks go
+        if cleanup is not None:
+            try:
+                cleanup.release_all()
+            finally:
+                cleanup.leave()  # a signal held back meanwhile takes effect now
+
+
+_atexit.register(_at_exit)
 
 #: Perl's ``$^T``: when this process started using perlcompat, in whole seconds.
 _START_TIME = int(_time())

@@ -718,6 +718,17 @@ class Lock:
         value: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        if kind is not None:
+            # Perl's die keeps the lock until exit, which writes every handle out first: an
+            # exception leaving the block writes out what the open handles buffered before
+            # the lock goes, or the next holder reads old data that our late flush overwrites
+            handle = sys.modules.get("perlcompat.perl.handle")
+            if handle is not None:
+                try:
+                    handle.flush_all()
+                finally:
+                    self.release()
+                return
         self.release()
 
     async def acquire_async(
