@@ -145,6 +145,7 @@ class Ev:
     """One event in a scope: read, write, flock, acquire, remove, rename, alarm, seek, call."""
 
     __slots__ = (
+        "absent",
         "age",
         "branch",
         "held",
@@ -153,6 +154,7 @@ class Ev:
         "line",
         "open",
         "path",
+        "result",
         "source",
         "value",
         "via",
@@ -183,6 +185,11 @@ class Ev:
         self.age = age
         self.source = source  # a rename's old name
         self.branch: tuple[tuple[int, int], ...] = ()  # (if-chain id, branch index) nesting
+        #: how the call's result is used: "" (tested, or no result), "ignored", "oror" (an
+        #: ``open`` whose ``||`` binds to the file name), "eval" (in an ignored eval).
+        self.result = ""
+        #: an ``open`` of a path tested absent: (line of the test, a wait loop), else None.
+        self.absent: tuple[int, bool] | None = None
 
     def exclusive(self, other: Ev) -> bool:
         """True if the two events sit in different branches of one if/elsif/else chain."""
