@@ -106,10 +106,7 @@ def test_every_rule_module_declares_registered_policies() -> None:
 
 
 def test_each_rule_is_judged_in_its_own_module_and_the_walk_finds_none() -> None:
-    """Perl::Critic's layout: a rule's logic lives in its module, the walk only records events.
-
-    The one finding the walk makes is its own limit (more locks held than it tracks).
-    """
+    """Perl::Critic's layout: a rule's logic lives in its module, the walk only records events."""
     from perlcompat.tools.audit.registry import lock_order, unknown_sub
 
     judged = {check.__module__ for check in SCOPE_CHECKS}
@@ -133,10 +130,7 @@ def test_each_rule_is_judged_in_its_own_module_and_the_walk_finds_none() -> None
             if isinstance(node, ast.ImportFrom) and node.module == "rules"
             for alias in node.names
         }
-        if walk == "walker":
-            assert len(made) == 1 and rules_used == {"lock_order"}, (made, rules_used)
-        else:
-            assert made == [] and rules_used == set() and ".finding(" not in text, made
+        assert made == [] and rules_used == set() and ".finding(" not in text, (walk, made)
 
 
 def test_every_rule_is_in_the_docs_table() -> None:

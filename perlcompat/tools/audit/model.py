@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import re
 
-from .findings import Finding
 from .parser import Block
 
 LOCK_SH, LOCK_EX, LOCK_NB, LOCK_UN = 1, 2, 4, 8
@@ -142,7 +141,8 @@ class Inst:
 
 
 class Ev:
-    """One event in a scope: read, write, flock, acquire, remove, rename, alarm, seek, call."""
+    """One event in a scope: open, read, write, flock, acquire, remove, rename, alarm, seek,
+    call, fork, close; ``untracked``: a lock taken past the walk's limit of locks held."""
 
     __slots__ = (
         "absent",
@@ -355,7 +355,7 @@ class Program:
 
 
 class Result:
-    """One walked scope: its events, opens, lock holds and direct findings."""
+    """One walked scope: its events, opens and lock holds (the rules judge them)."""
 
     def __init__(self, source: Source, scope: str) -> None:
         self.source = source
@@ -363,7 +363,6 @@ class Result:
         self.events: list[Ev] = []
         self.opens: list[Open] = []
         self.insts: dict[int, Inst] = {}
-        self.findings: list[Finding] = []
         self.calls: list[tuple[str, frozenset[int], int]] = []
         self.end_held: list[Inst] = []
         self.caller: int = 0

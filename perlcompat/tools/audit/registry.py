@@ -74,6 +74,7 @@ SCOPE_CHECKS: tuple[Callable[[Result, Judge], Iterable[Finding]], ...] = (
     rename_replaces_flocked.check,
     alarm_not_reset.check,
     fork_while_locked.check,
+    lock_order.check,
 )
 
 

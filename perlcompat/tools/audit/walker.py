@@ -11,8 +11,8 @@ from the same state and are merged after; a branch that ends in
 (``WRITE:``, reached by ``goto``).  Each built-in the audit knows has a handler
 (:mod:`.handlers`) that turns it into events; a call of a sub is followed here: a lock
 sub takes a lock (its ``acquire`` event records whether the result is used), an unlock
-sub releases it.  The walk finds no rule (:mod:`.rules` read its events), except its
-own limit: past :data:`MAX_HELD` locks held at once it says so (lock-order, info).
+sub releases it.  The walk finds no rule: :mod:`.rules` read its events (past
+:data:`MAX_HELD` locks held at once, an ``untracked`` event says so).
 
 The walk is line-oriented and per sub: it does not follow data through variables beyond
 simple ``$name = "literal"`` assignments, and a sub's lock context comes from its call
@@ -24,7 +24,6 @@ from __future__ import annotations
 import re
 
 from .facts import labelled, lexicals, retry_wait, stale_seconds, tests_handle
-from .findings import Policy
 from .handlers import HANDLERS, fcntl_method
 from .items import (
     call_args,
@@ -54,7 +53,6 @@ from .model import (
     merge,
 )
 from .parser import Block
-from .rules import lock_order
 from .source import display
 from .suggest import INTERP, LONE_VAR, py_expr, py_name, py_string
 
@@ -67,7 +65,8 @@ if TYPE_CHECKING:
 
 
 #: locks one walk tracks as held at once (Linux lockdep's ``MAX_LOCK_DEPTH`` is 48):
-#: a lock taken beyond it is reported once (info) and not checked, so that the
+#: a lock taken beyond it is recorded once (``untracked``: lock-order reports it as info)
+#: and not checked, so that the
 #: audit of a script holding thousands at once stays linear.
 MAX_HELD = 48
 
@@ -94,11 +93,6 @@ class Walker:
             self.state.held[inst.id] = inst
 
     # -- recording ---------------------------------------------------------
-    def find(
-        self, policy: Policy, line: int, message: str, suggestion: str, severity: str = ""
-    ) -> None:
-        self.res.findings.append(policy.finding(self.src.name, line, message, suggestion, severity))
-
     def event(self, kind: str, line: int, st: State, **kw: Any) -> Ev:
         ev = Ev(kind, line, st.snapshot(), **kw)
         ev.branch = tuple(self.branches)
@@ -120,15 +114,7 @@ class Walker:
         if len(st.held) >= MAX_HELD:
             if not self.too_deep:
                 self.too_deep = True
-                self.find(
-                    lock_order.POLICY,
-                    inst.line,
-                    f"{display(inst.text)} is taken while {len(st.held)} other locks are held:"
-                    f" the audit tracks at most {MAX_HELD} locks held at once, so this one and"
-                    " later ones are not checked (lock order, reads and writes under them)",
-                    "",
-                    "info",
-                )
+                self.event("untracked", inst.line, st, inst=inst, value=MAX_HELD)
             return ev
         st.held[inst.id] = inst
         return ev
