@@ -66,8 +66,7 @@ if TYPE_CHECKING:
 
 #: locks one walk tracks as held at once (Linux lockdep's ``MAX_LOCK_DEPTH`` is 48):
 #: a lock taken beyond it is recorded once (``untracked``: lock-order reports it as info)
-#: and not checked, so that the
-#: audit of a script holding thousands at once stays linear.
+#: and not checked, so that the audit of a script holding thousands at once stays linear.
 MAX_HELD = 48
 
 
@@ -244,7 +243,8 @@ class Walker:
     def ignored(self, ev: Ev, handle: str) -> None:
         """An open whose result is ignored; ``open(my $fh, ...); unless ($fh) {...}`` tests it.
 
-        The next statement decides for a ``$fh`` (one open per handle and statement).
+        The next statement decides for a ``$fh``; a later ignored open of the same ``$fh``
+        before it replaces this one, which is then not reported.
         """
         ev.result = "ignored"
         if handle.startswith("$"):
