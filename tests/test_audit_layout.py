@@ -105,6 +105,34 @@ def test_every_rule_module_declares_registered_policies() -> None:
         assert check.__module__.startswith("perlcompat.tools.audit.rules."), check
 
 
+def test_each_rule_is_judged_in_its_own_module_and_the_walk_finds_none() -> None:
+    """Perl::Critic's layout: a rule's logic lives in its module, the walk only records events."""
+    from perlcompat.tools.audit.registry import lock_order, unknown_sub
+
+    judged = {check.__module__ for check in SCOPE_CHECKS}
+    judged |= {lock_order.__name__, unknown_sub.__name__}
+    for path in sorted(RULES_DIR.glob("*.py")):
+        if path.stem not in ("__init__", "common"):
+            assert module_name(path) in judged, path.name
+    for walk in ("handlers", "walker"):
+        text = (RULES_DIR.parent / f"{walk}.py").read_text(encoding="utf-8")
+        tree = ast.parse(text)
+        made = [
+            node.lineno
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("find", "find_unchecked")  # the walk's way to report
+        ]
+        rules_used = {
+            alias.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.module == "rules"
+            for alias in node.names
+        }
+        assert made == [] and rules_used == set() and ".finding(" not in text, (walk, made)
+
+
 def test_every_rule_is_in_the_docs_table() -> None:
     docs = (PACKAGE.parent / "docs" / "audit.md").read_text(encoding="utf-8")
     for name in RULES:

@@ -175,3 +175,32 @@ def test_writers_import_this_perlcompat_from_any_directory(
     assert "writer" not in err, err
     [result] = json.loads(out)
     assert status == 0 and result["lost"] == 0 and result["got"] == result["expected"] > 0
+
+
+def test_every_perl_writer_is_a_packaged_pl_file_that_perl_compiles(tmp_path: Path) -> None:
+    """Each Perl variant the rows name loads from ``demo_perl/`` and compiles (``perl -c``)."""
+    variants = sorted({v for row in _demo.ROWS for lang, v in row.writers if lang == "perl"})
+    shipped = sorted(p.stem for p in (ROOT / "perlcompat/tools/demo_perl").glob("*.pl"))
+    assert shipped == sorted([*variants, "prelude"])
+    for variant in variants:
+        program = _demo.perl_program(variant)
+        assert program.startswith("# Shared by every Perl writer")
+        check = subprocess.run(
+            ["perl", "-c", "-e", program], capture_output=True, text=True, cwd=tmp_path
+        )
+        assert check.returncode == 0 and "syntax OK" in check.stderr, (variant, check.stderr)
+
+
+def test_perl_writers_run_from_any_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A mixed row reads its Perl program from the package, not from the current directory."""
+    [row] = [r for r in _demo.ROWS if r.idiom == "counter: Perl +< and perlcompat"]
+    monkeypatch.setattr(_demo, "ROWS", (row,))
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    monkeypatch.chdir(tmp_path)
+    status = _demo.main(["--quick", "--json"])
+    out, err = capsys.readouterr()
+    assert "skipping" not in err and "writer" not in err, err
+    [result] = json.loads(out)
+    assert status == 0 and result["lost"] == 0 and result["got"] == result["expected"] > 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -12,6 +13,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+#: the Perl programs of ``perlcompat demo``, package data the wheel and the sdist must carry.
+DEMO_PERL = sorted(
+    p.relative_to(ROOT).as_posix() for p in ROOT.glob("perlcompat/tools/demo_perl/*.pl")
+)
 
 
 @pytest.fixture(scope="module")
@@ -51,11 +56,42 @@ def test_wheel_carries_license_typing_marker_and_one_version(dists: dict[str, Pa
         text = wheel.read(metadata).decode()
     assert any(n.endswith(("dist-info/LICENSE", "dist-info/licenses/LICENSE")) for n in names)
     assert "perlcompat/py.typed" in names
+    assert DEMO_PERL and [n for n in DEMO_PERL if n not in names] == []  # the demo's .pl files
     assert not [n for n in names if n.startswith(("tests/", "bench/", "examples/"))]
     assert f"\nVersion: {perlcompat.__version__}\n" in text
     assert "\nLicense: MIT\n" in text or "\nLicense-Expression: MIT\n" in text
     assert "Classifier: Typing :: Typed" in text
     assert "Requires-Python: >=3.9" in text
+
+
+def test_the_installed_wheel_reads_the_demos_perl_programs(
+    dists: dict[str, Path], tmp_path: Path
+) -> None:
+    """Unpacked from the wheel alone, run from another directory: the demo finds its .pl files."""
+    site = tmp_path / "site"
+    with zipfile.ZipFile(dists["wheel"]) as wheel:
+        wheel.extractall(site)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    code = (
+        "import sys; import perlcompat.tools.demo as d; "
+        "print(d.__file__); sys.stdout.write(d.perl_program('toplock'))"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=elsewhere,
+        env=dict(os.environ, PYTHONPATH=str(site)),  # before the checkout on sys.path
+        check=True,
+    )
+    where, program = run.stdout.split("\n", 1)
+    assert Path(where).is_relative_to(site)
+    folder = ROOT / "perlcompat/tools/demo_perl"
+    expected = (folder / "prelude.pl").read_text("utf-8") + (folder / "toplock.pl").read_text(
+        "utf-8"
+    )
+    assert program == expected
 
 
 def test_long_description_has_no_relative_links(dists: dict[str, Path]) -> None:
@@ -87,6 +123,7 @@ def test_sdist_runs_its_own_test_collection(dists: dict[str, Path], tmp_path: Pa
         "scripts/setup.sh",
     ):
         assert f"{top}/{needed}" in names, needed
+    assert DEMO_PERL and [n for n in DEMO_PERL if f"{top}/{n}" not in names] == []
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
     # `python -m pytest` from the unpacked sdist imports the sdist's own perlcompat
     assert _collected(tmp_path / top) == _collected(ROOT)

@@ -122,8 +122,7 @@ __all__ = [
     "unlock",
 ]
 
-#: first and largest pause between tries, in seconds (jittered +-50%; ``locks.retry``).
-BACKOFF_FIRST = _retry.FIRST
+#: largest pause between tries, in seconds (jittered +-50%; ``locks.retry``).
 BACKOFF_MAX = _retry.MAX
 #: a waiter asks the backend to break a stale lock at most this often (s).
 BREAK_EVERY = 0.005

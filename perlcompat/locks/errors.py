@@ -46,7 +46,7 @@ class NotLockedError(LockError):
     default_errno = errno.ENOLCK
 
 
-#: flufl.lock's name for :class:`NotLockedError`.
+#: The Redis Mutex article's name for :class:`NotLockedError` (flufl.lock's is ``NotLockedError``).
 HasNotLockError = NotLockedError
 
 

@@ -87,12 +87,6 @@ def fs_info(dev: int) -> tuple[str | None, str]:
     return found
 
 
-def fs_type(path_or_fd: str | int) -> str | None:
-    """Return the file system type of *path_or_fd* (``"ext4"``, ``"fuse.sshfs"``, ...) or None."""
-    st = os.fstat(path_or_fd) if isinstance(path_or_fd, int) else os.stat(path_or_fd)
-    return fs_info(st.st_dev)[0]
-
-
 def is_shared(dev: int) -> bool:
     """True if device *dev* is a network file system or FUSE (other hosts may share it)."""
     kind = fs_info(dev)[0]

@@ -1,7 +1,8 @@
 """The tools behind the ``perlcompat`` command; the runtime a port imports never loads them.
 
 - ``cli``: the ``perlcompat`` command: ``--version``, ``--help`` and the subcommand table.
-- ``demo``: ``perlcompat demo``: concurrent writers for every idiom, and what each lost.
+- ``demo``: ``perlcompat demo``: concurrent writers for every idiom, and what each lost;
+  its Perl writers are ``demo_perl/*.pl`` (package data).
 - ``locks_cli``: ``perlcompat locks DIR``: list the locks in a directory, break stale ones.
 - ``redis_cli``: ``perlcompat redis-lift URL``: lift a Redis lock server's hold-off.
 - ``serve``: ``perlcompat serve``: ported CGI scripts over FastCGI, a forked child per

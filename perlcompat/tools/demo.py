@@ -305,126 +305,19 @@ PYTHON_WRITERS: dict[str, Callable[[str, int, int], None]] = {
 
 
 # -- the Perl writers (the original idioms) ------------------------------------------
-_PERL_PRELUDE = r"""
-my ($d, $w, $n, $pause, $name, $text) = @ARGV;
-$| = 1; print "r"; my @go = <STDIN>;
-sub pause { select(undef, undef, undef, $pause) }
-sub add_entry {
-    my ($i) = @_;
-    open(IN, "< $d/list.dat"); my @lines = <IN>; close(IN);
-    pause();
-    open(OUT, "> $d/list.dat") or die "open: $!";
-    print OUT @lines, scalar(@lines) + 1, "<>w$w-$i<>\n" or die "print: $!";
-    close(OUT) or die "close: $!";
-}
-"""
+#: the Perl writers' programs: ``demo_perl/<variant>.pl``, package data, after ``prelude.pl``.
+PERL_DIR = "demo_perl"
 
-PERL_WRITERS: dict[str, str] = {
-    "counter": r"""
-for my $i (1 .. $n) {
-    open(OUT, "+< $d/count.dat") or die "open: $!";
-    flock(OUT, 2)                or die "flock: $!";
-    my $count = <OUT>; $count++;
-    pause();
-    seek(OUT, 0, 0)              or die "seek: $!";
-    print OUT "$count\n"         or die "print: $!";
-    truncate(OUT, tell(OUT))     or die "truncate: $!";
-    close(OUT)                   or die "close: $!";
-}
-""",
-    "bbs": r"""
-for my $i (0 .. $n - 1) {
-    open(DAT, "+< $d/bbs.dat") or die "open: $!";
-    flock(DAT, 2)              or die "flock: $!";
-    my @lines = <DAT>;
-    my ($no) = split(/<>/, $lines[0]); $no++;
-    pause();
-    unshift(@lines, "$no<>$name<>w$w-$i $text<>\n");
-    seek(DAT, 0, 0)            or die "seek: $!";
-    print DAT @lines           or die "print: $!";
-    truncate(DAT, tell(DAT))   or die "truncate: $!";
-    close(DAT)                 or die "close: $!";
-}
-""",
-    "mkdir": r"""
-for my $i (0 .. $n - 1) {
-    until (mkdir("$d/list.lock", 0755)) { select(undef, undef, undef, 0.001) }
-    add_entry($i);
-    rmdir("$d/list.lock") or die "rmdir: $!";
-}
-""",
-    "symlink": r"""
-for my $i (0 .. $n - 1) {
-    until (symlink($$, "$d/list.lock")) { select(undef, undef, undef, 0.001) }
-    add_entry($i);
-    unlink("$d/list.lock") or die "unlink: $!";
-}
-""",
-    "alarm": r"""
-for my $i (0 .. $n - 1) {
-    eval {
-        local $SIG{ALRM} = sub { die "time out" };
-        open(OUT, "+< $d/list.dat") or die "open: $!";
-        alarm(5);
-        flock(OUT, 2) or die "flock: $!";
-        alarm(300);
-        my @lines = <OUT>;
-        pause();
-        seek(OUT, 0, 0) or die "seek: $!";
-        print OUT @lines, scalar(@lines) + 1, "<>w$w-$i<>\n" or die "print: $!";
-        truncate(OUT, tell(OUT)) or die "truncate: $!";
-        close(OUT) or die "close: $!";
-        alarm(0);
-    };
-    die $@ if $@;
-}
-""",
-    "toplock": r"""
-my $lockfile = "$d/list.lock";
-my ($id, $appended);
-sub toplock {
-    unless ($appended) {
-        open(LOCK, ">> $lockfile") or return 0;
-        print LOCK "$id<>" . time . "<>\n";
-        close(LOCK);
-        $appended = 1;
-    }
-    open(LOCK, "< $lockfile") or do { $appended = 0; return 0; };
-    my @lock = <LOCK>;
-    close(LOCK);
-    my ($wid) = split(/<>/, $lock[0]);
-    return 1 if $wid eq $id;
-    $appended = 0 unless grep { (split(/<>/))[0] eq $id } @lock;
-    return 0;
-}
-for my $i (0 .. $n - 1) {
-    $id = join('', map { int(rand(10)) } 1 .. 30);
-    $appended = 0;
-    until (toplock()) { select(undef, undef, undef, 0.001) }
-    open(IN, "< $d/list.dat"); my @lines = <IN>; close(IN);
-    pause();
-    open(WORK, "> $d/list.tmp") or die "open: $!";
-    print WORK @lines, scalar(@lines) + 1, "<>w$w-$i<>\n";
-    close(WORK);
-    toplock() or die "lost the lock";
-    rename("$d/list.tmp", "$d/list.dat") or die "rename: $!";
-    unlink($lockfile);
-}
-""",
-    "rename": r"""
-for my $i (0 .. $n - 1) {
-    open(LOCK, "> $d/list.dat.lck") or die "open lock: $!";
-    flock(LOCK, 2)                  or die "flock: $!";
-    open(IN, "< $d/list.dat"); my @lines = <IN>; close(IN);
-    pause();
-    open(TMP, "> $d/list.dat.$$.tmp") or die "open temp: $!";
-    print TMP @lines, scalar(@lines) + 1, "<>w$w-$i<>\n" or die "print: $!";
-    close(TMP)                      or die "close: $!";
-    rename("$d/list.dat.$$.tmp", "$d/list.dat") or die "rename: $!";
-    close(LOCK);
-}
-""",
-}
+
+def perl_program(variant: str) -> str:
+    """The program a Perl writer of *variant* runs: ``prelude.pl`` then ``<variant>.pl``."""
+    from importlib.resources import files  # (3.9's API: files() and joinpath, one part each)
+
+    folder = files(__name__.rpartition(".")[0]).joinpath(PERL_DIR)
+    return "".join(
+        folder.joinpath(name).read_text(encoding="utf-8")
+        for name in ("prelude.pl", f"{variant}.pl")
+    )
 
 
 def child(argv: Sequence[str] | None = None) -> int:
@@ -499,7 +392,7 @@ def _start(
             assert perl is not None
             poster = os.fsdecode("名無し".encode("cp932"))  # Shift_JIS bytes as arguments
             text = os.fsdecode(SJIS_TEXT.encode("cp932"))
-            script = _PERL_PRELUDE + PERL_WRITERS[variant]
+            script = perl_program(variant)
             command = [perl, "-e", script, directory, str(wid), str(cycles), str(PAUSE)]
             command += [poster, text]
         procs.append(

@@ -14,8 +14,8 @@ Each module imports only modules listed above it (no circles, lazy imports inclu
 - ``suggest``: the Python line each finding suggests, in the script's own terms.
 - ``rules/``: one module per rule (its ``POLICY``: name, severity, description, and its
   check); ``read_write`` holds the four rules of one decision; ``common``: shared helpers.
-- ``handlers``: what each Perl built-in (``open``, ``flock``, ``rename``...) does to the walk;
-  finds the rules that need the walk (unchecked-result, swallowed-flock, check-then-create).
+- ``handlers``: what each Perl built-in (``open``, ``flock``, ``rename``...) does to the walk:
+  the events it records (including how a result is used); it finds no rule.
 - ``walker``: walks each scope statement by statement, recording events (``Walker``).
 - ``program``: what each file defines, read before the walk (subs, constants, requires).
 - ``registry``: every rule in one table (``POLICIES``, ``RULES``) and ``judge``.

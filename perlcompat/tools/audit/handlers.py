@@ -3,9 +3,9 @@
 A handler gets the walk (:class:`Walk`, the part of :class:`.walker.Walker` it may use),
 the statement's items, the index of the built-in and the state, records its events
 (open, read, write, flock, acquire, remove, rename, alarm, seek) and returns the index
-after the call.  The rules that depend on how a result is used are found here:
-unchecked-result and swallowed-flock (``open``, ``sysopen``, ``flock``) and
-check-then-create (``open`` of a path tested absent).
+after the call.  It finds no rule: it records what the rules read, such as whether a
+result is used (``Ev.result``) and whether an opened path was tested absent
+(``Ev.absent``).
 """
 
 from __future__ import annotations
@@ -23,23 +23,20 @@ from .model import (
     LOCKISH,
     SEEK_NAMES,
     STD_HANDLES,
-    TRUNCATE,
     Ctx,
     Inst,
     Open,
     bare,
 )
 from .parser import Block, parse
-from .rules import check_then_create, swallowed_flock, unchecked_result
 from .source import display
-from .suggest import lock_call, py_name, py_string
+from .suggest import py_string
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from typing import Any, Protocol
 
-    from .findings import Policy
     from .model import Ev, Path, Program, Result, Source, State
     from .parser import Item
 
@@ -61,15 +58,12 @@ if TYPE_CHECKING:
         def handle_event(
             self, kind: str, handle: str, line: int, st: State, **kw: Any
         ) -> Ev | None: ...
-        def acquire(self, st: State, inst: Inst) -> None: ...
+        def acquire(self, st: State, inst: Inst) -> Ev: ...
         def release(self, st: State, line: int, inst: Inst) -> None: ...
         def close_handle(self, handle: str, line: int, st: State) -> None: ...
         def pseudo_open(self, handle: str, st: State) -> Open: ...
         def used(self, items: Sequence[Item], i: int, end: int, ctx: Ctx) -> bool: ...
-        def find(
-            self, policy: Policy, line: int, message: str, suggestion: str, severity: str = ""
-        ) -> None: ...
-        def find_unchecked(self, handle: str, line: int, message: str, suggestion: str) -> None: ...
+        def ignored(self, ev: Ev, handle: str) -> None: ...
         def block(self, stmts: list[list[Item]], st: State, ctx: Ctx) -> bool: ...
         def stmt(self, items: list[Item], st: State, ctx: Ctx) -> None: ...
 
@@ -111,68 +105,21 @@ def _h_open(w: Walk, items: Sequence[Item], i: int, st: State, ctx: Ctx) -> int:
     op = Open(handle, mode, explicit, path, line, st.snapshot())
     st.handles[handle] = op
     w.res.opens.append(op)
-    w.event("open", line, st, open_=op, path=path)
-    py_handle = py_name(handle)
+    ev = w.event("open", line, st, open_=op, path=path, via="open")
     if not w.used(items, i, end, ctx):
-        why = (
-            f"`||` binds to the file name {path.text}, not to open: the `die` never runs"
-            if oror
-            else "its result is not checked"
-        )
-        w.find_unchecked(
-            "" if oror else handle,
-            line,
-            f"open({display(handle)}, ...) of {path.text}: {why}; when it fails, "
-            + (
-                "the script reads nothing and goes on as if the file were empty"
-                if mode == "<"
-                else "the flock and the writes that follow silently do nothing"
-            )
-            + f'. The faithful port is {py_handle} = open_("{op.py_mode}", {path.py}): '
-            "a failed open_ returns a false handle that reads as empty and writes nothing, "
-            "as Perl's does; the safer change is to stop there",
-            f'{py_handle} = open_("{op.py_mode}", {path.py}) or die({_cant("open", path)})'
-            "  # safer; the faithful port drops the `or die`",
-        )
-    if mode in CREATE and path.key in st.absent and not st.held:
-        test_line, waited = st.absent[path.key]
-        lockish = waited or bool(LOCKISH.search(bare(path.key)))
-        if lockish:
-            w.find(
-                check_then_create.POLICY,
-                line,
-                f"{path.text} is tested absent on line {test_line} and created here: two "
-                'processes can both see it missing and both "take" the lock',
-                lock_call(w.prog, w.src, path.py, method="excl") + "  # one atomic O_EXCL create",
-            )
+        if oror:
+            ev.result = "oror"
+        else:
+            w.ignored(ev, handle)
+    ev.absent = st.absent.get(path.key)
+    if ev.absent is not None and mode in CREATE and not st.held:
+        _, waited = ev.absent
+        if waited or LOCKISH.search(bare(path.key)):  # creating it is the script's lock
             inst = Inst(
                 w.prog.new_id(), "file", path.key, line, f"open(>{path.text})", name=path.py
             )
             w.acquire(st, inst)
-        elif mode in TRUNCATE:
-            # `>>`/`+>>` after the test is the safe way to create a data file: it never
-            # empties what another request wrote.  Only a truncating open loses data.
-            w.find(
-                check_then_create.POLICY,
-                line,
-                f"{path.text} is tested absent on line {test_line} and created here with "
-                f"'{mode}': two first requests can both create it, and the second empties "
-                "what the first wrote",
-                f'{py_handle} = open_("+>>", {path.py})  # creates without emptying; then '
-                f"flock({py_handle}, LOCK_EX) and test its size",
-                severity="warning",
-            )
     return i + 1
-
-
-def _cant(what: str, path: Path) -> str:
-    """``f"Can't open {name}: {OS_ERROR}"`` for a ``die`` in a suggestion."""
-    if path.py.isidentifier():
-        return f'f"Can\'t {what} {{{path.py}}}: {{OS_ERROR}}"'
-    literal = re.fullmatch(r'"([^"\\{}]*)"', path.py)
-    if literal:
-        return f'f"Can\'t {what} {literal.group(1)}: {{OS_ERROR}}"'
-    return f'f"Can\'t {what}: {{OS_ERROR}}"'
 
 
 def _two_arg_mode(arg: list[Item]) -> tuple[str, bool, str | None, list[Item]]:
@@ -234,7 +181,7 @@ def _h_sysopen(w: Walk, items: Sequence[Item], i: int, st: State, ctx: Ctx) -> i
     op = Open(handle, mode, True, path, line, st.snapshot())
     st.handles[handle] = op
     w.res.opens.append(op)
-    w.event("open", line, st, open_=op, path=path)
+    ev = w.event("open", line, st, open_=op, path=path, via="sysopen")
     used = w.used(items, i, end, ctx)
     if "O_EXCL" in flags and "O_CREAT" in flags and used:
         inst = Inst(
@@ -242,12 +189,7 @@ def _h_sysopen(w: Walk, items: Sequence[Item], i: int, st: State, ctx: Ctx) -> i
         )
         w.acquire(st, inst)
     elif not used:
-        w.find_unchecked(
-            handle,
-            line,
-            f"sysopen({display(handle)}, {path.text}, ...): its result is not checked",
-            f'{py_name(handle)} = open_("{op.py_mode}", {path.py}) or die({_cant("open", path)})',
-        )
+        w.ignored(ev, handle)
     return i + 1
 
 
@@ -293,31 +235,10 @@ def _h_flock(w: Walk, items: Sequence[Item], i: int, st: State, ctx: Ctx) -> int
     op_value = _flock_op(w, args[1])
     op = st.handles.get(handle) or w.pseudo_open(handle, st)
     shown = f"flock({display(handle)}, {display(_op_text(args[1]))})"
-    py_handle = py_name(handle)
-    py_op = _py_flock(op_value)
     unlocking = op_value is not None and bool(op_value & LOCK_UN)
+    result = ""
     if not w.used(items, i, end, ctx) and not unlocking:
-        if ctx.eval:
-            w.find(
-                swallowed_flock.POLICY,
-                line,
-                f"{shown} inside an eval whose result is ignored: a failed or unsupported "
-                "flock is hidden and the script runs without the lock",
-                f'flock({py_handle}, {py_op}) or die(f"Can\'t flock: {{OS_ERROR}}")',
-            )
-        else:
-            w.find(
-                unchecked_result.POLICY,
-                line,
-                f"{shown}: its result is not checked; "
-                + (
-                    "when the lock is busy it returns 0 at once"
-                    if op_value is not None and op_value & LOCK_NB
-                    else "when it fails (a handle that did not open, EINTR, EBADF) it returns 0"
-                )
-                + ", and the script goes on without the lock",
-                f'flock({py_handle}, {py_op}) or die(f"Can\'t flock: {{OS_ERROR}}")',
-            )
+        result = "eval" if ctx.eval else "ignored"
     for inst in [h for h in st.held.values() if h.open is op]:
         w.release(st, line, inst)
     if op_value is not None and op_value & LOCK_UN:
@@ -333,16 +254,10 @@ def _h_flock(w: Walk, items: Sequence[Item], i: int, st: State, ctx: Ctx) -> int
         blocking=op_value is None or not op_value & LOCK_NB,
         open_=op,
     )
-    w.event("flock", line, st, open_=op, path=op.path, value=op_value, inst=inst)
+    ev = w.event("flock", line, st, open_=op, path=op.path, value=op_value, inst=inst)
+    ev.result = result
     w.acquire(st, inst)
     return i + 1
-
-
-def _py_flock(value: int | None) -> str:
-    if value is None:
-        return "LOCK_EX"
-    names = [n for n, v in FLOCK_NAMES.items() if value & v]
-    return " | ".join(names) or "LOCK_EX"
 
 
 def _h_close(w: Walk, items: Sequence[Item], i: int, st: State, ctx: Ctx) -> int:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import re
 
-from .findings import Finding
 from .parser import Block
 
 LOCK_SH, LOCK_EX, LOCK_NB, LOCK_UN = 1, 2, 4, 8
@@ -142,9 +141,11 @@ class Inst:
 
 
 class Ev:
-    """One event in a scope: read, write, flock, acquire, remove, rename, alarm, seek, call."""
+    """One event in a scope: open, read, write, flock, acquire, remove, rename, alarm, seek,
+    call, fork, close; ``untracked``: a lock taken past the walk's limit of locks held."""
 
     __slots__ = (
+        "absent",
         "age",
         "branch",
         "held",
@@ -153,6 +154,7 @@ class Ev:
         "line",
         "open",
         "path",
+        "result",
         "source",
         "value",
         "via",
@@ -183,6 +185,11 @@ class Ev:
         self.age = age
         self.source = source  # a rename's old name
         self.branch: tuple[tuple[int, int], ...] = ()  # (if-chain id, branch index) nesting
+        #: how the call's result is used: "" (tested, or no result), "ignored", "oror" (an
+        #: ``open`` whose ``||`` binds to the file name), "eval" (in an ignored eval).
+        self.result = ""
+        #: an ``open`` of a path tested absent: (line of the test, a wait loop), else None.
+        self.absent: tuple[int, bool] | None = None
 
     def exclusive(self, other: Ev) -> bool:
         """True if the two events sit in different branches of one if/elsif/else chain."""
@@ -348,7 +355,7 @@ class Program:
 
 
 class Result:
-    """One walked scope: its events, opens, lock holds and direct findings."""
+    """One walked scope: its events, opens and lock holds (the rules judge them)."""
 
     def __init__(self, source: Source, scope: str) -> None:
         self.source = source
@@ -356,7 +363,6 @@ class Result:
         self.events: list[Ev] = []
         self.opens: list[Open] = []
         self.insts: dict[int, Inst] = {}
-        self.findings: list[Finding] = []
         self.calls: list[tuple[str, frozenset[int], int]] = []
         self.end_held: list[Inst] = []
         self.caller: int = 0

@@ -9,7 +9,7 @@ a NUL byte, nesting deeper than :data:`MAX_NESTING`); such a file is reported, n
 
 from __future__ import annotations
 
-from .lexer import Lexer, Tok, lex
+from .lexer import Lexer, Tok
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -201,11 +201,6 @@ def parse(toks: list[Tok]) -> list[list[Item]]:
     """Group tokens into statements; blocks become :class:`Block` items."""
     stmts, _ = _Parser(toks).block(False)
     return stmts
-
-
-def parse_source(text: str, first_line: int = 1) -> list[list[Item]]:
-    """Statements of Perl source *text*."""
-    return parse(lex(text, first_line))
 
 
 def parse_checked(text: str) -> tuple[list[list[Item]], tuple[int, str] | None]:

@@ -1,10 +1,9 @@
 """Every rule of ``perlcompat audit``, in one table, and :func:`judge`, which runs them.
 
 A rule is a :class:`.findings.Policy` (name, default severity, one-line description)
-declared in its own module under :mod:`.rules`, beside the code that finds it.  Three are
-found during the walk, where a result's use is known (:mod:`.handlers`, :mod:`.walker`);
-the others judge the walked scopes: per scope in :data:`SCOPE_CHECKS` order, then across
-all files (lock-order, unknown-sub).
+declared in its own module under :mod:`.rules`, beside the code that finds it.  Each
+judges the events the walk recorded (:mod:`.walker`, :mod:`.handlers`): per scope in
+:data:`SCOPE_CHECKS` order, then across all files (lock-order, unknown-sub).
 To add a rule: a module in ``rules/`` with ``POLICY`` and ``check(res, judge)``, and a
 line in :data:`POLICIES` and :data:`SCOPE_CHECKS`.
 """
@@ -64,14 +63,18 @@ RULES = {policy.name: policy.severity for policy in POLICIES}
 #: The rules judged on each walked scope (a sub, an anonymous sub, a main program).
 SCOPE_CHECKS: tuple[Callable[[Result, Judge], Iterable[Finding]], ...] = (
     truncate_before_lock.check,
+    check_then_create.check,
     ex_on_readonly.check,
     append_no_seek.check,
+    unchecked_result.check,
+    swallowed_flock.check,
     read_write.check,
     stale_check_then_remove.check,
     unlink_before_rename.check,
     rename_replaces_flocked.check,
     alarm_not_reset.check,
     fork_while_locked.check,
+    lock_order.check,
 )
 
 

@@ -198,10 +198,7 @@ def audit(
     # Pass 2: the real walk, then the rules.
     results = _walk_all(prog, units, problems, tick)
     prog.results = results
-    findings: list[Finding] = []
-    for res in results:
-        findings.extend(res.findings)
-    findings.extend(judge(prog, results, problems))
+    findings = judge(prog, results, problems)
     dropped = libraries | set(problems)
     unique: dict[tuple[str, int, str], Finding] = {}
     for f in findings:

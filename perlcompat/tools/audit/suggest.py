@@ -13,7 +13,7 @@ import re
 
 from .items import tok_at
 from .lexer import Tok
-from .model import Inst, Path, Program, Source
+from .model import FLOCK_NAMES, Inst, Path, Program, Source
 from .parser import Block
 from .source import display
 
@@ -22,6 +22,24 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from .parser import Item
+
+
+def cant(what: str, path: Path) -> str:
+    """``f"Can't open {name}: {OS_ERROR}"`` for a ``die`` in a suggestion."""
+    if path.py.isidentifier():
+        return f'f"Can\'t {what} {{{path.py}}}: {{OS_ERROR}}"'
+    literal = re.fullmatch(r'"([^"\\{}]*)"', path.py)
+    if literal:
+        return f'f"Can\'t {what} {literal.group(1)}: {{OS_ERROR}}"'
+    return f'f"Can\'t {what}: {{OS_ERROR}}"'
+
+
+def py_flock(value: int | None) -> str:
+    """A ``flock`` operation in Python names (``LOCK_EX | LOCK_NB``); ``LOCK_EX`` if unknown."""
+    if value is None:
+        return "LOCK_EX"
+    names = [n for n, v in FLOCK_NAMES.items() if value & v]
+    return " | ".join(names) or "LOCK_EX"
 
 
 def py_name(perl: str) -> str:

@@ -10,8 +10,9 @@ from the same state and are merged after; a branch that ends in
 ``exit``/``die``/``return``/``&error`` does not flow on, except to a labelled statement
 (``WRITE:``, reached by ``goto``).  Each built-in the audit knows has a handler
 (:mod:`.handlers`) that turns it into events; a call of a sub is followed here: a lock
-sub takes a lock (unchecked-result when it may fail and its result is ignored), an
-unlock sub releases it.
+sub takes a lock (its ``acquire`` event records whether the result is used), an unlock
+sub releases it.  The walk finds no rule: :mod:`.rules` read its events (past
+:data:`MAX_HELD` locks held at once, an ``untracked`` event says so).
 
 The walk is line-oriented and per sub: it does not follow data through variables beyond
 simple ``$name = "literal"`` assignments, and a sub's lock context comes from its call
@@ -23,7 +24,6 @@ from __future__ import annotations
 import re
 
 from .facts import labelled, lexicals, retry_wait, stale_seconds, tests_handle
-from .findings import Finding, Policy
 from .handlers import HANDLERS, fcntl_method
 from .items import (
     call_args,
@@ -53,9 +53,8 @@ from .model import (
     merge,
 )
 from .parser import Block
-from .rules import lock_order, unchecked_result
 from .source import display
-from .suggest import INTERP, LONE_VAR, lock_call, py_expr, py_name, py_string
+from .suggest import INTERP, LONE_VAR, py_expr, py_name, py_string
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -66,8 +65,8 @@ if TYPE_CHECKING:
 
 
 #: locks one walk tracks as held at once (Linux lockdep's ``MAX_LOCK_DEPTH`` is 48):
-#: a lock taken beyond it is reported once (info) and not checked, so that the
-#: audit of a script holding thousands at once stays linear.
+#: a lock taken beyond it is recorded once (``untracked``: lock-order reports it as info)
+#: and not checked, so that the audit of a script holding thousands at once stays linear.
 MAX_HELD = 48
 
 
@@ -80,7 +79,7 @@ class Walker:
         self.remove_keys: set[str] = set()
         self.rename_pairs: set[tuple[str, str]] = set()
         self.lexicals: set[str] = {"_"}
-        self.pending: dict[str, Finding] = {}  # unchecked open of $fh, unless tested next
+        self.pending: dict[str, Ev] = {}  # unchecked open of $fh, unless tested next
         self.branches: list[tuple[int, int]] = []
         self.state = State()
         self.line = 1  # of the statement being walked: where a failure is reported
@@ -93,11 +92,6 @@ class Walker:
             self.state.held[inst.id] = inst
 
     # -- recording ---------------------------------------------------------
-    def find(
-        self, policy: Policy, line: int, message: str, suggestion: str, severity: str = ""
-    ) -> None:
-        self.res.findings.append(policy.finding(self.src.name, line, message, suggestion, severity))
-
     def event(self, kind: str, line: int, st: State, **kw: Any) -> Ev:
         ev = Ev(kind, line, st.snapshot(), **kw)
         ev.branch = tuple(self.branches)
@@ -112,24 +106,17 @@ class Walker:
         """
         return any(n in self.lexicals for n in re.findall(r"\$(\w+)(?!\w|->\{)", key))
 
-    def acquire(self, st: State, inst: Inst) -> None:
+    def acquire(self, st: State, inst: Inst) -> Ev:
         inst.local = self.is_local(inst.key)
         self.res.insts[inst.id] = inst
-        self.event("acquire", inst.line, st, inst=inst)
+        ev = self.event("acquire", inst.line, st, inst=inst)
         if len(st.held) >= MAX_HELD:
             if not self.too_deep:
                 self.too_deep = True
-                self.find(
-                    lock_order.POLICY,
-                    inst.line,
-                    f"{display(inst.text)} is taken while {len(st.held)} other locks are held:"
-                    f" the audit tracks at most {MAX_HELD} locks held at once, so this one and"
-                    " later ones are not checked (lock order, reads and writes under them)",
-                    "",
-                    "info",
-                )
-            return
+                self.event("untracked", inst.line, st, inst=inst, value=MAX_HELD)
+            return ev
         st.held[inst.id] = inst
+        return ev
 
     def release(self, st: State, line: int, inst: Inst) -> None:
         st.held.pop(inst.id, None)
@@ -253,13 +240,18 @@ class Walker:
                         pairs.add((self.path(args[0]).key, self.path(args[1]).key))
         return pairs
 
-    def find_unchecked(self, handle: str, line: int, message: str, suggestion: str) -> None:
-        """An unchecked open; ``open(my $fh, ...); unless ($fh) {...}`` checks it after all."""
-        finding = unchecked_result.POLICY.finding(self.src.name, line, message, suggestion)
+    def ignored(self, ev: Ev, handle: str) -> None:
+        """An open whose result is ignored; ``open(my $fh, ...); unless ($fh) {...}`` tests it.
+
+        The next statement decides for a ``$fh``; a later ignored open of the same ``$fh``
+        before it replaces this one, which is then not reported.
+        """
+        ev.result = "ignored"
         if handle.startswith("$"):
-            self.pending[handle] = finding
-        else:
-            self.res.findings.append(finding)
+            earlier = self.pending.get(handle)
+            if earlier is not None:
+                earlier.result = ""
+            self.pending[handle] = ev
 
     def block(self, stmts: list[list[Item]], st: State, ctx: Ctx) -> bool:
         """Walk statements; True if the block ends by leaving (exit, die, return, &error)."""
@@ -270,13 +262,12 @@ class Walker:
                     continue
                 leaves = False  # `WRITE: ...` after an exit is reached by `goto WRITE`
             waiting, self.pending = self.pending, {}
-            for handle, finding in waiting.items():
-                if not tests_handle(items, handle):
-                    self.res.findings.append(finding)
+            for handle, ev in waiting.items():
+                if tests_handle(items, handle):
+                    ev.result = ""  # tested after all
             self.stmt(items, st, ctx)
             if self.is_exit(items):
                 leaves = True
-        self.res.findings.extend(self.pending.values())
         self.pending = {}
         return leaves
 
@@ -556,16 +547,11 @@ class Walker:
             key = f"{self.src.name}{QUAL}{key}"  # this script's own sub: its own lock
         shown = f"&{name}({first.text if first else ''})"
         if kind == "lock":
-            if not self.used(items, i, end, ctx) and self.prog.fails(self.src, name):
-                self.find(
-                    unchecked_result.POLICY,
-                    line,
-                    f"{display(shown)} returns 0 when the lock is busy, and the result is not "
-                    "checked: the script goes on without the lock",
-                    lock_call(self.prog, self.src, first.py if first else '"lockdir"', sub=name),
-                )
+            used = self.used(items, i, end, ctx)
             inst = Inst(self.prog.new_id(), "sub", key, line, shown, name=first.py if first else "")
-            self.acquire(st, inst)
+            ev = self.acquire(st, inst)
+            ev.via = name
+            ev.result = "" if used else "ignored"
         elif kind == "unlock":
             held = [h for h in st.held.values() if h.kind == "sub"]
             match = [h for h in held if h.key == key] or (held[-1:] if not args else [])

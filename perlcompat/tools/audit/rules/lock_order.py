@@ -2,7 +2,9 @@
 
 An edge (held lock -> lock taken) is recorded at each acquisition and at each call of a
 sub that acquires; a pair of edges in both directions is reported at both places, as an
-error when every acquisition involved blocks (a deadlock), else a warning.
+error when every acquisition involved blocks (a deadlock), else a warning.  A scope that
+holds more locks at once than the walk tracks (an ``untracked`` event) gets one note (info):
+its later locks are not checked.
 """
 
 from __future__ import annotations
@@ -11,8 +13,28 @@ from ..findings import Finding, Policy
 from ..model import Inst, Program, Result, bare
 from ..source import display
 from ..suggest import py_name
+from .common import Judge
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 POLICY = Policy("lock-order", "warning", "two locks taken in opposite orders (error if both block)")
+
+
+def check(res: Result, judge: Judge) -> Iterator[Finding]:
+    """The note of a scope past the walk's limit of locks held at once."""
+    for ev in res.events:
+        if ev.kind == "untracked" and ev.inst is not None:
+            yield POLICY.finding(
+                res.source.name,
+                ev.line,
+                f"{display(ev.inst.text)} is taken while {len(ev.held)} other locks are held:"
+                f" the audit tracks at most {ev.value} locks held at once, so this one and"
+                " later ones are not checked (lock order, reads and writes under them)",
+                "",
+                "info",
+            )
 
 
 def check_program(prog: Program, results: list[Result]) -> list[Finding]:
