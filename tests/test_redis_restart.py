@@ -361,7 +361,7 @@ def test_a_stopped_server_times_out_within_the_patience(
     assert lock(name, url=own_server.url) == 1  # leaves a pooled connection
     assert unlock(name, url=own_server.url) == 1
     if connection == "fresh":
-        monkeypatch.setattr(redis_lock, "_servers", {})
+        monkeypatch.setattr(redis_lock.connection, "_servers", {})
     own_server.pause()
     started = time.monotonic()
     assert lock(name, url=own_server.url, retry=2, wait=0.5) == 0
