@@ -275,6 +275,26 @@ def test_describe_names_the_holder(server: RedisServer, name: str) -> None:
     assert backend.break_stale() is False
 
 
+def test_describe_judges_the_holder_as_the_file_locks_do(server: RedisServer, name: str) -> None:
+    """A holder that exited unreaped (a zombie) is dead, as ``locks.owner`` judges a file
+    lock's holder; a holder on another host is unknown."""
+    backend = Lock(name, url=server.url, stale=5).backend
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)  # exited, left unreaped
+        os.kill(child.pid, 0)  # a zombie: kill(pid, 0) still succeeds
+        host = socket.gethostname()
+        with server.client() as client:
+            for holder, alive in ((host, False), ("another-host", None)):
+                client.set(key_of(name), f"0123456789abcdef {child.pid} {holder} 1", px=5000)
+                info = backend.describe()
+                assert info is not None and (info["pid"], info["host"]) == (child.pid, holder)
+                assert info["alive"] is alive
+            client.delete(key_of(name))
+    finally:
+        child.wait()
+
+
 def test_a_release_wakes_a_blocked_waiter_at_once(
     server: RedisServer, name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
