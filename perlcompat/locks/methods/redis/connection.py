@@ -41,7 +41,8 @@ class _Server:
     """One Redis URL: how to connect, this process's idle connections, timeouts, max lease.
 
     redis-py's own pool and client are not used for requests: a request here
-    sets its connection's timeouts to what the caller can still wait.
+    waits for its reply (``can_read``, redis-py's public poll) only as long as
+    the caller can still wait; a connection is opened with that request's timeouts.
     Connections are used by one thread at a time and dropped after a fork.
     """
 
@@ -94,23 +95,22 @@ class _Server:
                 conn = None if fresh else self.idle.pop()
             except IndexError:
                 conn = None
-            reused = conn is not None
+            reused = conn is not None  # an idle connection is an open one
+            sent = False
             try:
                 if conn is None:
                     conn = self.make(**self.kwargs)
-                if getattr(conn, "_sock", None) is None:
-                    reused = False
                     conn.socket_connect_timeout = connect_timeout
-                    conn.socket_timeout = read_timeout
+                    conn.socket_timeout = min(timeout, self.read_cap)  # also the handshake's
                     self._open(conn, connect_timeout + min(timeout, self.read_cap))
-                sock = conn._sock
-                if sock.gettimeout() != read_timeout:
-                    sock.settimeout(read_timeout)
                 conn.send_command(*command)
+                sent = True
+                if not conn.can_read(read_timeout):  # waits for the reply's first bytes
+                    raise _rx.TimeoutError("Timeout reading from the server")
                 reply = conn.read_response()
             except _rx.ResponseError as exc:
-                if conn is not None and str(exc).startswith("Protocol error"):
-                    conn.disconnect()  # the server closes the connection after it
+                if conn is not None and (not sent or str(exc).startswith("Protocol error")):
+                    conn.disconnect()  # refused while connecting, or closed by the server
                 elif conn is not None:
                     self.idle.append(conn)  # an error reply: the connection is in step
                 if _refusal(exc) == "auth" and not isinstance(exc, _rx.AuthenticationError):
