@@ -802,7 +802,7 @@ def test_redis_py_errors_map_to_errnos() -> None:
     if hasattr(rx, "OutOfMemoryError"):  # not in redis-py 4.2
         cases.append((rx.OutOfMemoryError("OOM"), errno.ENOMEM))
     for exc, number in cases:
-        assert redis_lock._errno_of(exc) == number, exc
+        assert redis_lock.url._errno_of(exc) == number, exc
     try:
         try:
             raise ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused")
@@ -811,7 +811,7 @@ def test_redis_py_errors_map_to_errnos() -> None:
     except rx.ConnectionError as exc:
         chained = exc
     chained.__context__ = ConnectionRefusedError(errno.ECONNREFUSED, "refused")
-    assert redis_lock._errno_of(chained) == errno.ECONNREFUSED
+    assert redis_lock.url._errno_of(chained) == errno.ECONNREFUSED
 
 
 def test_held_off_warning_is_given_once_per_restart(own_server: RedisServer, name: str) -> None:

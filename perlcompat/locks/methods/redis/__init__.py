@@ -107,7 +107,7 @@ The package, cut on these seams:
 * ``url``: URL parsing, the max lease option, secrets hidden, errors given an errno;
 * ``holdoff``: the first-use hold-off, read, explained and lifted (``perlcompat redis-lift``).
 
-Its names are importable from here, as before the split.
+Its public names (``ACQUIRE``, ``MaxLeaseError``, ``hold_off`` ...) are importable from here.
 """
 
 from __future__ import annotations
@@ -121,7 +121,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 from .backend import CLEANUP_TIMEOUT, MaxLeaseError, RedisBackend
 from .connection import DEFAULT_TIMEOUT, MIN_TIMEOUT, max_lease_of, server_for
-from .holdoff import _warned as _warned, hold_off
+from .holdoff import hold_off
 from .scripts import (
     ACQUIRE,
     BUSY,
@@ -141,7 +141,7 @@ from .scripts import (
     WAITING_PREFIX,
     WAKE_PREFIX,
 )
-from .url import MAX_LEASE, MAX_LEASE_ENV, _errno_of as _errno_of, check_url, redact, scrub
+from .url import MAX_LEASE, MAX_LEASE_ENV, check_url, redact, scrub
 
 __all__ = [
     "ACQUIRE",
