@@ -41,8 +41,9 @@ class _Server:
     """One Redis URL: how to connect, this process's idle connections, timeouts, max lease.
 
     redis-py's own pool and client are not used for requests: a request here
-    waits for its reply (``can_read``, redis-py's public poll) only as long as
-    the caller can still wait; a connection is opened with that request's timeouts.
+    waits for its reply only as long as the caller can still wait, by redis-py's
+    public ``can_read(timeout)`` where that differs from the connection's own
+    ``socket_timeout`` (set when it was opened, for the request that opened it).
     Connections are used by one thread at a time and dropped after a fork.
     """
 
@@ -105,8 +106,8 @@ class _Server:
                     self._open(conn, connect_timeout + min(timeout, self.read_cap))
                 conn.send_command(*command)
                 sent = True
-                if not conn.can_read(read_timeout):  # waits for the reply's first bytes
-                    raise _rx.TimeoutError("Timeout reading from the server")
+                if read_timeout != conn.socket_timeout and not conn.can_read(read_timeout):
+                    raise _rx.TimeoutError("Timeout reading from the server")  # (no reply yet)
                 reply = conn.read_response()
             except _rx.ResponseError as exc:
                 if conn is not None and (not sent or str(exc).startswith("Protocol error")):
