@@ -275,6 +275,26 @@ def test_describe_names_the_holder(server: RedisServer, name: str) -> None:
     assert backend.break_stale() is False
 
 
+def test_describe_judges_the_holder_as_the_file_locks_do(server: RedisServer, name: str) -> None:
+    """A holder that exited unreaped (a zombie) is dead, as ``locks.owner`` judges a file
+    lock's holder; a holder on another host is unknown."""
+    backend = Lock(name, url=server.url, stale=5).backend
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)  # exited, left unreaped
+        os.kill(child.pid, 0)  # a zombie: kill(pid, 0) still succeeds
+        host = socket.gethostname()
+        with server.client() as client:
+            for holder, alive in ((host, False), ("another-host", None)):
+                client.set(key_of(name), f"0123456789abcdef {child.pid} {holder} 1", px=5000)
+                info = backend.describe()
+                assert info is not None and (info["pid"], info["host"]) == (child.pid, holder)
+                assert info["alive"] is alive
+            client.delete(key_of(name))
+    finally:
+        child.wait()
+
+
 def test_a_release_wakes_a_blocked_waiter_at_once(
     server: RedisServer, name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -782,7 +802,7 @@ def test_redis_py_errors_map_to_errnos() -> None:
     if hasattr(rx, "OutOfMemoryError"):  # not in redis-py 4.2
         cases.append((rx.OutOfMemoryError("OOM"), errno.ENOMEM))
     for exc, number in cases:
-        assert redis_lock._errno_of(exc) == number, exc
+        assert redis_lock.url._errno_of(exc) == number, exc
     try:
         try:
             raise ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused")
@@ -791,7 +811,7 @@ def test_redis_py_errors_map_to_errnos() -> None:
     except rx.ConnectionError as exc:
         chained = exc
     chained.__context__ = ConnectionRefusedError(errno.ECONNREFUSED, "refused")
-    assert redis_lock._errno_of(chained) == errno.ECONNREFUSED
+    assert redis_lock.url._errno_of(chained) == errno.ECONNREFUSED
 
 
 def test_held_off_warning_is_given_once_per_restart(own_server: RedisServer, name: str) -> None:

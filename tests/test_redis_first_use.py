@@ -33,7 +33,7 @@ def fresh(tmp_path: Path) -> Iterator[RedisServer]:
 
 
 def test_the_refusal_names_why_and_the_ways_out(fresh: RedisServer) -> None:
-    redis_lock._warned.discard(fresh.url)
+    redis_lock.holdoff._warned.discard(fresh.url)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         with pytest.raises(LockTimeout) as refused:

@@ -20,6 +20,7 @@ import uuid
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from redis_server import RedisServer
@@ -354,6 +355,51 @@ def test_the_max_lease_query_is_not_passed_to_redis_py(own_server: RedisServer, 
 
 
 # -- a server that answers nothing: the caller's patience, not 10 s ----------------
+class PublicOnly:
+    """A redis-py connection seen through its public API only: a private name is missing."""
+
+    def __init__(self, real: Any) -> None:
+        object.__setattr__(self, "_real", real)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self._real, name)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        setattr(self._real, name, value)
+
+
+def test_requests_use_only_redis_pys_public_connection_api(
+    own_server: RedisServer, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(redis_lock.connection, "_servers", {})
+    server = redis_lock.server_for(own_server.url)
+    made: list[PublicOnly] = []
+    real = server.make
+
+    def make(**kwargs: object) -> PublicOnly:
+        made.append(PublicOnly(real(**kwargs)))
+        return made[-1]
+
+    monkeypatch.setattr(server, "make", make)
+    for _ in range(3):
+        assert lock(name, url=own_server.url) == 1, OS_ERROR
+        assert unlock(name, url=own_server.url) == 1, OS_ERROR
+    assert len(made) == 1 and server.idle == made  # one connection, reused
+    own_server.pause()  # the pooled connection keeps its first timeouts: the 0.2 s wins
+    started = time.monotonic()
+    with pytest.raises(TimeoutError, match=f"at {own_server.url}: no answer within"):
+        Lock(name, url=own_server.url).acquire(timeout=0.2)
+    assert time.monotonic() - started < 1.5
+    own_server.resume()
+    assert lock(name, url=own_server.url) == 1, OS_ERROR  # a fresh connection after the timeout
+    assert unlock(name, url=own_server.url) == 1, OS_ERROR
+    assert len(made) == 2
+
+
 @pytest.mark.parametrize("connection", ["pooled", "fresh"])
 def test_a_stopped_server_times_out_within_the_patience(
     own_server: RedisServer, name: str, connection: str, monkeypatch: pytest.MonkeyPatch
@@ -361,7 +407,7 @@ def test_a_stopped_server_times_out_within_the_patience(
     assert lock(name, url=own_server.url) == 1  # leaves a pooled connection
     assert unlock(name, url=own_server.url) == 1
     if connection == "fresh":
-        monkeypatch.setattr(redis_lock, "_servers", {})
+        monkeypatch.setattr(redis_lock.connection, "_servers", {})
     own_server.pause()
     started = time.monotonic()
     assert lock(name, url=own_server.url, retry=2, wait=0.5) == 0

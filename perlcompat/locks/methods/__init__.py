@@ -7,7 +7,7 @@
 * ``link``: a temp file hard-linked to the lock name (NFS-safe: File::NFSLock, UnixNFSSafe);
 * ``flock``: ``flock(LOCK_EX)`` on a lock file (the recommended one);
 * ``toplock``: TOP?LOCK, held while our ``id<>time<>`` line is the file's first (Sajiro DATABASE);
-* ``redis``: a lease on a key of one Redis server (``url=``; needs redis-py).
+* ``redis``: a lease on a key of one Redis server (``url=``; needs redis-py; a package).
 
 To add a method: write ``methods/NAME.py`` with a ``locks.contract.Backend``
 subclass (a file lock usually builds on ``locks.stale.StaleBackend``) that sets
