@@ -79,7 +79,7 @@ import time
 from _thread import allocate_lock, get_ident
 
 from ..perl import clock
-from ..perl.errno import fail, reraise_foreign, set_errno
+from ..perl.errno import fail
 from . import retry as _retry
 from .contract import (
     DEFAULT_METHOD,
@@ -97,6 +97,7 @@ from .errors import (
     LockError,
     LockTimeout,
     NotLockedError,
+    perl_sub,
 )
 
 TYPE_CHECKING = False
@@ -918,6 +919,7 @@ def _wait_for_release(backend: Backend, limit: float | None) -> None:
     clock.fire_if_due()
 
 
+@perl_sub()
 def lock(
     name: str | os.PathLike[str] = "lockdir",
     *,
@@ -948,33 +950,27 @@ def lock(
     holding the lock.  ``record=``/``target=``/``pidfile=`` declare what the Perl
     side writes into its lock (``locks.record``; docs/locks.md).
     """
-    try:
-        Lock(
-            name,
-            method=method,
-            retry=retry,
-            wait=wait,
-            stale=stale,
-            shared=shared,
-            root=root,
-            poll=poll,
-            url=url,
-            mode=mode,
-            held=held,
-            record=record,
-            target=target,
-            pidfile=pidfile,
-            data=data,
-        ).acquire()
-    except LockError as exc:
-        return fail(exc.errno or errno.EWOULDBLOCK)
-    except OSError as exc:
-        reraise_foreign(exc)
-        return fail(exc.errno or errno.EIO)
-    set_errno(0)
+    Lock(
+        name,
+        method=method,
+        retry=retry,
+        wait=wait,
+        stale=stale,
+        shared=shared,
+        root=root,
+        poll=poll,
+        url=url,
+        mode=mode,
+        held=held,
+        record=record,
+        target=target,
+        pidfile=pidfile,
+        data=data,
+    ).acquire()
     return 1
 
 
+@perl_sub()
 def unlock(
     name: str | os.PathLike[str] = "lockdir",
     *,
@@ -1010,14 +1006,7 @@ def unlock(
         if method != URL_METHOD:
             _not_ours(path, method)
         return fail(errno.ENOLCK)
-    try:
-        found[0].release()
-    except LockError as exc:
-        return fail(exc.errno or errno.ETIMEDOUT)
-    except OSError as exc:
-        reraise_foreign(exc)
-        return fail(exc.errno or errno.EIO)
-    set_errno(0)
+    found[0].release()
     return 1
 
 

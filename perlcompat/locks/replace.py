@@ -71,8 +71,8 @@ import os
 import sys
 
 from ..perl import clock
-from ..perl.errno import set_errno
 from ..perl.osflags import O_BINARY, O_CLOEXEC, O_DIRECTORY, O_NOFOLLOW, O_NONBLOCK
+from .errors import perl_sub
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -88,6 +88,7 @@ _WINDOWS = sys.platform == "win32"
 WINDOWS_RENAME_PATIENCE = 10.0
 
 
+@perl_sub(raises=True)
 def replace_file(
     path: PathArg,
     data: Content | Callable[[str | bytes], Content],
@@ -140,16 +141,13 @@ def replace_file(
                 os.close(os.open(target, os.O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_BINARY))
             new = data
         _write_and_rename(target, _encode(new, encoding), check, fsync)
-    except OSError as exc:
-        set_errno(exc.errno or errno.EIO)
-        raise
     finally:
         if lock_fd >= 0:
             os.close(lock_fd)  # releases the flock
-    set_errno(0)
     return 1
 
 
+@perl_sub(raises=True)
 def read_file(
     path: PathArg, *, encoding: str | None = "utf-8", lines: bool = False
 ) -> str | bytes | list[str] | list[bytes]:
@@ -167,12 +165,7 @@ def read_file(
     target = os.fspath(path)
     if not isinstance(target, str) or not target:
         raise ValueError(f"read_file needs a file path, not {path!r}")
-    try:
-        raw = _read_shared(target)
-    except OSError as exc:
-        set_errno(exc.errno or errno.EIO)
-        raise
-    set_errno(0)
+    raw = _read_shared(target)
     text = raw if encoding is None else raw.decode(encoding, "surrogateescape")
     return perl_lines(text) if lines else text
 
