@@ -70,13 +70,12 @@ import errno
 import os
 import sys
 
-from ..perl import clock
 from ..perl.osflags import O_BINARY, O_CLOEXEC, O_DIRECTORY, O_NOFOLLOW, O_NONBLOCK
 from .errors import perl_sub
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
     from typing import Union
 
     Content = Union[str, bytes, bytearray, memoryview]
@@ -123,10 +122,10 @@ def replace_file(
         raise TypeError(f"replace_file data must be str, bytes or a callable, not {data!r}")
     if lines and not callable(data):
         raise TypeError("replace_file(lines=True) needs a callable that takes the lines")
-    if timeout is not None and (
-        isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0
-    ):
-        raise ValueError(f"timeout must be a number of seconds >= 0 or None, not {timeout!r}")
+    if timeout is not None:
+        from ..perl.clock import check_seconds
+
+        timeout = check_seconds("timeout", timeout)
     lock_fd = -1
     try:
         if lock_path is not None:
@@ -174,13 +173,10 @@ def _read_shared(target: str) -> bytes:
     """*target*'s bytes; on Windows opened sharing delete, a PermissionError retried."""
     if not _WINDOWS:
         return _read(target, must_exist=True)
-    import time
-
     from .winfile import open_file
 
-    deadline = time.monotonic() + WINDOWS_RENAME_PATIENCE
-    pause = 0.0005
-    while True:
+    busy: PermissionError | None = None
+    for _ in _windows_retries():
         if _old_file(target) is None:  # a symlink, directory or device raises here
             raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), target)
         try:
@@ -189,11 +185,17 @@ def _read_shared(target: str) -> bytes:
                 return _read_all(fd, target)
             finally:
                 os.close(fd)
-        except PermissionError:
-            if time.monotonic() >= deadline:
-                raise
-        clock.pause(pause)
-        pause = min(pause * 2, 0.01)
+        except PermissionError as exc:
+            busy = exc
+    assert busy is not None  # tries() yields at least once
+    raise busy
+
+
+def _windows_retries() -> Iterator[None]:
+    """Tries for up to :data:`WINDOWS_RENAME_PATIENCE` s, honouring ``alarm()`` (Windows)."""
+    from .retry import deadline_after, tries
+
+    return tries(deadline_after(WINDOWS_RENAME_PATIENCE), first=0.0005, growth=2, cap=0.01)
 
 
 def _lock_path(target: str, lock: object) -> str | None:
@@ -393,19 +395,15 @@ def _not_regular(target: str, number: int, what: str) -> OSError:
 
 def _replace_windows(tmp: str, target: str) -> None:
     """``os.replace``, retried while another process holds *target* open (Windows)."""
-    import time
-
-    deadline = time.monotonic() + WINDOWS_RENAME_PATIENCE
-    pause = 0.0005
-    while True:
+    busy: PermissionError | None = None
+    for _ in _windows_retries():
         try:
             os.replace(tmp, target)
             return
-        except PermissionError:
-            if time.monotonic() >= deadline:
-                raise
-        clock.pause(pause)
-        pause = min(pause * 2, 0.01)
+        except PermissionError as exc:
+            busy = exc
+    assert busy is not None  # tries() yields at least once
+    raise busy
 
 
 #: the extended attribute holding a file's POSIX ACL (Linux).

@@ -24,6 +24,7 @@ from __future__ import annotations
 import errno
 import os
 
+from ..perl.clock import check_seconds
 from ..perl.consts import LOCK_EX, LOCK_NB, LOCK_UN
 from ..perl.errno import fail
 from ..perl.flock import lock_fd
@@ -34,7 +35,6 @@ from .api import (
     LockTimeout,
     NotLockedError,
     _Unset,
-    check_seconds,
     check_timeout,
     resolve_path,
     retry_patience,

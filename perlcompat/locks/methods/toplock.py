@@ -44,6 +44,7 @@ from ...perl.fsinfo import check_method
 from .. import owner as _owner
 from ..contract import register
 from ..errors import perl_sub
+from ..retry import deadline_after, tries
 from ..stale import (
     O_BINARY,
     O_CLOEXEC,
@@ -180,13 +181,13 @@ def _look(path: str) -> tuple[os.stat_result | None, bytes | None]:
     directory entry (no file id: ``st_ino`` 0) and refuse a read (sharing
     violation) for a moment: both are retried there for up to ``BUSY_PATIENCE``.
     """
-    st, data = lstat(path), read_small(path)
     if sys.platform != "win32":
-        return st, data
-    deadline = time.monotonic() + BUSY_PATIENCE
-    while st is not None and (st.st_ino == 0 or data is None) and time.monotonic() < deadline:
-        time.sleep(0.005)
+        return lstat(path), read_small(path)
+    # one look inside a judgement: an ALRM handler must not cut it (alarm=False)
+    for _ in tries(deadline_after(BUSY_PATIENCE), poll=0.005, alarm=False):
         st, data = lstat(path), read_small(path)
+        if st is None or (st.st_ino != 0 and data is not None):
+            break
     return st, data
 
 
