@@ -43,7 +43,8 @@ class FakeClock:
     def monotonic(self) -> float:
         return self.now
 
-    def pause(self, seconds: float) -> None:
+    def pause(self, seconds: float, *, alarm: bool = True) -> None:
+        assert alarm  # lock()'s waits honour alarm()
         self.pauses.append(seconds)
         self.now += seconds
 

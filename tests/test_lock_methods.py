@@ -442,3 +442,30 @@ def test_toplock_check_again_before_the_rename(tmp_path: Path) -> None:
     assert path.exists()  # the other writer's lock is left alone
     with pytest.raises(TypeError, match="not a toplock"):
         still_holding(Lock(str(tmp_path / "d")))
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="the remover lock is a flock on the directory")
+def test_toplock_rename_if_holding_gives_0_when_the_directory_is_flocked(tmp_path: Path) -> None:
+    """Another program's flock on the lock's directory past the release wait: 0 and ``$!``."""
+    from perlutil import Child
+
+    from perlcompat.locks.methods.toplock import rename_if_holding
+
+    path, work, data = tmp_path / "test.lock", tmp_path / "work.tmp", tmp_path / "work.dat"
+    lk = Lock(str(path), method="toplock", stale=600).acquire()
+    work.write_text("new\n")
+    other = Child.perl(
+        "use Fcntl qw(:flock O_RDONLY); sysopen(my $d, $ARGV[0], O_RDONLY) or die $!;"
+        " flock($d, LOCK_EX) or die $!; print qq(held\n); <STDIN>;",
+        str(tmp_path),
+    )
+    try:
+        other.expect("held")
+        assert rename_if_holding(lk, str(work), str(data)) == 0
+        assert OS_ERROR == errno.EWOULDBLOCK
+        assert work.exists() and not data.exists()
+    finally:
+        other.wait()
+    assert rename_if_holding(lk, str(work), str(data)) == 1
+    assert OS_ERROR == 0 and data.read_text() == "new\n"
+    lk.release()

@@ -384,7 +384,7 @@ def test_a_pid_beyond_2_31_is_an_unknown_owner(tmp_path: Path) -> None:
 
 
 def test_seconds_validation_helper_messages() -> None:
-    from perlcompat.locks.api import check_seconds
+    from perlcompat.perl.clock import check_seconds
 
     assert check_seconds("wait", 0) == 0.0
     with pytest.raises(ValueError, match=r"^stale must be a number of seconds > 0"):

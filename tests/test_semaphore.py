@@ -440,7 +440,8 @@ def test_semaphore_patience_is_retry_minus_one_waits_on_the_lock_clock(
         def monotonic() -> float:
             return now[0]
 
-    def pause(seconds: float) -> None:
+    def pause(seconds: float, *, alarm: bool = True) -> None:
+        assert alarm  # the semaphore's waits honour alarm()
         pauses.append(seconds)
         now[0] += seconds
 

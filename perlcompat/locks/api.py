@@ -78,8 +78,8 @@ import sys
 import time
 from _thread import allocate_lock, get_ident
 
-from ..perl import clock
-from ..perl.errno import fail, reraise_foreign, set_errno
+from ..perl.clock import check_seconds
+from ..perl.errno import fail
 from . import retry as _retry
 from .contract import (
     DEFAULT_METHOD,
@@ -97,6 +97,7 @@ from .errors import (
     LockError,
     LockTimeout,
     NotLockedError,
+    perl_sub,
 )
 
 TYPE_CHECKING = False
@@ -126,23 +127,6 @@ __all__ = [
 BACKOFF_MAX = _retry.MAX
 #: a waiter asks the backend to break a stale lock at most this often (s).
 BREAK_EVERY = 0.005
-
-
-def check_seconds(name: str, value: object, *, zero: bool = True) -> float:
-    """Return *value* as float seconds; ValueError naming *name* unless finite and >= 0.
-
-    With ``zero=False`` it must be > 0.  NaN and infinity are refused: a NaN
-    deadline compares false with every time and would wait for ever.
-    """
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"{name} must be a number of seconds, not {value!r}")
-    seconds = float(value)
-    if seconds - seconds != 0:  # NaN or +-infinity
-        raise ValueError(f"{name} must be a finite number of seconds, not {value!r}")
-    if seconds < 0 or (not zero and seconds == 0):
-        bound = ">= 0" if zero else "> 0"
-        raise ValueError(f"{name} must be a number of seconds {bound}, not {value!r}")
-    return seconds
 
 
 class _Unset:
@@ -502,13 +486,8 @@ class Lock:
         backend = self._backend
         backend.deadline = deadline
         self._next_break = 0.0
-        block: Callable[[float | None], None] | None = None
-        if backend.waits_for_release:  # redis: block until a release wakes us
-
-            def wake(left: float | None) -> None:
-                _wait_for_release(backend, left)
-
-            block = wake
+        # redis: block until a release wakes us
+        block = backend.wait_for_release if backend.waits_for_release else None
         cap = _retry.cap_for(self.wait)
         for _ in _retry.tries(deadline, cap=cap, poll=poll, block=block):
             if pending is not None and pending.is_locked and not pending._finish_release():
@@ -746,8 +725,6 @@ class Lock:
         thread) is held, for instance by another task of the loop, it waits for
         the release, as ``asyncio.Lock`` does.
         """
-        import asyncio
-
         if not blocking:
             timeout = 0
         timeout = self.timeout if isinstance(timeout, _Unset) else check_timeout(timeout)
@@ -757,20 +734,12 @@ class Lock:
         deadline = _retry.deadline_after(timeout)
         self._next_break = 0.0
         me = get_ident()
-        pause = _retry.FIRST
-        while True:
+        async for _ in _retry.tries_async(deadline, poll=poll):
             if self._owner_thread is None and owned_here(self.method, self.path) is None:
                 self._backend.deadline = deadline
                 if await self._take_async(me):
                     return Acquired(self)
-            now = time.monotonic()
-            if deadline is not None and now >= deadline:
-                raise self._timed_out(timeout)
-            delay = (poll if poll is not None else pause) * _retry.jitter()
-            if deadline is not None:
-                delay = min(delay, deadline - now)
-            await asyncio.sleep(delay)
-            pause = min(pause * _retry.GROWTH, _retry.MAX)
+        raise self._timed_out(timeout)
 
     async def _take_async(self, me: int) -> bool:
         """One attempt for :meth:`acquire_async`, owned by the thread *me* (the loop's)."""
@@ -918,16 +887,7 @@ def _debug(message: str, *args: object) -> None:
         _log.debug(message, *args)
 
 
-def _wait_for_release(backend: Backend, limit: float | None) -> None:
-    """Block in the backend's wake-up wait, honouring a pending cooperative ``alarm()``."""
-    due = clock.alarm_deadline()
-    if due is not None:
-        left = max(due - time.monotonic(), 0.0)
-        limit = left if limit is None else min(limit, left)
-    backend.wait_for_release(limit)
-    clock.fire_if_due()
-
-
+@perl_sub()
 def lock(
     name: str | os.PathLike[str] = "lockdir",
     *,
@@ -958,33 +918,27 @@ def lock(
     holding the lock.  ``record=``/``target=``/``pidfile=`` declare what the Perl
     side writes into its lock (``locks.record``; docs/locks.md).
     """
-    try:
-        Lock(
-            name,
-            method=method,
-            retry=retry,
-            wait=wait,
-            stale=stale,
-            shared=shared,
-            root=root,
-            poll=poll,
-            url=url,
-            mode=mode,
-            held=held,
-            record=record,
-            target=target,
-            pidfile=pidfile,
-            data=data,
-        ).acquire()
-    except LockError as exc:
-        return fail(exc.errno or errno.EWOULDBLOCK)
-    except OSError as exc:
-        reraise_foreign(exc)
-        return fail(exc.errno or errno.EIO)
-    set_errno(0)
+    Lock(
+        name,
+        method=method,
+        retry=retry,
+        wait=wait,
+        stale=stale,
+        shared=shared,
+        root=root,
+        poll=poll,
+        url=url,
+        mode=mode,
+        held=held,
+        record=record,
+        target=target,
+        pidfile=pidfile,
+        data=data,
+    ).acquire()
     return 1
 
 
+@perl_sub()
 def unlock(
     name: str | os.PathLike[str] = "lockdir",
     *,
@@ -1020,14 +974,7 @@ def unlock(
         if method != URL_METHOD:
             _not_ours(path, method)
         return fail(errno.ENOLCK)
-    try:
-        found[0].release()
-    except LockError as exc:
-        return fail(exc.errno or errno.ETIMEDOUT)
-    except OSError as exc:
-        reraise_foreign(exc)
-        return fail(exc.errno or errno.EIO)
-    set_errno(0)
+    found[0].release()
     return 1
 
 

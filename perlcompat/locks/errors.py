@@ -1,13 +1,24 @@
-"""The lock errors: ``LockError`` (an ``OSError`` with errno set) and its subclasses.
+"""The lock errors: ``LockError`` (an ``OSError`` with errno set) and its subclasses,
+and :func:`perl_sub`, the one adapter that turns them into Perl's 0 and ``$!``.
 
-``lock()``/``unlock()`` turn them into Perl's 0 and ``$!``; ``Lock``,
-``Semaphore`` and ``replace_file`` raise them.  Each class's ``default_errno``
-is the ``$!`` it stands for.
+``Lock``, ``Semaphore`` and ``replace_file`` raise them; the Perl-shaped subs
+(``lock()``/``unlock()``, ``sem_acquire``/``sem_release``, ``rename_if_holding``)
+return 1, or 0 with ``$!`` set, through :func:`perl_sub`.  Each class's
+``default_errno`` is the ``$!`` it stands for.
 """
 
 from __future__ import annotations
 
 import errno
+
+from ..perl.errno import fail, reraise_foreign, set_errno
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, TypeVar
+
+    F = TypeVar("F", bound=Callable[..., Any])
 
 
 class LockError(OSError):
@@ -54,6 +65,40 @@ class ExpiredLockError(LockError):
     """Released after its stale limit: someone may have broken it (errno ETIMEDOUT)."""
 
     default_errno = errno.ETIMEDOUT
+
+
+def perl_sub(*, raises: bool = False) -> Callable[[F], F]:
+    """Make a function Perl-shaped: ``$!`` is 0 after its success, set from its ``OSError``.
+
+    The function returns 1 on success or ``fail(number)``.  An ``OSError`` it
+    raises becomes 0 with ``$!`` its errno (EIO if none), except one that did not
+    come from a system call or that an ``alarm()`` handler raised
+    (``perl.errno.reraise_foreign``): those propagate, as Perl's ``die`` in a
+    handler does.  With *raises* the function keeps raising (``replace_file``):
+    only ``$!`` is set from the error.
+    """
+
+    def wrap(func: F) -> F:
+        def sub(*args: Any, **kwargs: Any) -> Any:
+            try:
+                result = func(*args, **kwargs)
+            except OSError as exc:
+                if raises:
+                    set_errno(exc.errno or errno.EIO)
+                    raise
+                if not isinstance(exc, LockError):
+                    reraise_foreign(exc)
+                return fail(exc.errno or errno.EIO)
+            if raises or result:
+                set_errno(0)
+            return result
+
+        for name in ("__module__", "__name__", "__qualname__", "__doc__"):
+            setattr(sub, name, getattr(func, name))
+        sub.__wrapped__ = func  # type: ignore[attr-defined]
+        return sub  # type: ignore[return-value]
+
+    return wrap
 
 
 # Named where users import them: tracebacks say ``perlcompat.LockTimeout``, and a

@@ -22,14 +22,15 @@ waited on for ever.
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
-import time
 from _thread import _local
 
 from ..perl.consts import LOCK_EX, LOCK_NB, LOCK_SH
 from ..perl.flock import lock_fd
 from ..perl.osflags import O_BINARY, O_CLOEXEC, O_DIRECTORY, O_NOFOLLOW, O_NONBLOCK
+from .retry import deadline_after, tries
 
 #: a release waits at most this long (s) for the remover lock (see ``locks.stale``).
 RELEASE_WAIT = 0.5
@@ -119,19 +120,16 @@ def release_guard(path: str, patience: float | None = None) -> int | None:
         raise OSError(
             exc.errno, f"cannot open the remover lock of {path!r} to release it: {exc.strerror}"
         ) from None
-    deadline = time.monotonic() + (RELEASE_WAIT if patience is None else patience)
-    pause = 0.0005
+    deadline = deadline_after(RELEASE_WAIT if patience is None else patience)
     try:
-        while True:
+        # a release's wait: an ALRM handler must not cut it (alarm=False)
+        for _ in tries(deadline, first=0.0005, growth=2, cap=0.02, alarm=False):
             try:
                 _lock_fd(fd, LOCK_SH | LOCK_NB)
                 return fd
             except BlockingIOError:
-                now = time.monotonic()
-                if now >= deadline:
-                    raise
-            time.sleep(min(pause, deadline - now))
-            pause = min(pause * 2, 0.02)
+                pass
+        raise BlockingIOError(errno.EWOULDBLOCK, os.strerror(errno.EWOULDBLOCK))
     except OSError as exc:
         os.close(fd)
         raise OSError(

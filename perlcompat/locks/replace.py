@@ -70,13 +70,12 @@ import errno
 import os
 import sys
 
-from ..perl import clock
-from ..perl.errno import set_errno
 from ..perl.osflags import O_BINARY, O_CLOEXEC, O_DIRECTORY, O_NOFOLLOW, O_NONBLOCK
+from .errors import perl_sub
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
     from typing import Union
 
     Content = Union[str, bytes, bytearray, memoryview]
@@ -88,6 +87,7 @@ _WINDOWS = sys.platform == "win32"
 WINDOWS_RENAME_PATIENCE = 10.0
 
 
+@perl_sub(raises=True)
 def replace_file(
     path: PathArg,
     data: Content | Callable[[str | bytes], Content],
@@ -122,10 +122,10 @@ def replace_file(
         raise TypeError(f"replace_file data must be str, bytes or a callable, not {data!r}")
     if lines and not callable(data):
         raise TypeError("replace_file(lines=True) needs a callable that takes the lines")
-    if timeout is not None and (
-        isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0
-    ):
-        raise ValueError(f"timeout must be a number of seconds >= 0 or None, not {timeout!r}")
+    if timeout is not None:
+        from ..perl.clock import check_seconds
+
+        timeout = check_seconds("timeout", timeout)
     lock_fd = -1
     try:
         if lock_path is not None:
@@ -140,16 +140,13 @@ def replace_file(
                 os.close(os.open(target, os.O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_BINARY))
             new = data
         _write_and_rename(target, _encode(new, encoding), check, fsync)
-    except OSError as exc:
-        set_errno(exc.errno or errno.EIO)
-        raise
     finally:
         if lock_fd >= 0:
             os.close(lock_fd)  # releases the flock
-    set_errno(0)
     return 1
 
 
+@perl_sub(raises=True)
 def read_file(
     path: PathArg, *, encoding: str | None = "utf-8", lines: bool = False
 ) -> str | bytes | list[str] | list[bytes]:
@@ -167,12 +164,7 @@ def read_file(
     target = os.fspath(path)
     if not isinstance(target, str) or not target:
         raise ValueError(f"read_file needs a file path, not {path!r}")
-    try:
-        raw = _read_shared(target)
-    except OSError as exc:
-        set_errno(exc.errno or errno.EIO)
-        raise
-    set_errno(0)
+    raw = _read_shared(target)
     text = raw if encoding is None else raw.decode(encoding, "surrogateescape")
     return perl_lines(text) if lines else text
 
@@ -181,13 +173,10 @@ def _read_shared(target: str) -> bytes:
     """*target*'s bytes; on Windows opened sharing delete, a PermissionError retried."""
     if not _WINDOWS:
         return _read(target, must_exist=True)
-    import time
-
     from .winfile import open_file
 
-    deadline = time.monotonic() + WINDOWS_RENAME_PATIENCE
-    pause = 0.0005
-    while True:
+    busy: PermissionError | None = None
+    for _ in _windows_retries():
         if _old_file(target) is None:  # a symlink, directory or device raises here
             raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), target)
         try:
@@ -196,11 +185,17 @@ def _read_shared(target: str) -> bytes:
                 return _read_all(fd, target)
             finally:
                 os.close(fd)
-        except PermissionError:
-            if time.monotonic() >= deadline:
-                raise
-        clock.pause(pause)
-        pause = min(pause * 2, 0.01)
+        except PermissionError as exc:
+            busy = exc
+    assert busy is not None  # tries() yields at least once
+    raise busy
+
+
+def _windows_retries() -> Iterator[None]:
+    """Tries for up to :data:`WINDOWS_RENAME_PATIENCE` s, honouring ``alarm()`` (Windows)."""
+    from .retry import deadline_after, tries
+
+    return tries(deadline_after(WINDOWS_RENAME_PATIENCE), first=0.0005, growth=2, cap=0.01)
 
 
 def _lock_path(target: str, lock: object) -> str | None:
@@ -400,19 +395,15 @@ def _not_regular(target: str, number: int, what: str) -> OSError:
 
 def _replace_windows(tmp: str, target: str) -> None:
     """``os.replace``, retried while another process holds *target* open (Windows)."""
-    import time
-
-    deadline = time.monotonic() + WINDOWS_RENAME_PATIENCE
-    pause = 0.0005
-    while True:
+    busy: PermissionError | None = None
+    for _ in _windows_retries():
         try:
             os.replace(tmp, target)
             return
-        except PermissionError:
-            if time.monotonic() >= deadline:
-                raise
-        clock.pause(pause)
-        pause = min(pause * 2, 0.01)
+        except PermissionError as exc:
+            busy = exc
+    assert busy is not None  # tries() yields at least once
+    raise busy
 
 
 #: the extended attribute holding a file's POSIX ACL (Linux).

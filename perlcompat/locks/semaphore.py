@@ -24,22 +24,22 @@ from __future__ import annotations
 import errno
 import os
 
+from ..perl.clock import check_seconds
 from ..perl.consts import LOCK_EX, LOCK_NB, LOCK_UN
-from ..perl.errno import fail, reraise_foreign, set_errno
+from ..perl.errno import fail
 from ..perl.flock import lock_fd
 from . import retry as _retry
 from .api import (
     UNSET,
     DuplicateLockError,
-    LockError,
     LockTimeout,
     NotLockedError,
     _Unset,
-    check_seconds,
     check_timeout,
     resolve_path,
     retry_patience,
 )
+from .errors import perl_sub
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -181,6 +181,7 @@ class Semaphore:
 _held: dict[tuple[str, int], Semaphore] = {}
 
 
+@perl_sub()
 def sem_acquire(
     name: str | os.PathLike[str],
     n: int,
@@ -200,18 +201,12 @@ def sem_acquire(
     key = (sem.path, threading.get_ident())
     if key in _held:
         return fail(errno.EDEADLK)
-    try:
-        sem.acquire()
-    except LockError as exc:
-        return fail(exc.errno or errno.EWOULDBLOCK)
-    except OSError as exc:
-        reraise_foreign(exc)
-        return fail(exc.errno or errno.EIO)
+    sem.acquire()
     _held[key] = sem
-    set_errno(0)
     return 1
 
 
+@perl_sub()
 def sem_release(name: str | os.PathLike[str], *, root: str | os.PathLike[str] | None = None) -> int:
     """Free the slot of *name* this thread took with ``sem_acquire``: 1, or 0 (``$!`` = ENOLCK)."""
     import threading
@@ -219,10 +214,5 @@ def sem_release(name: str | os.PathLike[str], *, root: str | os.PathLike[str] | 
     sem = _held.pop((resolve_path(name, root), threading.get_ident()), None)
     if sem is None:
         return fail(errno.ENOLCK)
-    try:
-        sem.release()
-    except OSError as exc:
-        reraise_foreign(exc)
-        return fail(exc.errno or errno.EIO)
-    set_errno(0)
+    sem.release()
     return 1

@@ -173,17 +173,16 @@ class RemoverLock(RemoverGuard):
 
     def wait(self, patience: float) -> bool:
         """Take the remover lock, trying for up to *patience* seconds; False if still busy."""
-        deadline = time.monotonic() + patience
-        pause = 0.001
+        from .retry import deadline_after, tries
+
         try:
-            while not self.acquire():
-                if time.monotonic() >= deadline:
-                    return False
-                time.sleep(pause)
-                pause = min(pause * 2, 0.05)
+            # a release's wait: an ALRM handler must not cut it (alarm=False)
+            for _ in tries(deadline_after(patience), first=0.001, growth=2, cap=0.05, alarm=False):
+                if self.acquire():
+                    return True
         except OSError:
-            return False  # refused: the caller decides by the lock's age (rule 5)
-        return True
+            pass  # refused: the caller decides by the lock's age (rule 5)
+        return False
 
     def release(self) -> None:
         """Remove the remover lock if it is still ours."""

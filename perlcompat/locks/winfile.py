@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -127,16 +126,19 @@ def retry_busy(func: Callable[..., T], *args: str) -> T:
     while another process holds the file without FILE_SHARE_DELETE (PermissionError)."""
     if not _WINDOWS:
         return func(*args)
-    deadline = time.monotonic() + BUSY_PATIENCE
-    pause = 0.0005
-    while True:
+    from .retry import deadline_after, tries
+
+    busy: PermissionError | None = None
+    # one step of a release or a removal: an ALRM handler must not cut it (alarm=False)
+    for _ in tries(deadline_after(BUSY_PATIENCE), first=0.0005, growth=2, cap=0.01, alarm=False):
         try:
             return func(*args)
         except PermissionError as exc:
-            if getattr(exc, "winerror", None) not in (5, 32) or time.monotonic() >= deadline:
+            if getattr(exc, "winerror", None) not in (5, 32):
                 raise
-        time.sleep(pause)
-        pause = min(pause * 2, 0.01)
+            busy = exc
+    assert busy is not None  # tries() yields at least once
+    raise busy
 
 
 def busy_create(path: str, exc: PermissionError) -> bool:

@@ -1,13 +1,15 @@
 """The one place perlcompat's waits sleep: pauses and deadlines that honour ``alarm()``.
 
 Every wait (``sleep``, ``flock``'s polling, ``lock()``'s pauses between tries,
-``replace_file``'s retries) sleeps through :func:`pause` and reads a pending
-cooperative alarm through :func:`alarm_deadline`.  ``perl.alarm`` hooks itself in
-here when it is imported (:func:`install`); until then no alarm can be pending,
-so these are plain ``time`` calls and a script that never calls ``alarm`` pays
-nothing for it.  :func:`out_of_range` is the check ``sleep`` and ``alarm`` share
-for the seconds they are given.  This module imports only ``time`` (and ``warnings``
-when it refuses a number).
+``replace_file``'s retries; in ``locks/`` all through ``locks.retry``) sleeps
+through :func:`pause` and reads a pending cooperative alarm through
+:func:`alarm_deadline`.  ``perl.alarm`` hooks itself in here when it is
+imported (:func:`install`); until then no alarm can be pending, so these are
+plain ``time`` calls and a script that never calls ``alarm`` pays nothing for
+it.  :func:`check_seconds` is the one check of the seconds perlcompat's own
+parameters take (finite, >= 0; None means for ever); :func:`out_of_range` is
+Perl's rule, which ``sleep`` and ``alarm`` share.  This module imports only
+``time`` (and ``warnings`` when it refuses a number).
 """
 
 from __future__ import annotations
@@ -41,9 +43,13 @@ def alarm_installed() -> bool:
     return _alarm is not None
 
 
-def pause(seconds: float) -> None:
-    """Sleep *seconds*; a due cooperative alarm runs its handler (which may raise)."""
-    if _alarm is None:
+def pause(seconds: float, *, alarm: bool = True) -> None:
+    """Sleep *seconds*; a due cooperative alarm runs its handler (which may raise).
+
+    ``alarm=False`` is for a wait inside one step that a handler must not cut
+    (a release's wait for a remover): a plain sleep, the alarm is left pending.
+    """
+    if _alarm is None or not alarm:
         time.sleep(max(seconds, 0.0))
     else:
         _alarm.sleep_checked(seconds)
@@ -63,6 +69,27 @@ def fire_if_due() -> None:
 def raised_by_alarm(exc: BaseException) -> bool:
     """True if *exc* came from a handler run through ``%SIG``/``alarm``."""
     return _alarm is not None and _alarm.raised_by_handler(exc)
+
+
+def check_seconds(name: str, value: object, *, zero: bool = True) -> float:
+    """Return *value* as float seconds; ValueError naming *name* unless finite and >= 0.
+
+    The one check of the seconds perlcompat's own parameters take (``timeout``,
+    ``wait``, ``stale``, ``poll``; ``flock``'s and ``replace_file``'s ``timeout``).
+    With ``zero=False`` it must be > 0.  NaN and infinity are refused: a NaN
+    deadline compares false with every time and would wait for ever, and "for
+    ever" is said with None.  (Perl's own ``sleep``/``alarm`` keep Perl's rule:
+    :func:`out_of_range`.)
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{name} must be a number of seconds, not {value!r}")
+    seconds = float(value)
+    if seconds - seconds != 0:  # NaN or +-infinity
+        raise ValueError(f"{name} must be a finite number of seconds, not {value!r}")
+    if seconds < 0 or (not zero and seconds == 0):
+        bound = ">= 0" if zero else "> 0"
+        raise ValueError(f"{name} must be a number of seconds {bound}, not {value!r}")
+    return seconds
 
 
 #: Perl's sleep and alarm take a C int: from 2**31 seconds on they fail with EINVAL

@@ -104,12 +104,8 @@ def flock(fh: object, operation: int, timeout: float | None = None) -> int:
         return fail(errno.EINVAL)
     if operation not in VALID_OPERATIONS:
         return fail(errno.EINVAL)
-    if timeout is not None and (
-        isinstance(timeout, bool)
-        or not isinstance(timeout, (int, float))
-        or not timeout >= 0  # negative or NaN
-    ):
-        raise ValueError(f"flock timeout must be a number of seconds >= 0, not {timeout!r}")
+    if timeout is not None:
+        timeout = clock.check_seconds("flock timeout", timeout)
     try:
         try:  # a PerlFile, the common case: it flushes itself as Perl does
             fd = fh.flushed_fileno()  # type: ignore[attr-defined]

@@ -89,8 +89,8 @@ def _lock_for(path: str, method: str, stale: float) -> Any:
     Made directly, so that the path is the one listed (no PERLCOMPAT_LOCK_ROOT,
     and a ``/proc/self/fd/N`` directory is not resolved back to a name).
     """
-    from ..locks.api import check_seconds
     from ..locks.contract import backend_class
+    from ..perl.clock import check_seconds
 
     return backend_class(method)(path, stale=check_seconds("stale", stale, zero=False))
 

@@ -39,10 +39,12 @@ import stat as stat_module
 import sys
 import time
 
-from ...perl.errno import fail, set_errno
+from ...perl.errno import fail
 from ...perl.fsinfo import check_method
 from .. import owner as _owner
 from ..contract import register
+from ..errors import perl_sub
+from ..retry import deadline_after, tries
 from ..stale import (
     O_BINARY,
     O_CLOEXEC,
@@ -179,13 +181,13 @@ def _look(path: str) -> tuple[os.stat_result | None, bytes | None]:
     directory entry (no file id: ``st_ino`` 0) and refuse a read (sharing
     violation) for a moment: both are retried there for up to ``BUSY_PATIENCE``.
     """
-    st, data = lstat(path), read_small(path)
     if sys.platform != "win32":
-        return st, data
-    deadline = time.monotonic() + BUSY_PATIENCE
-    while st is not None and (st.st_ino == 0 or data is None) and time.monotonic() < deadline:
-        time.sleep(0.005)
+        return lstat(path), read_small(path)
+    # one look inside a judgement: an ALRM handler must not cut it (alarm=False)
+    for _ in tries(deadline_after(BUSY_PATIENCE), poll=0.005, alarm=False):
         st, data = lstat(path), read_small(path)
+        if st is None or (st.st_ino != 0 and data is not None):
+            break
     return st, data
 
 
@@ -398,24 +400,23 @@ def still_holding(lock_: Lock) -> bool:
     return lock_.is_locked and backend.still_holding()
 
 
+@perl_sub()
 def rename_if_holding(
     lock_: Lock, work: str | os.PathLike[str], data: str | os.PathLike[str]
 ) -> int:
     """TOP?LOCK's last step: rename *work* onto *data* only while *lock_* is ours (1, else 0).
 
-    ``$!`` is ENOLCK when the lock was lost (the work file is left in place).
-    No perlcompat remover can break the lock between the check and the rename.
+    ``$!`` is ENOLCK when the lock was lost, EWOULDBLOCK when a remover (or
+    another program's flock on the lock's directory) keeps the check out for
+    ``RELEASE_WAIT`` seconds; the work file is then left in place.  No
+    perlcompat remover can break the lock between the check and the rename.
     """
     backend = _toplock_backend(lock_)
     fd = release_guard(backend.path)
     try:
         if not (lock_.is_locked and backend.still_holding()):
             return fail(errno.ENOLCK)
-        try:
-            os.rename(work, data)
-        except OSError as exc:
-            return fail(exc.errno or errno.EIO)
+        os.rename(work, data)
     finally:
         unguard(fd)
-    set_errno(0)
     return 1
