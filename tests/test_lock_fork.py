@@ -144,3 +144,36 @@ def test_fork_without_locks_and_failure(monkeypatch: pytest.MonkeyPatch) -> None
     assert perlcompat.fork() is None
     assert int(perlcompat.OS_ERROR) == errno.EAGAIN
     assert sys.platform != "win32"
+
+
+def test_nested_with_and_fork_then_exit_in_the_parent(tmp_path: Path) -> None:
+    """Nested ``with lk:`` blocks (a count of 3) all exit quietly in the parent after hand-off."""
+    path = tmp_path / "lk"
+    code = (
+        "import sys, os\nfrom perlcompat import Lock, fork\n"
+        "lk = Lock(sys.argv[1])\n"
+        "with lk:\n"
+        "    with lk.acquire():\n"
+        "        with lk:\n"
+        "            pid = fork()\n"
+        "            if pid:\n"
+        "                os.write(1, f'parent {lk.is_locked}\\n'.encode())\n"
+        "                sys.exit(0)\n"
+        "            os.write(1, f'child {lk.lock_counter}\\n'.encode())\n"
+        "            sys.stdin.readline()\n"
+        "        os.write(1, f'inner {lk.lock_counter} {os.path.isdir(sys.argv[1])}\\n'.encode())\n"
+        "    os.write(1, f'middle {lk.lock_counter}\\n'.encode())\n"
+        "print('released', os.path.exists(sys.argv[1]), flush=True)\n"
+    )
+    job = Child.python(code, str(path))
+    try:
+        lines = sorted([job.readline(), job.readline()])
+        assert lines == ["child 3", "parent False"]
+        assert job.proc.wait(timeout=30) == 0  # no NotLockedError from the outer exits
+        assert path.is_dir()
+        job.send("go")
+        assert job.readline() == "inner 2 True"
+        assert job.readline() == "middle 1"
+        assert job.readline() == "released False"
+    finally:
+        job.kill()

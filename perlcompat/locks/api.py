@@ -412,7 +412,8 @@ class Lock:
         self._backend = cls(path, stale=self.stale, shared=shared, **options)
         self._owner_thread: int | None = None
         self._since = 0.0
-        self._abandoned = False
+        # releases still owed by the holder's ``with`` blocks after a cleanup or hand-off
+        self._abandoned = 0
         # -- lifetime (issue 25): re-entrancy count, refresh, the auto_refresh thread --
         self.auto_refresh: float | None = None
         if auto_refresh is not None:
@@ -525,7 +526,7 @@ class Lock:
                 self._owner_thread = me
                 self._count = 1
                 self._since = time.monotonic()
-                self._abandoned = False
+                self._abandoned = 0
                 _owned[self.method, self.path] = self
                 _cleanup.track(self)
                 self._start_refresher()
@@ -550,11 +551,12 @@ class Lock:
         the lock may release it (NotLockedError otherwise).  If the method fails
         (OSError), the lock stays held by this object.  After a signal or exit
         cleanup released it (``locks.cleanup``), or ``perlcompat.fork()`` handed
-        it to the child, the next ``release()`` is a no-op instead of NotLockedError.
+        it to the child, the holder's remaining ``release()`` calls (one per hold
+        counted then) are no-ops instead of NotLockedError.
         """
         if self._owner_thread is None:
-            if self._abandoned:
-                self._abandoned = False
+            if self._abandoned:  # one no-op per hold counted then (nested ``with`` blocks)
+                self._abandoned = 0 if force else self._abandoned - 1
                 return
             raise NotLockedError(f"lock {self.path!r} is not held by this Lock")
         if self._owner_thread != get_ident():
@@ -756,8 +758,8 @@ class Lock:
             return False
         got = self._mutex.acquire(True, 1.0)  # the auto_refresh thread finishes its refresh
         try:
+            self._abandoned = self._count
             self._disown()
-            self._abandoned = True
             try:
                 return self._backend.abandon()
             except OSError:
@@ -776,10 +778,11 @@ class Lock:
     def _hand_off(self) -> None:
         """In the parent after ``perlcompat.fork()``: the child holds it now; drop it unreleased.
 
-        A later ``release()`` (a ``with`` exit) is then a no-op, as after a cleanup.
+        The holder's later ``release()`` calls (``with`` exits, one per hold counted)
+        are then no-ops, as after a cleanup.
         """
+        self._abandoned = self._count
         self._disown()
-        self._abandoned = True
         self._backend.forget()
 
     def _take_over(self) -> bool:
