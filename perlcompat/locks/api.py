@@ -725,7 +725,14 @@ class Lock:
         try:
             return await asyncio.shield(attempt)
         except asyncio.CancelledError:
-            if await attempt:  # taken meanwhile for a waiter that is gone: give it back
+            # the attempt runs on in its thread: wait for it, through repeated cancels too,
+            # and give back a grant it got for this waiter that is gone
+            while not attempt.done():
+                try:
+                    await asyncio.wait((attempt,))
+                except asyncio.CancelledError:
+                    continue
+            if not attempt.cancelled() and attempt.exception() is None and attempt.result():
                 self.release()
             raise
 
