@@ -303,13 +303,31 @@ class Acquired:
 
     filelock's ``AcquireReturnProxy``: ``with lk.acquire(timeout=1):`` takes the
     lock once and releases it once on exit.  Every other attribute is the lock's,
-    so ``held = lk.acquire(); ...; held.release()`` works as before.
+    so ``held = lk.acquire(); ...; held.release()`` works as before, and it
+    passes for the lock that ``acquire()`` returned before: ``isinstance(held,
+    Lock)``, ``held == lk``, the same hash.
     """
 
     __slots__ = ("lock",)
 
     def __init__(self, lock: Lock) -> None:
         self.lock = lock
+
+    @property  # type: ignore[misc]
+    def __class__(self) -> type[Lock]:  # type: ignore[override]  # isinstance() reads it
+        return type(self.lock)
+
+    def __eq__(self, other: object) -> bool:
+        return self.lock == (other.lock if type(other) is Acquired else other)
+
+    def __hash__(self) -> int:
+        return hash(self.lock)
+
+    def __copy__(self) -> Acquired:
+        return Acquired(self.lock)
+
+    def __reduce__(self) -> tuple[type[Acquired], tuple[Lock]]:
+        return Acquired, (self.lock,)
 
     def __enter__(self) -> Lock:
         return self.lock
@@ -323,6 +341,8 @@ class Acquired:
         self.lock.release()
 
     def __getattr__(self, name: str) -> Any:
+        if name == "lock":  # not set yet (a copy in the making): no recursion through it
+            raise AttributeError(name)
         return getattr(self.lock, name)
 
     def __setattr__(self, name: str, value: object) -> None:
