@@ -277,22 +277,38 @@ def test_refresh_keeps_the_declared_perl_format(
     assert not os.path.lexists(path)
 
 
-@pytest.mark.parametrize("held", ["data.lock", "lock{time}_{pid}"])
-def test_refresh_of_a_renamed_data_file_never_writes_into_it(tmp_path: Path, held: str) -> None:
-    # data=True: the lock is the data file itself; a refresh sets its times, nothing else.
+@pytest.mark.parametrize(
+    ("held", "as_data"),
+    [("data.lock", True), ("lock{time}_{pid}", False), ("data{time}_{pid}", True)],
+)
+def test_refresh_of_a_renamed_data_file_never_writes_into_it(
+    tmp_path: Path, held: str, as_data: bool
+) -> None:
+    # data=True: the lock is the data file itself; a refresh sets its times (a per-holder
+    # held name: renames it to the name rendered now), never writes a byte into it.
     data = tmp_path / "data.txt"
     data.write_bytes(b"41\n")
-    keywords = {"data": True} if "{" not in held else {}
+    keywords = {"data": True} if as_data else {}
     name = str(data if keywords else tmp_path / "lock")
     if not keywords:
         (tmp_path / "lock").write_bytes(b"")
     lk = Lock(name, method="rename", held=held, stale=30, **keywords)  # type: ignore[arg-type]
     lk.acquire()
     taken = Path(lk.backend.held_path)  # type: ignore[attr-defined]
-    before, made = taken.read_bytes(), taken.stat().st_mtime_ns
+    before, made = taken.read_bytes(), taken.stat().st_ctime_ns
     time.sleep(0.05)
     lk.refresh()
+    taken = Path(lk.backend.held_path)  # type: ignore[attr-defined]
     assert taken.read_bytes() == before
-    assert taken.stat().st_mtime_ns > made
+    assert taken.stat().st_ctime_ns > made
     lk.release()
     assert (data if keywords else tmp_path / "lock").read_bytes() == before
+
+
+def test_auto_refresh_refuses_a_data_file_under_a_held_template(tmp_path: Path) -> None:
+    """A refresh renames a per-holder held name; the data file must not move under the port."""
+    data = tmp_path / "data.txt"
+    data.write_bytes(b"1\n")
+    with pytest.raises(ValueError, match="data=True and a held= template"):
+        Lock(str(data), method="rename", data=True, held="data{time}", auto_refresh=1)
+    Lock(str(data), method="rename", data=True, held="data.lock", auto_refresh=1)  # fine

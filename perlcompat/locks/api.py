@@ -445,6 +445,13 @@ class Lock:
                 )
             if type(self._backend).refresh is Backend.refresh:
                 raise TypeError(f"lock method {method!r} cannot be refreshed")
+            if data and held is not None and "{" in os.fspath(held):
+                raise ValueError(
+                    "auto_refresh cannot be used with data=True and a held= template: a"
+                    " refresh renames the data file to the held name rendered then, under"
+                    " a port working on it; call refresh() between steps and read"
+                    " held_path again after it"
+                )
             self.auto_refresh = every
         self._count = 0
         self._next_break = 0.0
@@ -631,7 +638,8 @@ class Lock:
 
         The file methods set the lock's mtime to now (what ``stale`` and a Perl
         sub's ``-M $lock``/``(stat $lock)[9]`` read; a held rename marker's ctime
-        with it; a TOP?LOCK first line's time) and re-state the owner record as
+        with it; a TOP?LOCK first line's time; a per-holder held name is renamed to
+        the name rendered now) and re-state the owner record as
         this process; a Redis lease is extended to ``stale``; a ``flock`` lock
         does not age.  Only a lock still ours is touched: one broken or
         replaced meanwhile is left as it is (ExpiredLockError).  NotLockedError
