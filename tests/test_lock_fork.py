@@ -177,3 +177,31 @@ def test_nested_with_and_fork_then_exit_in_the_parent(tmp_path: Path) -> None:
         assert job.readline() == "released False"
     finally:
         job.kill()
+
+
+def test_a_signal_to_the_parent_mid_hand_off_keeps_the_childs_lock(tmp_path: Path) -> None:
+    """SIGTERM reaching the parent while the child re-signs waits for the hand-off: the
+    parent's cleanup then finds nothing of its own, and the child still holds the lock."""
+    path = tmp_path / "lk"
+    code = (
+        "import os, signal, sys\n"
+        "from perlcompat import lock, unlock, fork\n"
+        "import perlcompat.locks.fork as forkmod\n"
+        "assert lock(sys.argv[1]) == 1\n"
+        "r, w = os.pipe()\n"  # end of file in the child once the parent is gone
+        "real = forkmod._take_over\n"
+        "def take_over(lock_):\n"
+        "    os.kill(os.getppid(), signal.SIGTERM)\n"  # the parent is stopped mid hand-off
+        "    real(lock_)\n"
+        "forkmod._take_over = take_over\n"
+        "if fork():\n"
+        "    signal.pause()\n"
+        "    sys.exit(0)\n"
+        "os.close(w)\n"
+        "os.read(r, 1)\n"
+        "print('child', os.path.isdir(sys.argv[1]), unlock(sys.argv[1]), flush=True)\n"
+    )
+    done = run_python(code, str(path))
+    assert done.returncode == -15, done.stderr  # the parent still dies by its signal
+    assert done.stdout.decode().split() == ["child", "True", "1"], done.stderr
+    assert not path.exists()

@@ -180,6 +180,7 @@ def _forget_all() -> None:
 
     Only the locks :func:`handing_off` named (a ``perlcompat.fork()``) stay held.
     """
+    _pending.clear()  # a child starts with no pending signal (POSIX): the parent's are its own
     keep = _handed if get_ident() == _handed_by else set()
     for key, lock_ in list(_tracked.items()):
         if key not in keep:

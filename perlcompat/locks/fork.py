@@ -14,7 +14,9 @@ them (``locks.cleanup``); that stays so.  ``perlcompat.fork()`` hands them over:
 * in the parent those locks are dropped unreleased, only after the child has
   re-signed them (a pipe says when), so no waiter ever sees a lock that names
   a dead parent; a later ``release()`` or ``with`` exit is a no-op there, and
-  an ``unlock()`` returns 0 (``$!`` = ENOLCK).
+  an ``unlock()`` returns 0 (``$!`` = ENOLCK).  A stopping signal that reaches
+  the parent meanwhile waits until the locks are handed over (``locks.cleanup``),
+  so its cleanup never removes a lock the child is taking over.
 
 Locks taken by other threads stay the parent's, as with ``os.fork()``.  A
 TOP?LOCK line cannot name the child in place: its id becomes random digits,
@@ -48,6 +50,15 @@ def fork() -> int | None:
     mine = [lock_ for lock_ in _cleanup.tracked() if lock_._owner_thread == me]
     if not mine:
         return _fork()
+    _cleanup.enter()  # a stopping signal waits until the locks are handed over
+    try:
+        return _hand_over(mine)
+    finally:
+        _cleanup.leave()
+
+
+def _hand_over(mine: list[Lock]) -> int | None:
+    """Fork with *mine* held: the child re-signs them, then the parent drops them."""
     for lock_ in mine:
         lock_._mutex.acquire()  # no auto_refresh in the middle of a refresh across the fork
     try:
