@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -205,3 +206,52 @@ def test_a_signal_to_the_parent_mid_hand_off_keeps_the_childs_lock(tmp_path: Pat
     assert done.returncode == -15, done.stderr  # the parent still dies by its signal
     assert done.stdout.decode().split() == ["child", "True", "1"], done.stderr
     assert not path.exists()
+
+
+def test_a_child_that_dies_before_taking_over_leaves_the_lock_to_the_parent(
+    tmp_path: Path,
+) -> None:
+    """The child is killed before it re-signs: the parent still holds (and releases) the
+    lock, instead of leaving it on disk in nobody's hands."""
+    path = tmp_path / "lk"
+    code = (
+        "import os, sys\n"
+        "from perlcompat import Lock, fork\n"
+        "import perlcompat.locks.fork as forkmod\n"
+        "lk = Lock(sys.argv[1])\n"
+        "lk.acquire()\n"
+        "forkmod._take_over = lambda lock_: os._exit(3)\n"  # dies before re-signing
+        "pid = fork()\n"
+        "print(os.waitpid(pid, 0)[1] >> 8, lk.is_locked, flush=True)\n"
+        "lk.release()\n"
+        "print(os.path.exists(sys.argv[1]), flush=True)\n"
+    )
+    done = run_python(code, str(path))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.decode().split() == ["3", "True", "False"]
+
+
+def test_a_signal_to_the_child_mid_take_over_waits_for_it(tmp_path: Path) -> None:
+    """SIGTERM to the child while it takes the locks over is held back until it has: the
+    parent has handed the lock over, and the child's cleanup releases it as it dies."""
+    path = tmp_path / "lk"
+    code = (
+        "import os, signal, sys\n"
+        "from perlcompat import Lock, fork\n"
+        "import perlcompat.locks.fork as forkmod\n"
+        "lk = Lock(sys.argv[1])\n"
+        "lk.acquire()\n"
+        "real = forkmod._take_over\n"
+        "def take_over(lock_):\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    real(lock_)\n"
+        "forkmod._take_over = take_over\n"
+        "pid = fork()\n"
+        "if pid == 0:\n"
+        "    os._exit(9)\n"  # not reached: the held-back SIGTERM ends the child first
+        "status = os.waitpid(pid, 0)[1]\n"
+        "print(status & 0x7F, lk.is_locked, os.path.exists(sys.argv[1]), flush=True)\n"
+    )
+    done = run_python(code, str(path))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.decode().split() == [str(int(signal.SIGTERM)), "False", "False"]
