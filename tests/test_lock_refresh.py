@@ -312,3 +312,25 @@ def test_auto_refresh_refuses_a_data_file_under_a_held_template(tmp_path: Path) 
     with pytest.raises(ValueError, match="data=True and a held= template"):
         Lock(str(data), method="rename", data=True, held="data{time}", auto_refresh=1)
     Lock(str(data), method="rename", data=True, held="data.lock", auto_refresh=1)  # fine
+
+
+#: the "mkdir + pid file inside" recipe with an age rule on its pid file (argv: dir, stale).
+PERL_PIDFILE_TRY = r"""
+my ($dir, $stale) = @ARGV;
+if (-e "$dir/pid" && -M "$dir/pid" > $stale / 86400) { unlink("$dir/pid"); rmdir($dir); }
+if (mkdir($dir, 0755)) { rmdir($dir); print "took\n" } else { print "busy\n" }
+"""
+
+
+def test_refresh_makes_an_unchanged_pid_file_young_too(tmp_path: Path) -> None:
+    """``pidfile=`` with the default ``{pid}`` record: the content stays, its mtime is renewed,
+    so a Perl rule on the pid file's age (``-M "$dir/pid"``) never breaks a refreshed lock."""
+    path = tmp_path / "lk"
+    lk = Lock(str(path), pidfile="pid").acquire()
+    wait_until_old([path / "pid"])
+    lk.refresh()
+    assert (path / "pid").read_text() == f"{os.getpid()}\n"
+    done = run_perl(PERL_PIDFILE_TRY, str(path), str(PERL_STALE))
+    assert done.stdout.decode().strip() == "busy", done.stderr
+    lk.release()
+    assert not path.exists()
