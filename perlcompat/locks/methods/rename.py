@@ -551,7 +551,7 @@ class RenameBackend(StaleBackend):
         if target == self._taken or lstat(target) is not None:
             return super()._touch(st)
         try:
-            os.rename(self._taken, target)
+            retry_busy(os.rename, self._taken, target)  # Windows: a reader's open for a moment
         except FileNotFoundError:
             return None
         now = lstat(target)
