@@ -255,3 +255,33 @@ def test_a_signal_to_the_child_mid_take_over_waits_for_it(tmp_path: Path) -> Non
     done = run_python(code, str(path))
     assert done.returncode == 0, done.stderr
     assert done.stdout.decode().split() == [str(int(signal.SIGTERM)), "False", "False"]
+
+
+def test_a_parent_killed_mid_hand_off_leaves_fork_returning_0_in_the_child(
+    tmp_path: Path,
+) -> None:
+    """The parent is SIGKILLed while the child takes over: ``fork()`` still returns 0 in
+    the child (no BrokenPipeError from telling a dead parent), which keeps the lock."""
+    path = tmp_path / "lk"
+    code = (
+        "import os, signal, sys\n"
+        "from perlcompat import Lock, fork\n"
+        "import perlcompat.locks.fork as forkmod\n"
+        "lk = Lock(sys.argv[1])\n"
+        "lk.acquire()\n"
+        "r, w = os.pipe()\n"  # end of file in the child once the parent is gone
+        "real = forkmod._take_over\n"
+        "def take_over(lock_):\n"
+        "    os.close(w)\n"
+        "    os.kill(os.getppid(), signal.SIGKILL)\n"
+        "    os.read(r, 1)\n"
+        "    real(lock_)\n"
+        "forkmod._take_over = take_over\n"
+        "pid = fork()\n"
+        "print('child', pid, lk.is_locked, os.path.isdir(sys.argv[1]), flush=True)\n"
+        "lk.release()\n"
+        "print('released', os.path.exists(sys.argv[1]), flush=True)\n"
+    )
+    done = run_python(code, str(path))
+    assert done.returncode == -signal.SIGKILL  # the parent
+    assert done.stdout.decode().splitlines() == ["child 0 True True", "released False"], done.stderr

@@ -79,7 +79,7 @@ def _hand_over(mine: list[Lock]) -> int | None:
                 try:
                     _take_over(lock_)
                 finally:
-                    os.write(signed, b"1")  # this one is the child's now
+                    _tell(signed)  # this one is the child's now
         finally:
             os.close(signed)  # the parent may go on (and exit) now
         return 0
@@ -98,6 +98,14 @@ def _hand_over(mine: list[Lock]) -> int | None:
                 lock_._hand_off()
             lock_._mutex.release()
     return pid
+
+
+def _tell(signed: int) -> None:
+    """Tell the parent one more lock is the child's; nothing if it is gone (killed)."""
+    try:  # noqa: SIM105 - contextlib is not imported on this path
+        os.write(signed, b"1")
+    except OSError:  # EPIPE: the parent died; the child goes on with its locks
+        pass
 
 
 def _take_over(lock_: Lock) -> None:
