@@ -36,6 +36,17 @@ _EXPORTS = {
     "binmode": "perl.handle",
     "eof": "perl.handle",
     "flock": "perl.flock",
+    # File::FcntlLock: fcntl(2) record locks and their constants
+    "FcntlLock": "perl.fcntllock",
+    "F_GETLK": "perl.fcntllock",
+    "F_SETLK": "perl.fcntllock",
+    "F_SETLKW": "perl.fcntllock",
+    "F_RDLCK": "perl.fcntllock",
+    "F_WRLCK": "perl.fcntllock",
+    "F_UNLCK": "perl.fcntllock",
+    "fcntl": "perl.fcntllock",
+    "pack_flock": "perl.fcntllock",
+    "unpack_flock": "perl.fcntllock",
     # files and directories
     "mkdir": "perl.fs",
     "rmdir": "perl.fs",
@@ -131,12 +142,42 @@ _EXPORTS = {
 #: names ``from perlcompat import *`` leaves out: they are standard modules a port may
 #: also import (``import time`` must stay the module); import them by name instead
 #: (``from perlcompat import time as perl_time``).
-_NOT_STAR = frozenset({"crypt", "readline", "stat", "time"})
+_NOT_STAR = frozenset({"crypt", "fcntl", "readline", "stat", "time"})
 
 __all__ = sorted(name for name in _EXPORTS if name not in _NOT_STAR)
 __version__ = "0.1.0"
 
-from time import time as _time  # noqa: E402  (a builtin module: free)
+import atexit as _atexit  # noqa: E402  (builtin modules: free)
+import sys as _sys  # noqa: E402
+from time import time as _time  # noqa: E402
+
+
+def _at_exit() -> None:
+    """At exit, after the script's own ``atexit`` handlers: flush and close handles, then unlock.
+
+    Registered by ``import perlcompat``, before the script registers its own (a
+    port of Perl's ``END { print LOG ...; unlock() }``) and before the handle and
+    lock modules load on first use, so it runs after them, as Perl runs END
+    blocks before global destruction.  Every handle's data is written before a
+    lock is released (``perl.handle.close_all``, then ``locks.cleanup.release_all``);
+    a stopping signal that arrives meanwhile is held back until both are done.
+    """
+    handle = _sys.modules.get("perlcompat.perl.handle")
+    cleanup = _sys.modules.get("perlcompat.locks.cleanup")
+    if cleanup is not None:  # a stopping signal waits: its release must not beat the data
+        cleanup.enter()
+    try:
+        if handle is not None:
+            handle.close_all()
+    finally:  # a signal handler's exception during the flush still lets the locks go
+        if cleanup is not None:
+            try:
+                cleanup.release_all()
+            finally:
+                cleanup.leave()  # a signal held back meanwhile takes effect now
+
+
+_atexit.register(_at_exit)
 
 #: Perl's ``$^T``: when this process started using perlcompat, in whole seconds.
 _START_TIME = int(_time())
@@ -195,6 +236,18 @@ if TYPE_CHECKING:
     from .perl.errno import (
         ERRNO as ERRNO,
         OS_ERROR as OS_ERROR,
+    )
+    from .perl.fcntllock import (
+        F_GETLK as F_GETLK,
+        F_RDLCK as F_RDLCK,
+        F_SETLK as F_SETLK,
+        F_SETLKW as F_SETLKW,
+        F_UNLCK as F_UNLCK,
+        F_WRLCK as F_WRLCK,
+        FcntlLock as FcntlLock,
+        fcntl as fcntl,
+        pack_flock as pack_flock,
+        unpack_flock as unpack_flock,
     )
     from .perl.flock import (
         flock as flock,

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Set up a fresh machine for the tests: perl, redis-server, lighttpd, python3-venv, CGI.pm (apt)
+# Set up a fresh machine for the tests: perl, redis-server, lighttpd, python3-venv, CGI.pm,
+# cgi-fcgi (apt)
 # when missing, then the package with its test and dev extras in .venv.  The README's test
 # command is this script followed by `.venv/bin/python -m pytest -q`.
 set -euo pipefail
@@ -20,10 +21,16 @@ python3 -c "import ensurepip, venv" >/dev/null 2>&1 || pkgs+=(python3-venv)
 [ -f /usr/share/perl5/Jcode.pm ] || pkgs+=(libjcode-pm-perl)
 # CGI.pm (no longer in Perl's core), the reference for perlcompat.cgi (tests/test_cgi.py)
 [ -f /usr/share/perl5/CGI.pm ] || pkgs+=(libcgi-pm-perl)
+# File::NFSLock and File::FcntlLock, the real Perl modules the link and fcntl locks meet
+# (tests/test_lock_link.py, tests/test_fcntllock.py)
+[ -f /usr/share/perl5/File/NFSLock.pm ] || pkgs+=(libfile-nfslock-perl)
+perl -MFile::FcntlLock -e1 >/dev/null 2>&1 || pkgs+=(libfile-fcntllock-perl)
 # tests/sharedfs.py: shared storage as two hosts, two sshfs (FUSE) mounts over a loopback sshd
 PATH="$PATH:/usr/sbin" command -v sshd >/dev/null 2>&1 || pkgs+=(openssh-server)
 command -v sshfs >/dev/null 2>&1 || pkgs+=(sshfs)
 command -v fusermount3 >/dev/null 2>&1 || command -v fusermount >/dev/null 2>&1 || pkgs+=(fuse3)
+# tests/test_serve.py: cgi-fcgi, a FastCGI client, sends raw params to `perlcompat serve`
+command -v cgi-fcgi >/dev/null 2>&1 || pkgs+=(libfcgi-bin)
 if ((${#pkgs[@]})); then
     SUDO=""
     [ "$(id -u)" = 0 ] || SUDO="sudo"

@@ -343,7 +343,9 @@ def hammer(counts):
             outside(marker, created)
             close(OUT)
         return
-    lk = Lock(spec["lock"], method=method, retry=None, stale=spec["stale"])
+    lk = Lock(
+        spec["lock"], method=method, retry=None, stale=spec["stale"], **spec.get("options", {})
+    )
     for _ in range(n):
         if not take(lk, counts, spec["limit"]):
             continue
@@ -460,8 +462,10 @@ def hammer(
     increments: int = 50,
     stale: float = 600.0,
     timeout: float = 600.0,
+    options: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Run *workers* processes per host x *increments* under *method*; counts and lost updates."""
+    """Run *workers* processes per host x *increments* under *method* (with ``Lock``
+    *options*, such as ``record=``); counts and lost updates."""
     stem = method.replace("()", "_data")
     (shared.backing / f"{stem}.count").write_text("0\n")
     specs = {
@@ -474,6 +478,7 @@ def hammer(
             stale=stale,
             limit=timeout / 2,
             debug=True,  # an error's key names where it came from
+            options=options or {},
         )
         for host in ("a", "b")
     }
@@ -505,6 +510,8 @@ def plant_old_lock(where: Path, method: str, stem: str, age: float) -> None:
         return
     elif method == "toplock":
         path.write_text(f"{'1' * 20}<>{int(then)}<>\n")
+    elif method == "link":  # a holder on a host gone for good: age decides
+        path.write_text("perlcompat link pid=12345 host=gone-host token=planted\n")
     os.utime(path, (then, then), follow_symlinks=False)
 
 

@@ -194,6 +194,35 @@ def test_array_reads_with_form_value_indexes_match_perl() -> None:
     assert [PerlList(array)[index] is undef for index in INDEXES] == [v is None for v in want]
 
 
+ASSIGNMENTS = ["5", "1abc", "-1", "1.7", "-3", "0", "-4", "-10", "7"]
+
+
+def test_array_assignments_with_form_value_indexes_match_perl() -> None:
+    # $a[$i] = $v: past the end grows the array with undef; before the start Perl dies
+    code = (
+        PERL_Q + ' my @a = ("x", "y", "z"); my @out;'
+        ' for my $i (@ARGV) { if (eval { $a[$i] = "v$i"; 1 }) { push @out, \'"ok"\' }'
+        " else { push @out, $@ =~ /^Modification of non-creatable array value attempted,"
+        ' subscript (-?\\d+)/ ? qq("die $1") : \'"other"\' } }'
+        ' print "[[", join(",", @out), "],[", join(",", map { qh($_) } @a), "]]";'
+    )
+    outcomes, want = _perl_json(code, *ASSIGNMENTS)  # type: ignore[misc]
+    array = PerlList(["x", "y", "z"])
+    got = []
+    for index in ASSIGNMENTS:
+        try:
+            array[index] = f"v{index}"
+            got.append("ok")
+        except IndexError as exc:
+            got.append(f"die {str(exc).rsplit(' ', 1)[1]}")
+            assert str(exc).startswith("Modification of non-creatable array value attempted")
+    assert got == outcomes
+    assert [None if v is undef else v for v in array] == [_unq(v) for v in want]
+    before = list(array)
+    array[1:3] = ["s"]  # a slice assigns as a list's does
+    assert list(array) == [before[0], "s", *before[3:]]
+
+
 def test_hash_reads_missing_keys_as_undef_without_adding_them() -> None:
     form = PerlHash(name="perl", one="1")
     assert form["missing"] is undef and "missing" not in form
@@ -229,6 +258,24 @@ def test_undef_reads_as_perls_undef() -> None:
     import pickle
 
     assert pickle.loads(pickle.dumps(undef)) is undef and copy.deepcopy(undef) is undef
+
+
+def test_undef_is_zero_in_every_arithmetic_operator_as_in_perl() -> None:
+    # a missing count or total ($h{$k} / $n, $sum % 7, $n ** 2) is 0 in Perl, not a TypeError
+    proc = run_perl(
+        "my $u; print join ' ', $u / 2, $u * 3, $u - 1, 2 - $u, $u ** 2, 2 ** $u, abs($u),"
+        " int($u), $u % 3, -$u, $u + 0.5, 7 / 2 + $u;"
+        " for my $e ('2 / $u', '3 % $u') { eval $e; print $@ =~ /^Illegal/ ? ' dies' : ' lives' }"
+    )
+    ours = [undef / 2, undef * 3, undef - 1, 2 - undef, undef**2, 2**undef, abs(undef)]
+    ours += [int(undef), undef % 3, -undef, undef + 0.5, 7 / 2 + undef, undef // 2]
+    for zero_division in (lambda: 2 / undef, lambda: 3 % undef, lambda: 3 // undef):
+        with pytest.raises(ZeroDivisionError):
+            zero_division()
+    perl = proc.stdout.decode().split()
+    assert perl[-2:] == ["dies", "dies"]
+    assert [perlcompat.num(v) for v in perl[:-2]] == ours[:-1] and ours[-1] == 0
+    assert round(undef) == 0 and "%s|%d" % (undef, undef) == "|0"  # noqa: UP031  (formatting)
 
 
 def test_undef_printed_to_a_handle_is_empty(tmp_path: Path) -> None:

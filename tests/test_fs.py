@@ -16,6 +16,7 @@ from perlcompat import (
     BASETIME,
     OS_ERROR,
     close,
+    defined,
     filetest,
     mkdir,
     open_,
@@ -25,6 +26,7 @@ from perlcompat import (
     sleep,
     stat,
     symlink,
+    undef,
     unlink,
     utime,
 )
@@ -220,7 +222,7 @@ def test_file_tests_match_perl(tmp_path: Path) -> None:
         row = []
         for op in ops:
             value = filetest(op, str(tmp_path / name))
-            row.append("undef" if value is None else str(value))
+            row.append("undef" if value is undef else str(value))
         ours.append(" ".join(row) + " ")
     assert ours == perl.stdout.decode().splitlines()
 
@@ -237,7 +239,7 @@ def test_minus_m_counts_days_before_basetime(tmp_path: Path) -> None:
         str(path),
     )
     assert float(perl.stdout) == pytest.approx(2.5)
-    assert filetest("-M", tmp_path / "missing") is None
+    assert filetest("-M", tmp_path / "missing") is undef
     assert OS_ERROR == errno.ENOENT
 
 
@@ -250,7 +252,7 @@ def test_file_tests_on_handles(tmp_path: Path) -> None:
     assert filetest("-f", fh.fileno()) == 1
     assert filetest("-r", fh) == 1
     close(fh)
-    assert filetest("-e", fh) is None
+    assert filetest("-e", fh) is undef
     assert OS_ERROR == errno.EBADF
 
 
@@ -289,3 +291,19 @@ def test_basetime_is_when_the_script_started() -> None:
         check=True,
     )
     assert before <= int(proc.stdout) <= int(time.time())
+
+
+def test_a_file_test_on_a_missing_file_is_undef_in_a_comparison_and_a_string(
+    tmp_path: Path,
+) -> None:
+    # the stale check `if (-e $lock && -M $lock > 0.01)` when the holder removes the lock
+    # between the two tests: Perl's -M is undef, false in the comparison and "" in a string
+    missing = str(tmp_path / "lock")
+    perl = run_perl(
+        'my $f = shift; print -M $f > 0.01 ? "stale" : "fresh", " [", -M $f, "] [", -s $f, "]"',
+        missing,
+    )
+    age, size = filetest("-M", missing), filetest("-s", missing)
+    ours = f"{'stale' if age > 0.01 else 'fresh'} [{age}] [{size}]"
+    assert ours == perl.stdout.decode() == "fresh [] []"
+    assert age is undef and not defined(size)

@@ -31,6 +31,7 @@ from perlcompat import (
     stat,
     tell,
     truncate,
+    undef,
     utime,
 )
 
@@ -94,7 +95,7 @@ def test_stat_of_a_number_that_is_no_descriptor(fd: int) -> None:
     result = stat(fd)
     assert result == []
     assert OS_ERROR == errno.EBADF
-    assert filetest("-e", fd) is None
+    assert filetest("-e", fd) is undef
     assert OS_ERROR == errno.EBADF
 
 

@@ -27,7 +27,7 @@ from perlutil import Child, require_root, run_perl
 from perlcompat import OS_ERROR, Lock, LockError, lock, unlock
 from perlcompat.locks.api import detect_method
 
-METHODS = ["mkdir", "symlink", "rename", "excl", "flock", "toplock"]
+METHODS = ["mkdir", "symlink", "rename", "excl", "link", "flock", "toplock"]
 #: another user's file: chown needs root (``privileged``: CI runs as root)
 OTHER_UID = pytest.param("other_uid", marks=pytest.mark.privileged)
 KINDS = ["data", "aged", "hardlink", "symlink", "fifo", "directory", OTHER_UID]

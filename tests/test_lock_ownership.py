@@ -248,6 +248,52 @@ def test_a_failed_release_keeps_the_lock_held_by_its_object(tmp_path: Path) -> N
     assert not held.is_locked and not path.exists()
 
 
+def test_a_failed_unlock_does_not_wedge_later_locks_of_that_name(tmp_path: Path) -> None:
+    # issue 22 item 8: after one failed unlock every later lock() of the name returned
+    # EDEADLK at once, for ever; now the next lock() finishes the pending release first
+    path = str(tmp_path / "lockdir")
+    assert lock(path, stale=0.2) == 1
+    time.sleep(0.3)  # past stale: a release waits for the remover lock, then gives up
+    with DirFlock(tmp_path):
+        assert (unlock(path), int(OS_ERROR)) == (0, errno.EWOULDBLOCK)
+    assert os.path.isdir(path)  # still ours, still on disk
+    assert (lock(path, retry=1), int(OS_ERROR)) == (1, 0)  # was (0, EDEADLK)
+    assert (lock(path, retry=1), int(OS_ERROR)) == (0, errno.EDEADLK)  # a real nested lock
+    assert (unlock(path), int(OS_ERROR)) == (1, 0)
+    assert not os.path.exists(path)
+    assert (unlock(path), int(OS_ERROR)) == (0, errno.ENOLCK)
+
+
+def test_a_pending_release_is_busy_until_stale_then_dropped(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = str(tmp_path / "lockdir")
+    held = Lock(path, stale=0.5).acquire()
+
+    def refused() -> None:
+        raise OSError(errno.EIO, "the release cannot remove it")
+
+    monkeypatch.setattr(held.backend, "_undo", refused)  # every release of it fails
+    with pytest.raises(OSError) as caught:
+        held.release()
+    assert caught.value.errno == errno.EIO and held.is_locked
+    # within stale: our own lock is still on disk, so lock() waits as on a busy one
+    assert (lock(path, retry=1, stale=0.5), int(OS_ERROR)) == (0, errno.EWOULDBLOCK)
+    with pytest.raises(OSError) as busy:
+        Lock(path, stale=0.5).acquire(timeout=0)
+    assert "release of it failed and is pending" in str(busy.value)
+    assert held.is_locked and os.path.isdir(path)
+    time.sleep(0.6)  # the hold is now past stale: anyone may break it
+    # the hold is dropped (WARNING) and the lock broken as anyone's stale lock
+    assert (lock(path, retry=20, wait=0.05, stale=0.5), int(OS_ERROR)) == (1, 0)
+    assert not held.is_locked
+    assert "no longer holds it" in caplog.text
+    assert (unlock(path), int(OS_ERROR)) == (1, 0)
+    assert not os.path.exists(path)
+    with pytest.raises(NotLockedError):
+        held.release()  # its hold was dropped
+
+
 def test_release_guard_waits_for_a_short_remover_and_is_bounded(tmp_path: Path) -> None:
     path = str(tmp_path / "lk")
     remover = _stale.guard(path, exclusive=True)

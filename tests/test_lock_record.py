@@ -54,7 +54,7 @@ def test_render_texts_are_exact() -> None:
         f"{int(NOW)} {int(NOW + 0.9 + 90.7)}"
     )
     assert Template("{{{pid}}}").render(stale=1) == "{" + str(os.getpid()) + "}"
-    assert Template("{any}").render(stale=1) == ""
+    assert Template("<{any}>").render(stale=1) == "<>"
 
 
 def test_localtime_is_perls_scalar_localtime() -> None:

@@ -118,14 +118,8 @@ def test_a_plain_user_build_can_deselect_every_root_or_fuse_test() -> None:
     proc = subprocess.run(
         [
             sys.executable,
-            "-m",
-            "pytest",
-            "--fixtures-per-test",
-            "-p",
-            "no:cacheprovider",
-            "-m",
-            "not privileged",
-            *needs,
+            *("-m", "pytest", "--fixtures-per-test", "-p", "no:cacheprovider"),
+            *("-m", "not privileged", *needs),
         ],
         cwd=ROOT,
         capture_output=True,

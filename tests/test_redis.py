@@ -370,7 +370,7 @@ def test_authentication_failures_are_eacces_and_hide_the_password(
             message = str(info.value)
             assert cause in message and "wrong-pw" not in message and repr(name) in message
             assert redis_lock.redact(url) in message
-            assert ("@" not in url) or ":***@127.0.0.1" in message
+            assert ("@" not in url) or "://***@127.0.0.1" in message
         right = f"redis://:s3cret@127.0.0.1:{port}/0"
         assert lock(name, url=right) == 1
         assert unlock(name, url=right) == 1

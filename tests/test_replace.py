@@ -610,7 +610,7 @@ def test_windows_branches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     """On Windows: no chmod/chown copy and no directory fsync (directories cannot be opened)."""
     path = tmp_path / "data.txt"
     path.write_text("old\n")
-    os.chmod(path, 0o600)
+    os.chmod(path, 0o640)
     synced: list[int] = []
     real_fsync = os.fsync
     monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd)))
@@ -619,7 +619,7 @@ def test_windows_branches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.undo()
     assert path.read_text() == "new\n"
     assert len(synced) == 1
-    assert stat.S_IMODE(os.stat(path).st_mode) != 0o600  # the mode was not copied
+    assert stat.S_IMODE(os.stat(path).st_mode) != 0o640  # the mode was not copied
 
 
 # -- temp files of killed writers: the next writer removes them, and nothing else ---------

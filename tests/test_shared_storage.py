@@ -89,6 +89,35 @@ def test_hammer_default_caching_no_double_holders(two_hosts: SharedDir, method: 
     assert not [key for key in counts if key.startswith("error_")], counts
 
 
+def test_link_method_excludes_and_recovers_across_hosts(two_hosts_uncached: SharedDir) -> None:
+    """link() is the NFS-safe lock (issue 22 item 5): sshfs reports one link whatever the
+    count, so a link() that succeeded is held without the nlink == 2 check."""
+    counts = hammer(two_hosts_uncached, "link", workers=4, increments=20, timeout=240)
+    assert counts.get("crashes") is None
+    assert (counts["doubles"], counts["lost"], counts["timeouts"]) == (0, 0, 0), counts
+    assert not [key for key in counts if key.startswith("error_")], counts
+    taken = takeover(two_hosts_uncached, "link", trials=3, workers=3, stale=2.0)
+    assert taken.get("crashes") is None
+    assert (taken["doubles"], taken["expired"]) == (0, 0), taken
+    assert taken["held"] == 3 * 2 * 3  # every waiter got the lock once the old one broke
+
+
+@pytest.mark.parametrize("record", ["{host}.{pid}\n", "{pid}\n"])
+def test_hammer_excl_with_a_declared_record_excludes_across_hosts(
+    two_hosts_uncached: SharedDir, record: str
+) -> None:
+    """``record=`` carries no token: on shared storage the release tells its own lock by
+    the bytes it wrote, and a waiter judges a record without ``{host}`` by age only."""
+    counts = hammer(
+        two_hosts_uncached, "excl", workers=4, increments=20, options={"record": record}
+    )
+    assert counts.get("crashes") is None
+    assert counts["doubles"] == 0
+    assert counts["lost"] == 0
+    assert counts["timeouts"] == 0 and counts["expired"] == 0
+    assert not [key for key in counts if key.startswith("error_")], counts
+
+
 # -- stale takeover across hosts ----------------------------------------------------------
 @pytest.mark.parametrize("method", RECOMMENDED)
 def test_takeover_of_an_old_lock_by_waiters_on_both_hosts(

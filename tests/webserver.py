@@ -1,10 +1,12 @@
-"""A real lighttpd with mod_cgi serving copies of examples/, for the end-to-end tests.
+"""A real lighttpd with mod_cgi (and mod_fastcgi) serving copies of examples/, for the e2e tests.
 
 ``CgiServer(root, env).start()`` writes a config, runs ``lighttpd -D`` in the
 foreground on a free loopback port, and returns once the port accepts
 connections (or raises with lighttpd's error log if it exits first).  Scripts
 ending in ``.cgi``/``.pl`` run under perl, ``.py`` under this test's Python;
 *env* is added to every CGI's environment (lighttpd passes no other variables).
+With ``fastcgi=SOCKET``, ``.py`` goes to the FastCGI server on that unix socket
+(``perlcompat serve``) and ``.cgi``/``.pl`` stay with mod_cgi.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -61,9 +64,10 @@ def _quote(value: str) -> str:
 class CgiServer:
     """One lighttpd process serving *root* with CGI for .cgi/.pl (perl) and .py (Python)."""
 
-    def __init__(self, root: Path, env: dict[str, str]) -> None:
+    def __init__(self, root: Path, env: dict[str, str], fastcgi: str | None = None) -> None:
         self.root = root
         self.env = env
+        self.fastcgi = fastcgi  # a unix socket path: .py goes there (mod_fastcgi), not mod_cgi
         self.lighttpd = find_tool("lighttpd", "/usr/sbin", "/usr/local/sbin")
         self.perl = find_tool("perl")
         self.port = 0
@@ -74,9 +78,17 @@ class CgiServer:
         """The lighttpd configuration for the current port."""
         env = ", ".join(f"{_quote(k)} => {_quote(v)}" for k, v in sorted(self.env.items()))
         interpreters = {".cgi": self.perl, ".pl": self.perl, ".py": sys.executable}
+        fastcgi = []
+        if self.fastcgi is not None:
+            del interpreters[".py"]
+            fastcgi = [
+                'server.modules += ("mod_fastcgi")',
+                f'fastcgi.server = (".py" => (("socket" => {_quote(self.fastcgi)})))',
+            ]
         assign = ", ".join(f"{_quote(k)} => {_quote(v)}" for k, v in interpreters.items())
         return "\n".join(
             [
+                *fastcgi,
                 f"server.document-root = {_quote(str(self.root))}",
                 'server.bind = "127.0.0.1"',
                 f"server.port = {self.port}",
@@ -152,3 +164,82 @@ class CgiServer:
         except urllib.error.HTTPError as exc:
             with exc:
                 return int(exc.code), exc.read()
+
+
+class ServeProcess:
+    """``perlcompat serve`` on a unix socket for *root*; its stderr is collected in ``log``."""
+
+    def __init__(self, root: Path, sock: Path, *args: str, env: dict[str, str] | None = None):
+        self.argv = [
+            sys.executable,
+            "-m",
+            "perlcompat",
+            "serve",
+            "--fastcgi",
+            f"unix:{sock}",
+            "--root",
+            str(root),
+            *args,
+        ]
+        self.sock = sock
+        self.env = {**os.environ, "PYTHONPATH": PACKAGE_ROOT, **(env or {})}
+        self.process: subprocess.Popen[bytes] | None = None
+        self.lines: list[str] = []
+        self._listening = threading.Event()
+        self._changed = threading.Condition()
+
+    def start(self) -> ServeProcess:
+        """Start it; return once it says it listens (or raise with what it said)."""
+        self.process = subprocess.Popen(
+            self.argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env=self.env,
+        )
+        threading.Thread(target=self._collect, daemon=True).start()
+        if not self._listening.wait(30) or self.process.poll() is not None:
+            self.stop()
+            raise RuntimeError(f"perlcompat serve did not start:\n{self.log}")
+        return self
+
+    def _collect(self) -> None:
+        assert self.process is not None and self.process.stderr is not None
+        for line in self.process.stderr:
+            with self._changed:
+                self.lines.append(line.decode("utf-8", "replace"))
+                self._changed.notify_all()
+            if "listening on" in self.lines[-1]:
+                self._listening.set()
+        self._listening.set()  # it exited: start() looks at poll()
+        with self._changed:
+            self.lines.append("")  # wakes wait_for: nothing more will come
+            self._changed.notify_all()
+
+    def wait_for(self, text: str, timeout: float = 20) -> bool:
+        """True once *text* is in the log (the server may write it just after answering)."""
+        with self._changed:
+            return self._changed.wait_for(lambda: text in self.log, timeout)
+
+    @property
+    def log(self) -> str:
+        """Everything the server wrote to its stderr so far."""
+        return "".join(self.lines)
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
+
+    def stop(self) -> int | None:
+        """SIGTERM (SIGKILL after 10 s); return its exit status."""
+        if self.process is None:
+            return None
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        return self.process.returncode

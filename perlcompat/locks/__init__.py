@@ -5,7 +5,8 @@ Modules:
 * ``api``: ``lock()``, ``unlock()`` and ``Lock``: patience, ownership, cleanup, for every method;
 * ``contract``: the ``Backend`` contract every method implements, the method registry, ``detect()``;
 * ``errors``: ``LockError`` and its subclasses (``LockTimeout``, ``ExpiredLockError`` ...);
-* ``methods/``: one module per lock method (mkdir, symlink, rename, excl, flock, toplock, redis);
+* ``methods/``: one module per lock method (mkdir, symlink, rename, excl, link, flock,
+  toplock, redis);
 * ``retry``: the one retry loop of the waits (``lock()``, ``Semaphore``): jittered backoff;
 * ``stale``: race-free removal of stale locks (the ``StaleBackend`` of the file methods);
 * ``files``: the file primitives of the file methods (looks, ``remove_same``, refusals);
@@ -17,6 +18,7 @@ Modules:
 * ``fork``: Perl's ``fork()``, handing this thread's locks to the child;
 * ``winfile``: lock files on Windows (delete-sharing opens, busy retries);
 * ``log``: the ``perlcompat`` logger, imported only when there is something to log;
+* ``safedir``: a lock directory opened without following others' symlinks, held by its descriptor;
 * ``semaphore``: counting semaphores (*n* flock slot files);
 * ``replace``: atomic whole-file replace under a lock file.
 

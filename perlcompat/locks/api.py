@@ -2,7 +2,7 @@
 
 A *method* is a ``Backend`` (``locks.contract``: the declared contract, the
 registry of methods and their on-disk detection) in a module of its own under
-``locks.methods`` (mkdir, symlink, rename, excl, flock, toplock, redis), loaded
+``locks.methods`` (mkdir, symlink, rename, excl, link, flock, toplock, redis), loaded
 on first use.  A backend knows how to make one non-blocking attempt, how to
 release only what it holds, and how to recover a stale lock (older than
 ``stale``, or its owner dead) without removing a successor's.  Everything else
@@ -37,7 +37,12 @@ lives here, once:
   (``$!`` = ENOLCK), its ``release()`` raises ``NotLockedError``.  A release
   that fails (``OSError`` from the method) leaves the lock held by its object,
   so the lock on disk and the object never disagree and the release can be
-  retried.
+  retried.  It never wedges the process: the next ``acquire()``/``lock()`` of
+  that lock in this thread by another object (each ``lock()`` makes one)
+  retries the pending release first and, while it still fails, waits as for a
+  busy lock (the lock is still on disk); once the hold is older than ``stale``
+  (others may break it now) the pending hold is dropped with a WARNING and the
+  lock is treated as anyone else's (waited on, broken when stale).
 * **Cleanup.** Held locks are released at normal interpreter exit and on
   SIGHUP/INT/PIPE/QUIT/TERM (``locks.cleanup``), then the signal does what it did.
   A child forked with ``os.fork()`` does not hold (or release) its parent's
@@ -368,7 +373,8 @@ class Lock:
     ``auto_refresh`` seconds (< ``stale``) refreshes it that often while held
     (:meth:`refresh`).  Method options: ``mode`` (mkdir), ``held`` and ``data``
     (rename), ``url`` (redis); the Perl side's lock format (``locks.record``):
-    ``record`` (excl; mkdir's ``pidfile``), ``target`` (symlink), ``pidfile`` (mkdir).
+    ``record`` (excl, link; mkdir's ``pidfile``), ``target`` (symlink), ``pidfile``
+    (mkdir).
     """
 
     def __init__(
@@ -434,6 +440,8 @@ class Lock:
         self._since = 0.0
         # releases still owed by the holder's ``with`` blocks after a cleanup or hand-off
         self._abandoned = 0
+        #: the error of the last release, while it failed and the lock is still held
+        self._release_failed: OSError | None = None
         # -- lifetime (issue 25): re-entrancy count, refresh, the auto_refresh thread --
         self.auto_refresh: float | None = None
         if auto_refresh is not None:
@@ -506,6 +514,7 @@ class Lock:
         """
         me = get_ident()
         if self._owner_thread == me:
+            self._release_failed = None  # its holder takes it again: held, not pending
             self._count += 1
             _debug("lock %r taken again by its holder (count %d)", self.path, self._count)
             return Acquired(self)
@@ -515,7 +524,8 @@ class Lock:
         poll = self.poll
         if poll_interval is not None:
             poll = check_seconds("poll_interval", poll_interval, zero=False)
-        if owned_here(self.method, self.path) is not None:
+        pending = owned_here(self.method, self.path)
+        if pending is not None and pending._release_failed is None:
             raise DuplicateLockError(f"this thread already holds the lock {self.path!r}")
         deadline = _retry.deadline_after(timeout)
         backend = self._backend
@@ -530,9 +540,12 @@ class Lock:
             block = wake
         cap = _retry.cap_for(self.wait)
         for _ in _retry.tries(deadline, cap=cap, poll=poll, block=block):
+            if pending is not None and pending.is_locked and not pending._finish_release():
+                continue  # our own failed release is still pending: busy, as for anyone's lock
             if self._take(me):
                 return Acquired(self)
-        raise self._timed_out(timeout)
+        failed = pending._release_failed if pending is not None else None
+        raise self._timed_out(timeout, failed)
 
     def _take(self, me: int) -> bool:
         """One attempt (and, at most every ``BREAK_EVERY`` s, a stale break); True if taken."""
@@ -563,8 +576,10 @@ class Lock:
             _debug("acquired %s lock %r", self.method, self.path)
         return taken
 
-    def _timed_out(self, timeout: float | None) -> LockTimeout:
+    def _timed_out(self, timeout: float | None, failed: OSError | None = None) -> LockTimeout:
         reason = self._backend.why_busy()
+        if failed is not None:
+            reason = f"this thread's release of it failed and is pending ({failed})"
         detail = f": {reason}" if reason else ""
         exc = LockTimeout(f"lock {self.path!r} is busy (waited {timeout or 0:g} s){detail}")
         exc.lock_file = self.path
@@ -598,7 +613,12 @@ class Lock:
             with self._mutex:  # not in the middle of a refresh
                 held_for = time.monotonic() - self._since
                 # first the lock itself: if that raises, this object still holds it
-                still_ours = self._backend.release()
+                try:
+                    still_ours = self._backend.release()
+                except OSError as exc:
+                    self._release_failed = exc
+                    raise
+                self._release_failed = None
                 self._disown()
         finally:
             _cleanup.leave()
@@ -616,6 +636,35 @@ class Lock:
 
         _log.warning("%s", message)
         raise ExpiredLockError(message)
+
+    def _finish_release(self) -> bool:
+        """Retry a release that failed; True once this object no longer holds the lock.
+
+        A retry that fails again keeps the hold (False) until it is older than
+        ``stale``: then the hold is dropped with a WARNING (the lock stays on
+        disk, breakable by anyone as stale) and True is returned.
+        """
+        try:
+            self.release(force=True)
+        except ExpiredLockError:
+            pass  # released, or found broken: logged by release()
+        except OSError as exc:
+            held_for = time.monotonic() - self._since
+            if held_for <= self.stale:
+                return False
+            self._release_failed = None
+            self._forget()
+            from . import log as _log
+
+            _log.warning(
+                "lock %r: its release failed (%s) and it was held %.3g s, past its stale"
+                " limit %g s; this process no longer holds it (left on disk, breakable as stale)",
+                self.path,
+                exc,
+                held_for,
+                self.stale,
+            )
+        return True
 
     def extend(self, seconds: float | None = None) -> None:
         """Renew a lease-based lock (redis) to *seconds* (default ``stale``) from now.
@@ -699,6 +748,17 @@ class Lock:
         value: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        if kind is not None:
+            # Perl's die keeps the lock until exit, which writes every handle out first: an
+            # exception leaving the block writes out what the open handles buffered before
+            # the lock goes, or the next holder reads old data that our late flush overwrites
+            handle = sys.modules.get("perlcompat.perl.handle")
+            if handle is not None:
+                try:
+                    handle.flush_all()
+                finally:
+                    self.release()
+                return
         self.release()
 
     async def acquire_async(

@@ -1,8 +1,10 @@
 """Release this process's locks when it is stopped (the Perl locking article's signal trap).
 
 ``track(lock)`` and ``untrack(lock)`` (called by ``locks.api.Lock``) keep the set of
-locks this process holds.  The first ``track`` registers an ``atexit`` hook
-and, from the main thread, a handler for each of SIGHUP, SIGINT, SIGPIPE,
+locks this process holds; the package's exit hook (``perlcompat._at_exit``, registered
+by ``import perlcompat``, so it runs after the script's own ``atexit`` handlers, as Perl runs
+END blocks first) calls :func:`release_all`.  The first ``track`` installs,
+from the main thread, a handler for each of SIGHUP, SIGINT, SIGPIPE,
 SIGQUIT and SIGTERM that is not ignored (Python ignores SIGPIPE: a signal that
 stops nothing needs no cleanup, and the locks stay held).
 
@@ -39,7 +41,6 @@ child instead (:func:`handing_off`).
 from __future__ import annotations
 
 import os
-import sys
 from _thread import get_ident
 
 TYPE_CHECKING = False
@@ -111,20 +112,9 @@ def release_all() -> None:
             continue
 
 
-def _at_exit() -> None:
-    """At exit: flush and close the open Perl handles first (data before locks), then release."""
-    handle = sys.modules.get("perlcompat.perl.handle")
-    if handle is not None:
-        handle.close_all()
-    release_all()
-
-
 def _install() -> None:
     global _installed_pid, _atexit_done, _main_ident
-    if not _atexit_done:
-        import atexit
-
-        atexit.register(_at_exit)
+    if not _atexit_done:  # (release_all runs at exit from perlcompat._at_exit)
         if hasattr(os, "register_at_fork"):
             os.register_at_fork(after_in_child=_forget_all)
         _atexit_done = True

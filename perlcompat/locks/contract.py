@@ -47,6 +47,7 @@ METHODS = {
     "symlink": "symlink",
     "rename": "rename",
     "excl": "excl",
+    "link": "link",
     "flock": "flock",
     "toplock": "toplock",
     "redis": "redis",

@@ -9,7 +9,8 @@ step of every stale removal: it compares that identity once more and removes
 only the very object judged; :func:`touch` makes one young again (a refresh).
 :func:`busy` tells "taken" from "refused" after
 an exclusive create; the ``*_error`` functions build the errors for a lock path
-holding something a method did not make.  Imports the stdlib, ``perl.osflags``,
+holding something a method did not make; :func:`open_flock_file` opens a
+``.lck`` or slot file another user may have planted.  Imports the stdlib, ``perl.osflags``,
 ``locks.owner`` and ``locks.winfile`` only.
 """
 
@@ -312,3 +313,34 @@ def remove_same(path: str, st: os.stat_result, remove: Callable[[str], object] =
     except OSError:
         return False
     return True
+
+
+def open_flock_file(path: str) -> int:
+    """Open, creating it (0666 less umask), a file to ``flock``: a ``.lck`` or slot file.
+
+    Never follows a symlink, never blocks on a FIFO another user planted
+    (``O_NONBLOCK``), never truncates; anything but a regular file is refused
+    (OSError naming *path*).  A file we may not write is opened read-only
+    (flock(2) locks those too); a create refused in a read-only directory stays
+    EACCES.
+    """
+    flags = O_NOFOLLOW | O_CLOEXEC | O_BINARY | O_NONBLOCK
+    try:
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | flags, 0o666)
+        except PermissionError as refused:
+            try:
+                fd = os.open(path, os.O_RDONLY | flags)
+            except FileNotFoundError:
+                raise refused from None  # not there, and we may not create it: EACCES
+    except OSError as exc:
+        raise open_error(path, exc, "regular file") from None
+    try:
+        st = os.fstat(fd)
+    except BaseException:
+        os.close(fd)
+        raise
+    if not stat_module.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise kind_error(path, st, "regular file")
+    return fd

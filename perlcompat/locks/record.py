@@ -8,7 +8,9 @@ exact text a port writes (so the Perl code reading the lock finds what it expect
 :meth:`Template.match` reads what the Perl side wrote (so the port waits on a live Perl holder
 and recovers a dead one).
 
-Syntax: literal text plus fields in braces; ``{{`` and ``}}`` are literal braces.
+Syntax: literal text plus fields in braces; ``{{`` and ``}}`` are literal braces.  Two
+fields need text between them (``{time}{pid}`` could not be read back), and a template must
+say more than ``{any}`` and blanks (every file would match): both raise ``ValueError``.
 
 =============== ======================================== ================================
 field           written as (render)                      read as (match)
@@ -152,7 +154,7 @@ class Template:
     ``Template("{pid}\\n").render(stale=60)`` is what to write; ``.match(data)`` reads it.
     """
 
-    __slots__ = ("_content", "_name", "_parts", "fields", "text")
+    __slots__ = ("_content", "_name", "_parts", "_prefixes", "fields", "text")
 
     text: str
     fields: frozenset[str]
@@ -165,8 +167,10 @@ class Template:
         self.text = text
         self._parts = _parse(text)
         self.fields = frozenset(name for kind, name in self._parts if kind == "field")
+        _check_readable(text, self._parts)
         self._content = re.compile(_regex(self._parts, content=True), re.DOTALL | re.ASCII)
         self._name = re.compile(_regex(self._parts, content=False), re.DOTALL | re.ASCII)
+        self._prefixes: list[re.Pattern[str]] | None = None
 
     def __repr__(self) -> str:
         return f"Template({self.text!r})"
@@ -194,6 +198,18 @@ class Template:
             data = data.decode("utf-8", "surrogateescape")
         found = self._content.fullmatch(data)
         return None if found is None else Fields(_groups(found))
+
+    def prefix(self, data: str | bytes) -> bool:
+        """True if *data* is the start of a record of this template (a Perl holder that writes
+        its record in pieces, read between two of them): the template cut after a part."""
+        if isinstance(data, bytes):
+            data = data.decode("utf-8", "surrogateescape")
+        if self._prefixes is None:
+            self._prefixes = [
+                re.compile(_regex(self._parts[:cut], content=True), re.DOTALL | re.ASCII)
+                for cut in range(1, len(self._parts))
+            ]
+        return any(pattern.fullmatch(data) for pattern in self._prefixes)
 
     def fullmatch_name(self, name: str) -> Fields | None:
         """Read a file name (a per-holder held name): its Fields, or None; no whitespace slack."""
@@ -314,6 +330,47 @@ def _parse(text: str) -> list[tuple[str, str]]:
     if literal:
         parts.append(("text", "".join(literal)))
     return parts
+
+
+#: the longest template: rendered with its fields it stays below the 4 KiB a lock file is read.
+MAX_TEXT = 1024
+
+
+def _shorten(text: str) -> str:
+    return repr(text[:40]) + ("..." if len(text) > 40 else "")
+
+
+def _check_readable(text: str, parts: list[tuple[str, str]]) -> None:
+    """ValueError for a template that cannot tell a lock from other content.
+
+    Two fields with no text between them (``{time}{pid}`` renders ``176408700012345``,
+    read back as pid 5: a live holder judged by a stranger's pid), and a template of
+    ``{any}`` and blanks only, which every file matches (a data file given by mistake
+    would be taken for a lock, and removed once older than ``stale``).
+    """
+    for (kind, name), (next_kind, next_name) in zip(parts, parts[1:]):
+        if kind == next_kind == "field":
+            raise ValueError(
+                f"record template {text!r}: fields {{{name}}}{{{next_name}}} are adjacent, so"
+                " nothing tells where one ends when it is read back; write the text the Perl"
+                " code puts between them"
+            )
+    if len(text) > MAX_TEXT:
+        raise ValueError(
+            f"record template {_shorten(text)}: {len(text)} characters, more than any lock"
+            f" record ({MAX_TEXT}; a lock file over 4 KiB is never read as a lock)"
+        )
+    try:
+        text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError as exc:
+        raise ValueError(
+            f"record template {text!r} cannot be written as bytes ({exc.reason} at {exc.start})"
+        ) from None
+    if all(name == "any" if kind == "field" else not name.strip() for kind, name in parts):
+        raise ValueError(
+            f"record template {text!r} matches any content, so a data file would be taken"
+            " for a lock; write the Perl lock's format, e.g. '{pid}\\n'"
+        )
 
 
 def _literal(text: str) -> str:

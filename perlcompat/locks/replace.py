@@ -2,7 +2,7 @@
 
 ``replace_file(path, data)`` writes *data* to a new file in *path*'s directory
 (so the rename stays on one filesystem), fsyncs it, gives it the old file's
-permission bits (and owner, where allowed), renames it over *path* with
+owner (where allowed), permission bits and POSIX ACL, renames it over *path* with
 ``os.replace`` and fsyncs the directory.  A reader sees the old content or the
 new, never a mix, and a crash or ``kill -9`` at any moment leaves the old or the
 new content; at worst a stray ``.<name>.<pid>.<hex>.tmp`` file remains.
@@ -32,7 +32,11 @@ temporary file and raises ``ExpiredLockError``, leaving *path* untouched.
 ``OSError`` ELOOP (a planted link must neither be read through, leaking its
 target into a new file, nor silently turned into a detached copy), a directory
 with EISDIR, a FIFO, socket or device with EINVAL; nothing is written.  The old
-content is read with ``O_NOFOLLOW`` and the new file gets the old one's mode.
+content is read with ``O_NOFOLLOW``.  The temp file of an existing file is
+created 0600 and only then given the old one's owner, mode and POSIX ACL (GNU
+``sed -i``'s order; ``tempfile.mkstemp``'s 0600), so no other user can open it
+while it holds the new content of a file they may not read; a new file is
+created as ``open(">f")`` creates it (0666 less the umask, a default ACL).
 
 **Temp files of killed writers.** A writer holds ``flock(LOCK_EX)`` on its temp
 file (POSIX) from just after creating it until after the rename.  Each writer,
@@ -68,7 +72,7 @@ import sys
 
 from ..perl import clock
 from ..perl.errno import set_errno
-from ..perl.osflags import O_BINARY, O_CLOEXEC, O_NOFOLLOW, O_NONBLOCK
+from ..perl.osflags import O_BINARY, O_CLOEXEC, O_DIRECTORY, O_NOFOLLOW, O_NONBLOCK
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -228,10 +232,9 @@ def _take_lock(lock_path: str, timeout: float | None) -> int:
         raise DuplicateLockError(
             f"this thread already holds {lock_path!r} with lock(); pass lock=False to replace_file"
         )
-    try:
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_BINARY, 0o666)
-    except PermissionError:
-        fd = os.open(lock_path, os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_BINARY)
+    from .files import open_flock_file
+
+    fd = open_flock_file(lock_path)  # (a FIFO planted there is refused, not waited on)
     try:
         if not flock(fd, LOCK_EX, timeout):
             number = get_errno()
@@ -329,11 +332,13 @@ def _write_and_rename(
     """Write *content* to a temp file beside *target*, fsync, check, rename, fsync the dir."""
     directory = os.path.dirname(os.path.abspath(target))
     old = _old_file(target)
-    tmp, fd = _create_temp(directory, os.path.basename(target))
+    # 0600 while it is another file's replacement (tempfile.mkstemp, GNU sed -i); a new
+    # file is made as open(">f") makes it (0666 less the umask, a default ACL)
+    tmp, fd = _create_temp(directory, os.path.basename(target), 0o666 if old is None else 0o600)
     try:
         try:
             if old is not None:
-                _copy_mode(fd, old)
+                _copy_mode(fd, old, target)
             view = memoryview(content).cast("B")
             while view:
                 view = view[os.write(fd, view) :]
@@ -360,7 +365,7 @@ def _write_and_rename(
             os.unlink(tmp)
         raise
     if fsync and sys.platform != "win32":
-        dir_fd = os.open(directory, os.O_RDONLY)
+        dir_fd = os.open(directory, os.O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         try:
             os.fsync(dir_fd)
         finally:
@@ -410,25 +415,51 @@ def _replace_windows(tmp: str, target: str) -> None:
         pause = min(pause * 2, 0.01)
 
 
-def _copy_mode(fd: int, old: os.stat_result) -> None:
-    """Give the new file *old*'s permission bits, and its owner where we may (POSIX)."""
+#: the extended attribute holding a file's POSIX ACL (Linux).
+ACL_XATTR = "system.posix_acl_access"
+
+
+def _copy_mode(fd: int, old: os.stat_result, target: str) -> None:
+    """Give the new file *old*'s owner where we may, its permission bits and its POSIX ACL.
+
+    In GNU ``sed -i``'s order: owner, then mode and ACL (a chown may clear
+    set-id bits; the ACL sets the group bits).  The ACL is copied as
+    ``shutil.copystat`` copies it; one the temp file inherited from a default
+    ACL of the directory is removed when *target* has none.
+    """
     if sys.platform == "win32":
         return
     import stat
 
     if not stat.S_ISREG(old.st_mode):
         return
-    os.fchmod(fd, stat.S_IMODE(old.st_mode))
     if (old.st_uid, old.st_gid) != (os.getuid(), os.getgid()):
         try:
             os.fchown(fd, old.st_uid, old.st_gid)
         except PermissionError:  # only root may give a file away; keep at least the group
             with contextlib.suppress(PermissionError):
                 os.fchown(fd, -1, old.st_gid)
+    os.fchmod(fd, stat.S_IMODE(old.st_mode))
+    if not hasattr(os, "getxattr"):
+        return
+    try:
+        acl: bytes | None = os.getxattr(target, ACL_XATTR, follow_symlinks=False)
+    except OSError as exc:
+        if exc.errno not in (errno.ENODATA, errno.ENOTSUP, errno.EOPNOTSUPP):
+            raise
+        acl = None
+    try:
+        if acl is not None:
+            os.setxattr(fd, ACL_XATTR, acl)
+        else:
+            os.removexattr(fd, ACL_XATTR)
+    except OSError as exc:
+        if exc.errno not in (errno.ENODATA, errno.ENOTSUP, errno.EOPNOTSUPP):
+            raise
 
 
-def _create_temp(directory: str, base: str) -> tuple[str, int]:
-    """Create a new ``.<base>.<pid>.<hex>.tmp`` in *directory* with O_EXCL; return path and fd.
+def _create_temp(directory: str, base: str, mode: int) -> tuple[str, int]:
+    """Create a new ``.<base>.<pid>.<hex>.tmp`` (*mode*) in *directory* with O_EXCL; path and fd.
 
     On POSIX the fd carries ``flock(LOCK_EX)``: the mark of a live writer that
     :func:`clean_temp_files` respects, wherever that writer runs.
@@ -437,7 +468,7 @@ def _create_temp(directory: str, base: str) -> tuple[str, int]:
     for _ in range(100):
         tmp = os.path.join(directory, f".{base}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
         try:
-            fd = os.open(tmp, flags, 0o666)
+            fd = os.open(tmp, flags, mode)
         except FileExistsError:
             continue
         if sys.platform != "win32":
@@ -542,8 +573,15 @@ def _remove_if_orphaned(path: str, pid: int) -> bool:
 
 
 def _clean_quietly(target: str) -> None:
-    """Remove dead writers' temp files of *target*; never fails the write itself."""
+    """Remove dead writers' temp files of *target*; never fails the write itself.
+
+    As root, only where no other user can write or rename the directory
+    (``locks.safedir.refuse_as_root``): elsewhere the temp files are left.
+    """
     directory = os.path.dirname(os.path.abspath(target))
     # an unreadable directory (mode 0733): nothing to clean that we can see
     with contextlib.suppress(OSError):
+        from .safedir import refuse_as_root
+
+        refuse_as_root(os.path.abspath(target))
         clean_temp_files(directory, os.path.basename(target))

@@ -12,7 +12,8 @@ patience as ``lock()`` (``(retry - 1) * wait`` seconds, short jittered pauses, a
 pending ``alarm()`` honoured between tries: ``locks.retry``).
 
 Slot files are created if missing (mode 0666 less umask), opened with
-``O_NOFOLLOW`` and ``O_CLOEXEC`` and never truncated or unlinked: unlinking a flock'd file would
+``O_NOFOLLOW``, ``O_NONBLOCK`` (a FIFO another user planted is refused, not waited
+on) and ``O_CLOEXEC`` and never truncated or unlinked: unlinking a flock'd file would
 let a newcomer lock a fresh inode beside a live holder.  Every participant must
 use the same *n*.  A Perl script can take part by opening ``"$name.$i"`` and
 calling ``flock($fh, LOCK_EX|LOCK_NB)`` on each slot (see docs/timeouts.md).
@@ -26,7 +27,6 @@ import os
 from ..perl.consts import LOCK_EX, LOCK_NB, LOCK_UN
 from ..perl.errno import fail, reraise_foreign, set_errno
 from ..perl.flock import lock_fd
-from ..perl.osflags import O_BINARY, O_CLOEXEC, O_NOFOLLOW
 from . import retry as _retry
 from .api import (
     UNSET,
@@ -45,19 +45,16 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from types import TracebackType
 
-_OPEN = O_NOFOLLOW | O_CLOEXEC | O_BINARY
-
 
 def open_slot(path: str) -> int:
-    """Open (creating) one slot file without following symlinks or truncating it.
+    """Open (creating) one slot file: ``locks.files.open_flock_file``.
 
-    Close-on-exec: a program the holder starts must not keep the slot held.
+    No symlink followed, no FIFO waited on, nothing but a regular file; never
+    truncated; close-on-exec: a program the holder starts must not keep the slot held.
     """
-    try:
-        return os.open(path, os.O_RDWR | os.O_CREAT | _OPEN, 0o666)
-    except PermissionError:
-        # another user's 0644 slot: flock(2) locks read-only descriptors too
-        return os.open(path, os.O_RDONLY | _OPEN)
+    from .files import open_flock_file
+
+    return open_flock_file(path)
 
 
 class Semaphore:

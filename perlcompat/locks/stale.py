@@ -58,6 +58,12 @@ Processes that can read the directory use its flock, processes that cannot
 use the breaker file; the two do not exclude each other, so between them rule
 3 reduces to rule 2 (identity compared right before removal).
 
+**Root breaks only where no one else can move things.**  As root, a stale
+lock is broken only in a directory that no other user can write, or rename
+(it or a parent): elsewhere ``break_stale`` raises ``OSError`` (EPERM), as
+logrotate refuses such a directory without its ``su`` line
+(``locks.safedir.refuse_as_root``).
+
 A lock is stale when it is older than ``stale`` seconds, or when its owner
 record names a process on this host that is dead (see ``locks.owner``).  A fresh
 lock with a live or unknown owner is never removed.  Waiters look at a lock's
@@ -421,6 +427,9 @@ class StaleBackend(Backend):
             return False
         if not self._is_stale(st):
             return False
+        from .safedir import refuse_as_root
+
+        refuse_as_root(self.path)
         remover = remover_guard(self.path, st)
         if remover.cached and self._settling():
             return False

@@ -14,6 +14,7 @@ One module a group of perlfunc entries (the public names are exported lazily by
 * ``stdio``: ``STDIN``, ``STDOUT``, ``STDERR`` as handles (made at first use) and
   ``read(FH, buf, length)`` filling a ``Scalar``.
 * ``flock``: ``flock`` on a handle, file object or fd (``PerlFile.flushed_fileno()``).
+* ``fcntllock``: File::FcntlLock's ``FcntlLock`` (fcntl(2) record locks, ``F_SETLKW``).
 * ``flock_windows``: ``flock``'s ``LockFileEx`` over Perl's byte range (portalocker).
 * ``fs``: ``mkdir``, ``rmdir``, ``rename``, ``unlink``, ``symlink``, ``readlink``, ``stat``,
   ``lstat``, the file tests, ``utime``, ``chmod``, ``chown``, ``sleep``, ``BASETIME``.

@@ -16,11 +16,14 @@ import stat as _stat
 
 from .errno import fail, fail_from, set_errno
 from .lists import PerlList
+from .undef import undef
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Union
+
+    from .undef import Undef
 
     PathArg = Union[str, bytes, "os.PathLike[str]"]
 
@@ -192,18 +195,18 @@ def _perl_stat(st: os.stat_result | None) -> list[int | str]:
     )
 
 
-def filetest(op: str, target: object) -> int | float | None:
+def filetest(op: str, target: object) -> int | float | Undef:
     """Perl's file tests: ``-e -f -d -l -r -w -x -s -z -M -A -C`` on a path or handle.
 
     ``-e/-f/-d/-l/-r/-w/-x/-z`` give 1 or 0; ``-s`` the size (0 when empty);
-    ``-M/-A/-C`` days before ``BASETIME``; None (Perl's undef) when the file
-    does not exist, with ``OS_ERROR`` set.
+    ``-M/-A/-C`` days before ``BASETIME``; ``undef`` when the file does not
+    exist, with ``OS_ERROR`` set (false, 0 in ``-M $f > 0.01``, ``""`` in a string).
     """
     if op not in _TESTS:
         raise ValueError(f"unknown file test {op!r}; use one of {' '.join(_TESTS)}")
     st = _stat_result(target, follow=op != "-l")
     if st is None:
-        return None
+        return undef
     set_errno(0)
     mode = st.st_mode
     if op == "-e":

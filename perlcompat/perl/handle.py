@@ -215,23 +215,38 @@ def flush_all() -> None:
 
 
 def close_all() -> None:
-    """Flush and close every open PerlFile, oldest first, as Perl does at exit.
+    """Flush every open PerlFile, then close them, oldest first, as Perl does at exit.
 
-    A handle that fails to close is reported as Perl reports it during global
+    As Perl's ``perl_destruct`` (``my_fflush_all`` before any handle is closed),
+    every handle's output is written before the first close, so a ``flock`` held
+    through an older handle (a lock file) is released after the data is out.  A
+    handle that fails to close is reported as Perl reports it during global
     destruction (``Warning: unable to close filehandle properly: No space left
-    on device during global destruction.``); the exit status is unchanged.
+    on device during global destruction.``); the exit status is unchanged.  An
+    exception raised meanwhile (a signal handler's) does not stop the rest: it is
+    raised again once every handle is closed.
     """
-    for fh in _open_handles():
+    handles = _open_handles()
+    pending: BaseException | None = None
+    for fh in handles:
         fh._flocked = 0  # a lock released by exit: not a lost one
-        if fh.standard:  # STDIN/STDOUT/STDERR stay open: Perl reports on STDERR till the end
-            try:  # noqa: SIM105 - exit must reach every handle
-                fh.flush()
-            except Exception:
-                pass
+        try:
+            if fh.standard:  # STDIN/STDOUT/STDERR: flushed here, never closed (below)
+                try:  # noqa: SIM105
+                    fh.flush()
+                except Exception:  # Perl reports on STDERR till the end
+                    pass
+            elif fh._wbuf and not fh._closed:
+                fh._flush_remembered()  # a failure sets the error flag: close reports it
+        except BaseException as exc:  # exit must reach every handle
+            pending = pending or exc
+    for fh in handles:
+        if fh._closed or fh.standard:
             continue
         try:
             failed = close(fh) == 0
-        except Exception:  # exit must reach every handle
+        except BaseException as exc:
+            pending = pending or exc
             failed = True
         if failed:
             from .errno import get_errno, strerror
@@ -242,11 +257,12 @@ def close_all() -> None:
                 " during global destruction.\n"
             )
     _OPEN.clear()
+    if pending is not None:
+        raise pending
 
 
-import atexit as _atexit  # noqa: E402  (a builtin module: free)
-
-_atexit.register(close_all)
+# (close_all runs at exit from the package's exit hook, perlcompat._at_exit: after the
+# script's own atexit handlers, as Perl's END blocks run before global destruction)
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(before=flush_all)
 
@@ -1171,6 +1187,13 @@ def close(fh: PerlFile) -> int:
                 fh._flush_write()
         except OSError as exc:
             fh._error = exc.errno or errno.EIO
+        except BaseException:  # a signal handler's exception: the descriptor (and flock) go anyway
+            _OPEN.pop(fh._fd, None)
+            try:  # noqa: SIM105
+                _close(fh._fd)
+            except OSError:
+                pass
+            raise
         _OPEN.pop(fh._fd, None)
         try:
             _close(fh._fd)

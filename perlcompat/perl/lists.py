@@ -4,7 +4,8 @@
   whatever it is given (a form value ``"3abc"`` is 3, ``"-1"`` the last element,
   ``1.7`` is 1, ``"abc"`` is 0), negative counts from the end, and past either
   end reads as ``undef``.  ``PerlList`` (what ``readlines``, ``stat`` and
-  ``lstat`` return) indexes the same way with ``[]``.
+  ``lstat`` return) indexes the same way with ``[]``; assigning past its end
+  grows it with ``undef``, before its start raises IndexError (Perl dies).
 * ``PerlHash`` is a ``dict`` whose missing key reads as ``undef`` (without
   adding it, as Perl's rvalue ``$h{$k}``); a number key finds the entry stored
   under its Perl string (``h[1]`` finds ``"1"``).  ``hval(hash, key)`` does the
@@ -70,6 +71,24 @@ class PerlList(list):  # type: ignore[type-arg]
             return undef
         except TypeError:  # "3abc", 1.5, None: Perl's number of it
             return elem(self, index)
+
+    def __setitem__(self, index, value):  # type: ignore[no-untyped-def]
+        """``$array[$index] = $value``: past the end grows the list with ``undef``, as Perl.
+
+        An index before the start raises IndexError with Perl's message.
+        """
+        if type(index) is slice:
+            list.__setitem__(self, index, value)
+            return
+        position = perl_index(index)
+        size = len(self)
+        if position < -size:
+            raise IndexError(
+                f"Modification of non-creatable array value attempted, subscript {position}"
+            )
+        if position >= size:
+            self.extend([undef] * (position - size + 1))
+        list.__setitem__(self, position, value)
 
 
 def _key_text(number: float) -> str:

@@ -5,6 +5,7 @@ Python's ``None`` prints as ``"None"`` in an f-string and fails in ``+`` and
 ``undef`` is that value: one object, a ``str`` equal to ``""`` (so f-strings,
 ``+`` with a string, ``re.sub``, ``.split`` and ``print_`` take it as Perl takes
 undef), false, 0 in arithmetic and numeric comparison (``undef + 1 == 1``,
+``undef / 2 == 0``, ``2 / undef`` raises ZeroDivisionError where Perl dies,
 ``undef == 0``), ``format(undef, "d")`` is ``"0"``.  ``defined(x)`` is False for
 ``undef`` and ``None`` only (``x is undef`` tells it from a real ``""``).
 
@@ -89,6 +90,52 @@ class Undef(str):
         return NotImplemented
 
     __rmul__ = __mul__  # type: ignore[assignment]
+
+    def __truediv__(self, other: object) -> object:
+        if _number(other):
+            return 0 / other  # type: ignore[operator]  # ZeroDivisionError: Perl dies too
+        return NotImplemented
+
+    def __rtruediv__(self, other: object) -> object:
+        if _number(other):
+            return other / 0  # type: ignore[operator]  # Perl: "Illegal division by zero"
+        return NotImplemented
+
+    def __floordiv__(self, other: object) -> object:
+        if _number(other):
+            return 0 // other  # type: ignore[operator]
+        return NotImplemented
+
+    def __rfloordiv__(self, other: object) -> object:
+        if _number(other):
+            return other // 0  # type: ignore[operator]
+        return NotImplemented
+
+    def __mod__(self, other: object) -> object:  # type: ignore[override]
+        if _number(other):
+            return 0 % other  # type: ignore[operator]
+        return str.__mod__(self, other)  # ("" % args: string formatting)
+
+    def __rmod__(self, other: object) -> object:
+        if _number(other):
+            return other % 0  # type: ignore[operator]  # Perl: "Illegal modulus zero"
+        return NotImplemented  # ("%s" % undef: the string's formatting)
+
+    def __pow__(self, other: object) -> object:
+        if _number(other):
+            return 0**other  # type: ignore[operator]
+        return NotImplemented
+
+    def __rpow__(self, other: object) -> object:
+        if _number(other):
+            return other**0  # type: ignore[operator]
+        return NotImplemented
+
+    def __abs__(self) -> int:
+        return 0
+
+    def __round__(self, ndigits: int | None = None) -> int:
+        return 0
 
     def __eq__(self, other: object) -> bool:
         if _number(other):

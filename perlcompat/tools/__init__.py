@@ -4,7 +4,11 @@
 - ``demo``: ``perlcompat demo``: concurrent writers for every idiom, and what each lost.
 - ``locks_cli``: ``perlcompat locks DIR``: list the locks in a directory, break stale ones.
 - ``redis_cli``: ``perlcompat redis-lift URL``: lift a Redis lock server's hold-off.
+- ``serve``: ``perlcompat serve``: ported CGI scripts over FastCGI, a forked child per
+  request; ``server`` is its event loop, ``runner`` the child that runs one script as
+  ``__main__``, ``fastcgi`` the wire format (POSIX only: ``server``/``runner`` need fork).
 - ``audit/``: ``perlcompat audit PATH...``: the unsafe locking idioms in Perl scripts.
+- ``quoting``: names and Perl text quoted for a terminal as GNU ``ls`` quotes them.
 
 Imports: a tool may import anything (the stdlib, ``perl/``, ``locks/``, other tools);
 nothing in ``perl/`` or ``locks/`` (nor ``import perlcompat``) imports ``tools``.

@@ -511,7 +511,26 @@ def _start(
                 env=env,
             )
         )
+    _LIVE.extend(procs)
     return procs
+
+
+#: every writer started, so that a stopping signal can end them before the directory goes.
+_LIVE: list[Popen[bytes]] = []
+
+
+def _stop_writers() -> None:
+    """Kill and reap the writers still running (the demo is stopping)."""
+    while _LIVE:
+        proc = _LIVE.pop()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def _exit_on(signum: int, frame: object) -> None:
+    """SIGTERM/SIGHUP: leave through the ``with`` blocks (their temp directory is removed)."""
+    raise SystemExit(128 + signum)
 
 
 def run_row(row: Row, base: str, cycles: int, perl: str | None) -> tuple[dict[str, Any], str]:
@@ -619,11 +638,13 @@ def summary(results: list[dict[str, Any]]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    """``perlcompat demo [--json] [--quick]``: run every row, print the table (or JSON)."""
+    """``perlcompat demo [--json] [--quick]``: run every row, print the table (or JSON).
+
+    SIGTERM and SIGHUP stop it as Ctrl-C does: the writers are killed and the
+    temp directory removed (exit status 128 + the signal's number).
+    """
     import argparse
-    import json
     import shutil
-    import tempfile
 
     parser = argparse.ArgumentParser(
         prog="perlcompat demo",
@@ -649,25 +670,50 @@ def main(argv: list[str]) -> int:
 
     for reason in skipped:
         progress(f"skipping {reason}\n")
+    import signal
+
+    stopping = [getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)]
+    before = {signum: signal.signal(signum, _exit_on) for signum in stopping}
+    try:
+        return _run_rows(args.json, rows, cycles, perl, progress)
+    finally:
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
+
+
+def _run_rows(
+    as_json: bool,
+    rows: list[Row],
+    cycles: int,
+    perl: str | None,
+    progress: Callable[..., None],
+) -> int:
+    """Run *rows* in a temp directory removed whatever happens (Ctrl-C, SIGTERM, SIGHUP)."""
+    import json
+    import tempfile
+
     results: list[dict[str, Any]] = []
     failures: list[str] = []
     width = max(len(row.idiom) for row in rows)
     with tempfile.TemporaryDirectory(prefix="perlcompat-demo-") as base:
-        for number, row in enumerate(rows, 1):
-            progress(f"[{number:2d}/{len(rows)}] {row.idiom:<{width}} ", False)
-            result, errors = run_row(row, base, cycles, perl)
-            results.append(result)
-            verdict = f"lost {result['lost']}" if result["lost"] else "lost none"
-            progress(
-                f"{result['got']}/{result['expected']} kept, {verdict}"
-                f" ({result['seconds']:.2f} s)\n",
-                False,
-            )
-            if errors:
-                progress(f"        writer errors ({row.idiom}): {errors}\n")
-            if row.safe and (result["lost"] or errors):
-                failures.append(row.idiom)
-    if args.json:
+        try:
+            for number, row in enumerate(rows, 1):
+                progress(f"[{number:2d}/{len(rows)}] {row.idiom:<{width}} ", False)
+                result, errors = run_row(row, base, cycles, perl)
+                results.append(result)
+                verdict = f"lost {result['lost']}" if result["lost"] else "lost none"
+                progress(
+                    f"{result['got']}/{result['expected']} kept, {verdict}"
+                    f" ({result['seconds']:.2f} s)\n",
+                    False,
+                )
+                if errors:
+                    progress(f"        writer errors ({row.idiom}): {errors}\n")
+                if row.safe and (result["lost"] or errors):
+                    failures.append(row.idiom)
+        finally:
+            _stop_writers()  # before the directory they write in is removed
+    if as_json:
         sys.stdout.write(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
     else:
         sys.stdout.write(format_table(results) + "\n" + summary(results))

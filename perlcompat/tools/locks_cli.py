@@ -32,7 +32,15 @@ It reports per lock whether it was removed, and for a stale lock it kept,
 why (``reason``: a sticky directory, no write permission on DIR, the remover
 lock busy, or the lock changed meanwhile).  It also removes ``replace_file``'s
 temp files whose writer is dead (``locks.replace.clean_temp_files``).  The exit status
-is 0, or 2 when DIR cannot be read.
+is 0, or 2 when DIR cannot be read or is refused.
+
+DIR (for ``--lock``, PATH's directory) is opened by ``locks.safedir.open_dir``:
+never through a symlink another user could have placed, and every look and
+removal after that goes through the open descriptor (``/proc/self/fd/N``), so
+renaming DIR or a parent meanwhile cannot move a removal elsewhere.  As root,
+``--break-stale`` works in a directory owned by another user as that user (it
+drops root for good, as logrotate's ``su``) and refuses a root-owned one that
+another user can write, or rename (it or a parent).
 """
 
 from __future__ import annotations
@@ -42,9 +50,14 @@ import os
 import sys
 import time
 
+from ..locks.safedir import pinned
+from .quoting import quote
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+    from ..locks.safedir import Opened
 
 #: tries of break_stale per lock, and the pause between them (s): past ``locks.stale.FIRST_LOOK``.
 BREAK_TRIES = 4
@@ -71,10 +84,15 @@ def _state(alive: bool | None, judged: str | None = None) -> str:
 
 
 def _lock_for(path: str, method: str, stale: float) -> Any:
-    from ..locks.api import Lock
+    """The *method* backend of the lock at *path*, as ``Lock(path, method=, stale=)`` makes it.
 
-    # root= keeps PERLCOMPAT_LOCK_ROOT out of it: the path is the one we listed.
-    return Lock(os.path.basename(path), method=method, stale=stale, root=os.path.dirname(path))
+    Made directly, so that the path is the one listed (no PERLCOMPAT_LOCK_ROOT,
+    and a ``/proc/self/fd/N`` directory is not resolved back to a name).
+    """
+    from ..locks.api import check_seconds
+    from ..locks.contract import backend_class
+
+    return backend_class(method)(path, stale=check_seconds("stale", stale, zero=False))
 
 
 def _is_stale(info: dict[str, Any], stale: float) -> bool:
@@ -165,8 +183,8 @@ def survey(
         seen.update((path, *parts(path)))
         row = {"name": os.path.basename(path), "path": path, "method": method}
         try:
-            lock = _lock_for(path, method, stale)
-            info = lock.backend.describe()
+            backend = _lock_for(path, method, stale)
+            info = backend.describe()
         except (OSError, ValueError) as exc:
             row.update(pid=None, host=None, alive=None, age=None, stale=False, error=str(exc))
             rows.append(row)
@@ -188,7 +206,7 @@ def survey(
                 row["removed"] = False
                 row["reason"] = unproven
             else:
-                row["removed"] = _break(lock, row, stale)
+                row["removed"] = _break(backend, row, stale)
             if not row["removed"] and row["stale"] and not unproven and "error" not in row:
                 row["reason"] = _why_kept(path if method != "rename" else path + ".locked")
         rows.append(row)
@@ -261,13 +279,13 @@ def _why_kept(path: str) -> str:
     return "it changed or could not be removed while being removed; try again"
 
 
-def _break(lock: Any, row: dict[str, Any], stale: float) -> bool:
+def _break(backend: Any, row: dict[str, Any], stale: float) -> bool:
     """``break_stale()`` as a waiting ``lock()`` calls it; True if the lock was removed."""
     for attempt in range(BREAK_TRIES):
         try:
-            if lock.backend.break_stale():
+            if backend.break_stale():
                 return True
-            info = lock.backend.describe()
+            info = backend.describe()
         except OSError as exc:
             row["error"] = str(exc)
             return False
@@ -278,6 +296,119 @@ def _break(lock: Any, row: dict[str, Any], stale: float) -> bool:
     return False
 
 
+def _open(directory: str, lock_path: bool, break_stale: bool) -> Opened:
+    """Open DIR (or ``--lock`` PATH's directory) by :func:`locks.safedir.open_dir`.
+
+    Removals then go through :func:`locks.safedir.pinned`.  As root, before any
+    removal: a directory owned by another user is handled as that user (the
+    process drops to its owner); a root-owned one that another user can write,
+    or rename (it or a parent), is refused (OSError EPERM), as is any
+    directory where /proc cannot pin the descriptor and someone else could rename it.
+    """
+    from ..locks.safedir import open_dir
+
+    path = os.path.abspath(directory)
+    opened = open_dir(os.path.dirname(path) if lock_path else path)
+    if not break_stale or sys.platform == "win32":
+        return opened
+    try:
+        if os.geteuid() == 0 and opened.st.st_uid != 0:
+            _become(opened.st.st_uid, opened.st.st_gid)
+        elif os.geteuid() == 0 and opened.others():
+            raise OSError(
+                errno.EPERM,
+                f"refusing to remove locks as root in {opened.path!r}: {opened.others()};"
+                " run it as the user the locks belong to, or keep them in a directory only"
+                " root can change",
+            )
+        if pinned(opened.fd) is None and opened.others():
+            raise OSError(
+                errno.EPERM,
+                f"refusing to remove locks in {opened.path!r}: {opened.others()}, and /proc is"
+                " not there to hold the directory by its descriptor",
+            )
+    except BaseException:
+        opened.close()
+        raise
+    return opened
+
+
+def _become(uid: int, gid: int) -> None:
+    """Drop root for good to *uid* (its passwd group, else *gid*; no supplementary groups).
+
+    What a removal may import is imported first: *uid* may not be able to read
+    root's Python installation.
+    """
+    import contextlib
+    import importlib
+    import pwd
+
+    from ..locks.contract import on_disk
+
+    on_disk()  # every file method
+    for name in _PRELOAD:
+        importlib.import_module(name)
+    if sys.platform == "win32":
+        raise OSError(errno.ENOSYS, "no users to drop to on Windows")
+    with contextlib.suppress(KeyError):
+        gid = pwd.getpwuid(uid).pw_gid
+    try:
+        os.setgroups([])
+        os.setgid(gid)
+        os.setuid(uid)
+    except OSError as exc:
+        raise OSError(
+            exc.errno, f"cannot drop root to uid {uid}, the directory's owner: {exc.strerror}"
+        ) from None
+
+
+#: imported before :func:`_become` drops root: what a removal and its report may import.
+_PRELOAD = (
+    "fcntl",
+    "json",
+    "logging",
+    "socket",
+    "stat",
+    "warnings",
+    "perlcompat.locks.log",
+    "perlcompat.locks.owner",
+    "perlcompat.locks.replace",
+    "perlcompat.locks.shared",
+    "perlcompat.locks.stale",
+    "perlcompat.perl.errno",
+    "perlcompat.perl.flock",
+)
+
+
+def _unpin_text(text: str, where: str, shown: str) -> str:
+    if where == shown:
+        return text
+    return shown if text == where else text.replace(where + "/", shown.rstrip("/") + "/")
+
+
+def _unpin_log(where: str, shown: str) -> None:
+    """Name the directory as the user did in the ``perlcompat`` logger's records too."""
+    import logging
+
+    def unpin(record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(
+                _unpin_text(arg, where, shown) if isinstance(arg, str) else arg
+                for arg in record.args
+            )
+        return True
+
+    logging.getLogger("perlcompat").addFilter(unpin)
+
+
+def _unpin(row: dict[str, Any], where: str, shown: str) -> dict[str, Any]:
+    """*row* with the ``/proc/self/fd/N`` directory named as the user named it."""
+    return {
+        key: _unpin_text(value, where, shown) if isinstance(value, str) else value
+        for key, value in row.items()
+    }
+
+
 def _table(rows: list[dict[str, Any]], break_stale: bool) -> str:
     head = ["NAME", "METHOD", "PID", "HOST", "HOLDER", "AGE", "STALE"]
     if break_stale:
@@ -285,10 +416,10 @@ def _table(rows: list[dict[str, Any]], break_stale: bool) -> str:
     body = []
     for row in rows:
         cells = [
-            row["name"],
+            quote(row["name"]),
             row["method"] or "?",
             "-" if row["pid"] is None else str(row["pid"]),
-            row["host"] or "-",
+            quote(row["host"] or "-"),
             _state(row["alive"], row.get("judged")),
             _age_text(row["age"]),
             "yes" if row["stale"] else "no",
@@ -297,7 +428,7 @@ def _table(rows: list[dict[str, Any]], break_stale: bool) -> str:
             cells.append("removed" if row.get("removed") else "kept")
         for note in (row.get("error"), row.get("reason")):
             if note:
-                cells.append(f"({note})")
+                cells.append(f"({quote(note, sentence=True)})")
         body.append(cells)
     widths = [max(len(r[i]) for r in [head, *body] if i < len(r)) for i in range(len(head))]
     lines = []
@@ -357,15 +488,37 @@ def main(argv: list[str]) -> int:
     except SystemExit as exc:
         return int(exc.code or 0)
     temps: list[str] = []
+    opened = None
     try:
-        rows = survey(args.directory, args.stale, args.break_stale, lock_path=args.lock)
+        if sys.platform != "win32":  # (Windows: no directory descriptors, no root)
+            opened = _open(args.directory, args.lock, args.break_stale)
+    except OSError as exc:
+        why = str(exc.strerror)
+        if not why.startswith("refusing"):
+            why = f"cannot read {args.directory}: {why}"
+        sys.stderr.write(f"perlcompat locks: {quote(why, sentence=True)}\n")
+        return 2
+    try:
+        path = os.path.abspath(args.directory)
+        shown = os.path.dirname(path) if args.lock else path
+        where = (pinned(opened.fd) if opened is not None else None) or shown
+        target = os.path.join(where, os.path.basename(path)) if args.lock else where
+        if args.break_stale and where != shown:
+            _unpin_log(where, shown)
+        rows = survey(target, args.stale, args.break_stale, lock_path=args.lock)
         if args.break_stale and not args.lock:  # and temp files of dead replace_file writers
             from ..locks.replace import clean_temp_files
 
-            temps = [os.path.basename(path) for path in clean_temp_files(args.directory)]
+            temps = [os.path.basename(path) for path in clean_temp_files(target)]
+        rows = [_unpin(row, where, shown) for row in rows]
     except OSError as exc:
-        sys.stderr.write(f"perlcompat locks: cannot read {args.directory}: {exc.strerror}\n")
+        why = _unpin_text(str(exc.strerror), where, shown)
+        why = f"cannot read {args.directory}: {why}"
+        sys.stderr.write(f"perlcompat locks: {quote(why, sentence=True)}\n")
         return 2
+    finally:
+        if opened is not None:
+            opened.close()
     if args.json:
         import json
 
@@ -381,8 +534,8 @@ def main(argv: list[str]) -> int:
     elif rows:
         sys.stdout.write(_table(rows, args.break_stale))
     else:
-        sys.stdout.write(f"no locks in {args.directory}\n")
+        sys.stdout.write(f"no locks in {quote(args.directory)}\n")
     if not args.json:
         for name in temps:
-            sys.stdout.write(f"removed {name} (temp file of a dead replace_file writer)\n")
+            sys.stdout.write(f"removed {quote(name)} (temp file of a dead replace_file writer)\n")
     return 0

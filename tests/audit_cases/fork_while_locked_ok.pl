@@ -17,3 +17,18 @@ if ($pid == 0) {
     exit 0;
 }
 waitpid($pid, 0);
+
+# A fork under a flock: the child shares the open file and the lock stays with it after
+# the parent's close, in Perl and in a port alike (os.fork shares the descriptor too).
+open(NUM, "+< $numfile") or die "open: $!";
+flock(NUM, 2) or die "flock: $!";
+$n = <NUM>;
+if (fork == 0) {
+    &send_mail($n);
+    exit 0;
+}
+seek(NUM, 0, 0);
+print NUM $n + 1;
+truncate(NUM, tell(NUM));
+close(NUM);
+sub send_mail { }

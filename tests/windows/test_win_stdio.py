@@ -16,7 +16,10 @@ REPO = str(Path(__file__).resolve().parents[2])
 
 
 def child(code: str, stdin: bytes) -> bytes:
-    prelude = f"import sys; sys.path.insert(0, {REPO!r})\nfrom perlcompat import *\n"
+    prelude = (
+        f"import sys; sys.path.insert(0, {REPO!r})\n"
+        "from perlcompat import *\nfrom perlcompat import readline\n"
+    )
     run = subprocess.run(
         [sys.executable, "-c", prelude + code], input=stdin, capture_output=True, timeout=120
     )

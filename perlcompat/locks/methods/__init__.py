@@ -4,6 +4,7 @@
 * ``symlink``: a symlink to the holder's pid (the Perl locking article);
 * ``rename``: a marker file renamed to ``<name>.locked`` while held;
 * ``excl``: a file created with ``O_EXCL`` (the ``(set -C)`` exclusive create);
+* ``link``: a temp file hard-linked to the lock name (NFS-safe: File::NFSLock, UnixNFSSafe);
 * ``flock``: ``flock(LOCK_EX)`` on a lock file (the recommended one);
 * ``toplock``: TOP?LOCK, held while our ``id<>time<>`` line is the file's first (Sajiro DATABASE);
 * ``redis``: a lease on a key of one Redis server (``url=``; needs redis-py).

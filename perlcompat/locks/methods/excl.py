@@ -31,9 +31,14 @@ is dead on this host (a template without ``{host}`` names this host; on shared
 storage it is judged by age only), when its ``{expires}`` has passed, or when
 the file is older than ``stale``.  Our own token and start time then stay in
 memory: release compares the file's device and inode, its inode generation where
-the file system has one, and its whole content with what we wrote.  Without
+the file system has one, and its whole content with what we wrote (the content
+only where the generation proves the inode ours, or on shared storage: a successor
+may write the same record into a file that reuses our inode number).  A file
+longer than 4 KiB is never a lock: only its start could be read.  Without
 ``record=``, content that is not our own record is refused with an error that
-names the content and the ``record=`` that declares it.  ``mode=`` is the new
+names the content and the ``record=`` that declares it; with ``record=``, the start
+of a record (a Perl holder that writes it in pieces) is waited on while the file is
+younger than :data:`WRITING_GRACE`, other content is refused at once.  ``mode=`` is the new
 file's mode (default 0644; LockFile::Simple makes its lock files 0444, so that
 its own ``open(FILE, ">$lockfile")`` cannot truncate a lock another one holds).
 """
@@ -76,6 +81,11 @@ if TYPE_CHECKING:
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_BINARY
 
 
+#: seconds a lock file whose content the declared record does not match may be a Perl
+#: holder's record half written (``syswrite($l, $$); syswrite($l, "\n$host\n...")``).
+WRITING_GRACE = 0.25
+#: the longest lock file read as a record (``read_same``'s limit); a longer one is refused.
+RECORD_LIMIT = 4096
 #: how much of a file ``detect`` reads for a record.
 DETECT_LIMIT = 65536
 
@@ -107,9 +117,17 @@ class ExclBackend(StaleBackend):
             self._template = template(record)
         self._written = b""
         self._generation: int | None = None
+        self._writing = False
 
     def try_acquire(self) -> bool:
         """Create the file exclusively; True if we created it."""
+        # the record first: a holder killed (or failing) between the create and the write
+        # leaves an empty file, which only ages out
+        token = _owner.nonce()
+        if self._template is None:
+            data = _owner.record(self.method, token=token).encode()
+        else:  # exactly what the Perl sibling writes; our token stays in memory
+            data = self._template.render(stale=self.stale).encode("utf-8", "surrogateescape")
         try:
             fd = open_file(self.path, _CREATE, self.mode)
         except OSError as exc:
@@ -118,11 +136,6 @@ class ExclBackend(StaleBackend):
             if isinstance(exc, PermissionError) and busy_create(self.path, exc):
                 return False  # Windows: the last holder's file, deleted, still open somewhere
             raise
-        token = _owner.nonce()
-        if self._template is None:
-            data = _owner.record(self.method, token=token).encode()
-        else:  # exactly what the Perl sibling writes; our token stays in memory
-            data = self._template.render(stale=self.stale).encode("utf-8", "surrogateescape")
         try:
             os.write(fd, data)
             st = os.fstat(fd)
@@ -141,14 +154,20 @@ class ExclBackend(StaleBackend):
     def _still_mine(self, st: os.stat_result, mine: os.stat_result) -> bool:
         if self._template is None:
             return self._record_is_ours(st, mine, self.path, self.method)
-        # the Perl format carries no token: the inode (and its generation) and the content
-        if (st.st_dev, st.st_ino) != (mine.st_dev, mine.st_ino) and not is_shared(st.st_dev):
+        # The Perl format carries no token, and another holder may write the very same
+        # record (a thread of ours, a template without {pid}) into a file that reuses our
+        # inode number (ext4; overlayfs at once, and it has no generation).  So on local
+        # storage the content counts only where the generation proves the inode is ours.
+        if is_shared(st.st_dev):  # inode numbers are not stable there: the content decides
+            return identity(st) == identity(mine) or read_small(self.path) == self._written
+        if (st.st_dev, st.st_ino) != (mine.st_dev, mine.st_ino):
             return False
-        if self._generation is not None and generation(self.path) != self._generation:
+        now = None if self._generation is None else generation(self.path)
+        if now is not None and now != self._generation:
             return False
         if identity(st) == identity(mine):
-            return True
-        return read_small(self.path) == self._written
+            return True  # (a generation that cannot be read now, EMFILE: the identity decides)
+        return now is not None and read_small(self.path) == self._written
 
     def _undo(self) -> None:
         retry_busy(os.unlink, self.path)
@@ -193,6 +212,10 @@ class ExclBackend(StaleBackend):
                 f"is empty, belongs to uid {st.st_uid}, and we are root",
                 EPERM,
             )
+        if st.st_size > RECORD_LIMIT:  # only its start could be read: never a lock for it
+            raise not_a_lock(
+                self.path, self.method, f"holds {st.st_size} bytes, more than any lock record"
+            )
         if st.st_size:
             data = read_same(self.path, st)
             if (
@@ -200,7 +223,21 @@ class ExclBackend(StaleBackend):
                 and not self._is_lock(data)
                 and read_same(self.path, st) == data  # a second read agrees (see above)
             ):
+                if (
+                    self._template is not None
+                    and time.time() - st.st_mtime < WRITING_GRACE
+                    and self._template.prefix(data)
+                ):
+                    self._writing = True  # a Perl holder's record half written: look again
+                    return
                 raise self._foreign(data)
+
+    def _check_once(self, st: os.stat_result) -> None:
+        """As ``StaleBackend``'s, but a record still being written passes only this look."""
+        self._writing = False
+        super()._check_once(st)
+        if self._writing:
+            self._passed = None
 
     def _is_lock(self, data: bytes) -> bool:
         """True if *data* (the whole file) is a lock: our record, or the declared format."""

@@ -197,7 +197,7 @@ def is_flocked(path: str) -> bool:
     if pids is not None:
         return bool(pids)
     try:
-        fd = os.open(path, os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_BINARY)
+        fd = os.open(path, os.O_RDONLY | _OPEN)  # (a FIFO swapped in since the lstat: no wait)
     except OSError:
         return False
     try:

@@ -39,7 +39,9 @@ is gone).  The holder writes ``record=`` (default ``"{pid}\n"``) into
 our token stays in memory); the directory may then hold that one file.  A pid
 file matching the template names the holder (stale at once when that pid is dead
 on this host); a directory without it yet (a Perl holder between its mkdir and
-its write) is judged by age.  Release and stale removal unlink the pid file, then
+its write), or with it still empty, is judged by age.  A pid file the template does
+not match (other content, not a plain file, a second name of another file, more
+than 4 KiB) is refused, never unlinked.  Release and stale removal unlink the pid file, then
 ``rmdir``.  Without ``pidfile=`` a non-empty directory is refused, and the error
 names the ``pidfile=`` that declares a pid file found inside.
 """
@@ -50,6 +52,7 @@ import errno
 import os
 import stat as stat_module
 import sys
+import time
 
 from ...perl.fsinfo import is_shared
 from .. import owner as _owner
@@ -67,6 +70,7 @@ from ..stale import (
     lstat,
     not_a_lock,
     read_fd,
+    read_same,
     read_small,
     remove_same,
     same,
@@ -82,6 +86,10 @@ if TYPE_CHECKING:
 
 #: suffix of the owner file kept beside the lock directory.
 OWNER_SUFFIX = ".owner"
+#: seconds the start of a pid file's record may be a Perl holder still writing it.
+WRITING_GRACE = 0.25
+#: the longest pid file (``pidfile=``) read as a record; a longer one is refused.
+RECORD_LIMIT = 4096
 #: the owner record is padded to this size, so rewriting it never truncates.
 RECORD_SIZE = _owner.RECORD_SIZE
 
@@ -144,6 +152,7 @@ class MkdirBackend(StaleBackend):
         self.owner_path = path + OWNER_SUFFIX
         self._mine: os.stat_result | None = None
         self._token = ""
+        self._record = ""
         self._owner_fd = -1
         self._generation: int | None = None
         self.pidfile = pidfile
@@ -158,28 +167,30 @@ class MkdirBackend(StaleBackend):
     # -- acquire / release -------------------------------------------------
     def try_acquire(self) -> bool:
         """Make the directory; True if we made it (it is then ours)."""
+        data = b""  # the pid file's content first: a failure after the mkdir would leave it
+        if self._template is not None:
+            data = self._template.render(stale=self.stale).encode("utf-8", "surrogateescape")
         try:
             os.mkdir(self.path, self.mode)
         except OSError as exc:
             if busy(exc, self.path):
                 return False
             raise
-        if self._template is not None and not self._write_pidfile():
+        if self._template is not None and not self._write_pidfile(data):
             return False
         st = lstat(self.path)
         if st is None:
             return False  # removed at once by someone else (the mkdir lock sub's racy stale check)
         self._token = _owner.nonce()
         if self._template is None:
-            self._sign(_owner.record(self.method, dir=_tag(st), token=self._token))
+            self._record = _owner.record(self.method, dir=_tag(st), token=self._token)
+            self._sign(self._record)
         self._generation = generation(self.path)
         self._mine = st
         return True
 
-    def _write_pidfile(self) -> bool:
-        """Write the declared pid file into the directory we just made; False if it went."""
-        assert self._template is not None
-        data = self._template.render(stale=self.stale).encode("utf-8", "surrogateescape")
+    def _write_pidfile(self, data: bytes) -> bool:
+        """Write *data* as the pid file into the directory we just made; False if it went."""
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_BINARY
         try:
             fd = os.open(self.pid_path, flags, 0o644)
@@ -238,14 +249,20 @@ class MkdirBackend(StaleBackend):
         if (st.st_dev, st.st_ino) != (mine.st_dev, mine.st_ino):
             return False
         if self._generation is not None:
-            return generation(self.path) == self._generation
+            now = generation(self.path)
+            if now is not None:  # (None: it cannot be read now, EMFILE: the identity decides)
+                return now == self._generation
         return identity(st) == identity(mine)
 
     def _undo(self) -> None:
         self._unsign()
         if self.pid_path:
             _unlink_if_there(self.pid_path)
-        retry_busy(os.rmdir, self.path)  # Windows: a waiter may be listing it for a moment
+        try:
+            retry_busy(os.rmdir, self.path)  # Windows: a waiter may be listing it for a moment
+        except OSError:
+            self._resign()  # still held (ENOTEMPTY ...): the record must name us again
+            raise
 
     def _after_release(self) -> None:
         self._close_owner()
@@ -341,7 +358,7 @@ class MkdirBackend(StaleBackend):
     def _replace_owner(self, data: bytes) -> None:
         temp = f"{self.owner_path}.{os.getpid()}.{_owner.nonce()}"
         try:
-            fd = os.open(temp, _OPEN_OWNER | os.O_EXCL, 0o644)
+            fd = os.open(temp, _CREATE_OWNER, 0o644)
         except OSError:
             return
         try:
@@ -361,6 +378,14 @@ class MkdirBackend(StaleBackend):
             except OSError:
                 return
 
+    def _resign(self) -> None:
+        """Write our record back after a failed release blanked it (best effort)."""
+        if self._owner_fd >= 0:
+            try:
+                write_at_zero(self._owner_fd, _owner.padded(self._record))
+            except OSError:
+                return
+
     def _close_owner(self) -> None:
         fd, self._owner_fd = self._owner_fd, -1
         if fd >= 0:
@@ -373,6 +398,8 @@ class MkdirBackend(StaleBackend):
         if self.pidfile is not None:
             names = _entries(self.path)
             if names is None or set(names) <= {self.pidfile}:
+                if names:
+                    self._check_pidfile()
                 return
             raise not_a_lock(
                 self.path,
@@ -388,6 +415,46 @@ class MkdirBackend(StaleBackend):
                 "is a directory that is not empty" + self._pidfile_hint(),
                 errno.ENOTEMPTY,
             )
+
+    def _check_pidfile(self) -> None:
+        """Raise if the entry named ``pidfile=`` is not a pid file in the declared format.
+
+        Empty is fine (a Perl holder between its open and its print), and so is the start
+        of a record written less than ``WRITING_GRACE`` s ago; anything else that
+        the template does not match (read twice, alike), a directory, a second name of
+        another file, or more than any record is refused: release and stale removal
+        unlink it.
+        """
+        from .. import record as _record
+
+        assert self._template is not None
+        st = lstat(self.pid_path)
+        if st is None or (stat_module.S_ISREG(st.st_mode) and not st.st_size):
+            return
+        if not stat_module.S_ISREG(st.st_mode):
+            why = "is not a plain file"
+        elif st.st_nlink > 1:
+            why = f"has {st.st_nlink} hard links"
+        elif st.st_size > RECORD_LIMIT:
+            why = f"holds {st.st_size} bytes"
+        else:
+            data = read_same(self.pid_path, st)
+            if (
+                data is None
+                or self._template.match(data) is not None
+                or read_same(self.pid_path, st) != data
+            ):
+                return  # changed as we looked: judged again on the next look
+            if time.time() - st.st_mtime < WRITING_GRACE and self._template.prefix(data):
+                return  # a Perl holder writing its pid file in pieces
+            why = f"holds {_record.shown(data)}"
+        raise not_a_lock(
+            self.path,
+            self.method,
+            f"is a directory whose {self.pidfile!r} {why}, not a pid file of the declared"
+            f" record={self._template.text!r}",
+            errno.ENOTEMPTY,
+        )
 
     def _pidfile_hint(self) -> str:
         """For a directory holding one small file in a known Perl format: the pidfile= to give."""
@@ -479,9 +546,13 @@ class MkdirBackend(StaleBackend):
 
 
 def _unlink_if_there(path: str) -> None:
-    """Unlink *path*; nothing there is fine (any other failure raises)."""
+    """Unlink *path*; nothing there is fine (any other failure raises).
+
+    On Windows retried for a moment while a reader holds it without FILE_SHARE_DELETE
+    (a Perl waiter reading the pid file).
+    """
     try:
-        os.unlink(path)
+        retry_busy(os.unlink, path)
     except FileNotFoundError:
         return
 

@@ -79,7 +79,7 @@ The algorithm, one Lua script per step so that each step is atomic on the server
   ACLs, EAGAIN while the server loads, EROFS on a replica, ENOMEM, EINVAL for a
   host name that does not resolve, as Perl's IO::Socket, EINVAL for a max lease
   below the record, EOPNOTSUPP for a server that may evict keys, else EIO) and a
-  message naming the lock, the URL (password hidden) and the cause.  Error
+  message naming the lock, the URL (secrets hidden: :func:`redact`) and the cause.  Error
   replies are classified by their code and text, not only by redis-py's class
   (4.2 leaves WRONGPASS and OOM plain), and a missing password is EACCES
   whatever the server answers first: NOAUTH, a refused ``HELLO`` (redis-py 8
@@ -322,7 +322,7 @@ class _Server:
                 self.make(**self.kwargs)
         except (TypeError, ValueError) as exc:
             raise ValueError(
-                f"lock url {self.shown_url!r} is not usable ({exc}): {_URL_HELP},"
+                f"lock url {self.shown_url!r} is not usable ({scrub(str(exc), url)}): {_URL_HELP},"
                 " with redis-py connection options in the query, as in ?socket_timeout=5"
             ) from None
         self.read_cap = _positive(self.kwargs.get("socket_timeout"), DEFAULT_TIMEOUT)
@@ -519,25 +519,65 @@ _host: list[str] = []
 
 
 def redact(url: str) -> str:
-    """Return *url* with any password replaced by ``***``."""
-    from urllib.parse import urlsplit, urlunsplit
+    """Return *url* with its secrets replaced by ``***``, failing closed.
 
-    try:
-        parts = urlsplit(url)
-        if parts.password is None and "password=" not in parts.query.lower():
-            return url
-        netloc = parts.netloc
-        if parts.password is not None:
-            user, _, host = netloc.rpartition("@")
-            name = user.partition(":")[0]
-            netloc = f"{name}:***@{host}"
-        query = "&".join(
-            "password=***" if item.lower().startswith("password=") else item
-            for item in parts.query.split("&")
-        )
-        return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
-    except ValueError:
-        return "<unparsable url>"
+    Hidden: everything between ``://`` and the last ``@`` (user and password,
+    even one with an unencoded ``/``, ``#``, ``?`` or ``@``), and the value, up to
+    the next ``&``, of every query key that names a secret once percent-decoded
+    (``password``, ``ssl_password``, ``Pass%77ord``: any key containing pass,
+    pwd, secret or token).  Where the two overlap both are hidden.
+    """
+    import re
+    from urllib.parse import unquote_plus
+
+    start = url.find("://")
+    start = 0 if start < 0 else start + 3
+    hidden = [False] * len(url)
+    at = url.rfind("@")
+    if at >= start:
+        hidden[start:at] = [True] * (at - start)
+    for found in re.finditer(r"[?&]([^=&]*)=([^&]*)", url[start:]):
+        name = unquote_plus(found.group(1)).lower()
+        if any(word in name for word in _SECRET_KEYS):
+            hidden[start + found.start(2) : start + found.end(2)] = [True] * len(found.group(2))
+    shown = []
+    for i, char in enumerate(url):
+        if not hidden[i]:
+            shown.append(char)
+        elif i == 0 or not hidden[i - 1]:
+            shown.append("***")
+    return "".join(shown)
+
+
+#: what in a query key, percent-decoded and lower-cased, names a secret.
+_SECRET_KEYS = ("pass", "pwd", "secret", "token")
+
+
+def _secrets(url: str) -> list[str]:
+    """The secret parts of *url* that :func:`redact` hides, raw and percent-decoded."""
+    from urllib.parse import unquote, unquote_plus
+
+    rest = url.partition("://")[2] or url
+    found = []
+    if "@" in rest:
+        found.append(rest.rpartition("@")[0])
+    for item in rest.rpartition("@")[2].partition("?")[2].split("&"):
+        key, eq, value = item.partition("=")
+        if eq and value and any(word in unquote_plus(key).lower() for word in _SECRET_KEYS):
+            found.append(value)
+    found += [unquote(text) for text in found] + [unquote_plus(text) for text in found]
+    for text in list(found):  # and a password alone, as a client library may quote it
+        _user, colon, password = text.partition(":")
+        if colon and password:
+            found.append(password)
+    return sorted({text for text in found if text}, key=len, reverse=True)
+
+
+def scrub(text: str, url: str) -> str:
+    """*text* (an error message about *url*) with every secret of *url* replaced by ``***``."""
+    for secret in _secrets(url):
+        text = text.replace(secret, "***")
+    return text
 
 
 def check_url(url: object) -> str:
@@ -547,6 +587,14 @@ def check_url(url: object) -> str:
     from urllib.parse import urlsplit
 
     shown = redact(url)
+    rest = url.partition("://")[2]
+    netloc = rest[: min([len(rest)] + [i for i in map(rest.find, "/?#") if i >= 0])]
+    if url.rfind("@") > url.find("://") + 2 + len(netloc) or "#" in url:
+        raise ValueError(  # urllib would cut a password there and show the rest as a host
+            f"lock url {shown!r} is malformed: a / ? or # in the user name or password, a #"
+            f" anywhere and an @ after the host must be percent-encoded (%2F %3F %23 %40):"
+            f" {_URL_HELP}"
+        )
     try:
         parts = urlsplit(url)
         scheme = parts.scheme.lower()
@@ -556,7 +604,14 @@ def check_url(url: object) -> str:
             if not parts.path:
                 raise ValueError(f"lock url {shown!r} names no socket path: {_URL_HELP}")
         else:
-            parts.port  # noqa: B018 - raises ValueError for a bad port
+            try:
+                parts.port  # noqa: B018 - raises ValueError for a bad port
+            except ValueError:  # (urllib's message quotes the port: a piece of a password)
+                raise ValueError(
+                    f"lock url {shown!r} is malformed: the port is not a number from 0 to"
+                    " 65535; a / ? # or @ in a password must be percent-encoded"
+                    f" (%2F %3F %23 %40): {_URL_HELP}"
+                ) from None
             db = parts.path.strip("/")
             if db and not db.isdigit():
                 raise ValueError(
@@ -565,7 +620,8 @@ def check_url(url: object) -> str:
     except ValueError as exc:
         if str(exc).startswith("lock url"):
             raise
-        raise ValueError(f"lock url {shown!r} is malformed ({exc}): {_URL_HELP}") from None
+        why = scrub(str(exc), url)
+        raise ValueError(f"lock url {shown!r} is malformed ({why}): {_URL_HELP}") from None
     return url
 
 
@@ -894,6 +950,9 @@ class RedisBackend(Backend):
     def _oserror(self, exc: Exception, doing: str) -> OSError:
         number = _errno_of(exc)
         detail = str(exc) or type(exc).__name__
+        if scrub(detail, self.url) != detail:  # (the cause is chained: scrub it there too)
+            detail = scrub(detail, self.url)
+            exc.args = tuple(scrub(str(arg), self.url) for arg in exc.args)
         refusal = _refusal(exc)
         if refusal == "acl":
             detail = f"the server's ACL refuses the lock url's user a command or key: {detail}"

@@ -517,7 +517,7 @@ class RenameBackend(StaleBackend):
             return self._rename_held(st)
         if self.data:
             return super()._touch(st)
-        marker = open_file(self._taken, _WRITE)
+        marker = open_file(self._taken or self.held, _WRITE)
         try:
             now = os.fstat(marker)
         except BaseException:
@@ -531,7 +531,9 @@ class RenameBackend(StaleBackend):
         except BaseException:
             os.close(marker)
             raise
-        self._sign(marker, self._taken)  # closes it; names this process (a fork()'s child)
+        self._sign(
+            marker, self._taken or self.held
+        )  # closes it; names this process (a fork()'s child)
         return self._mine
 
     def _rename_held(self, st: os.stat_result) -> os.stat_result | None:

@@ -27,8 +27,9 @@ link, so a link to a pid that names no file reads as absent and Perl never sees
 (nor breaks) a port's stale lock.  A target with ``{pid}`` is read back as the
 holder's pid (``"/12345"`` and ``"12345"`` alike); one without (``"."``) is
 judged by the link's age only, as the Perl script judges it.  Without
-``target=`` a ``"/12345"`` target is read as a pid too.  Release compares
-the link's identity, as without ``target=``.
+``target=`` a ``"/12345"`` target is read as a pid too; with it, a link to
+anything the template does not match (``current -> data-2024.txt``) is refused, never
+removed.  Release compares the link's identity, as without ``target=``.
 
 On Windows the method refuses with ``ValueError`` when the lock is made: a
 symlink there needs a privilege (or Developer Mode), Perl before 5.34 has no
@@ -38,6 +39,7 @@ nothing.  Use the mkdir method (the mkdir lock sub) instead.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat as stat_module
 import sys
@@ -143,6 +145,14 @@ class SymlinkBackend(StaleBackend):
         problem = links_error(self.path, st, self.method)  # a hard link to a symlink: not ours
         if problem is not None:
             raise problem
+        if self._template is not None:  # declared: a link to anything else is not a lock
+            text = _target(self.path)
+            if text is not None and self._template.fullmatch_name(text) is None:
+                raise OSError(
+                    errno.EEXIST,
+                    f"lock path {self.path!r} is a symlink to {text!r}, not the declared"
+                    f" target={self._template.text!r}; refusing to touch it",
+                )
 
     def _owner(self, st: os.stat_result) -> Owner:
         text = _target(self.path)

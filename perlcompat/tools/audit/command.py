@@ -11,8 +11,10 @@ cannot be read or parsed.
 
 from __future__ import annotations
 
+import re
 import sys
 
+from ..quoting import quote
 from .findings import Problem
 from .registry import RULES
 from .run import audit
@@ -26,17 +28,24 @@ if TYPE_CHECKING:
 JSON_VERSION = 1
 
 
+#: what JSON leaves raw but a terminal acts on: DEL, C1 controls, separators, bidi controls.
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
 def shown_path(path: str) -> str:
     """*path* printable in any locale: undecodable name bytes as ``\\xNN``."""
     return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def _format_text(findings: list[dict[str, object]]) -> str:
+    """One line per finding; file names and Perl text quoted as ``ls`` quotes names."""
     lines = []
     for f in findings:
-        lines.append(f"{f['file']}:{f['line']}: {f['severity']} {f['rule']}: {f['message']}")
+        where = quote(str(f["file"]))
+        message = quote(str(f["message"]), sentence=True)
+        lines.append(f"{where}:{f['line']}: {f['severity']} {f['rule']}: {message}")
         if f["suggestion"]:
-            lines.append(f"    perlcompat: {f['suggestion']}")
+            lines.append(f"    perlcompat: {quote(str(f['suggestion']), sentence=True)}")
     return "".join(line + "\n" for line in lines)
 
 
@@ -129,7 +138,8 @@ def main(argv: list[str]) -> int:
                 sources.append((path, read_source(path)))
         except OSError as exc:
             reason = exc.strerror or str(exc)
-            sys.stderr.write(f"perlcompat audit: cannot read {shown_path(path)}: {reason}\n")
+            shown = f"{quote(shown_path(path))}: {quote(reason, sentence=True)}"
+            sys.stderr.write(f"perlcompat audit: cannot read {shown}\n")
             entry = {"file": shown_path(path), "line": 0, "message": f"cannot read: {reason}"}
             errors.append(entry)
     problems: list[Problem] = []
@@ -141,7 +151,8 @@ def main(argv: list[str]) -> int:
     for f in findings:
         f["file"] = shown_path(str(f["file"]))
     for problem in problems:
-        sys.stderr.write(f"{shown_path(problem.file)}: {problem.message}\n")
+        where, why = quote(shown_path(problem.file)), quote(problem.message, sentence=True)
+        sys.stderr.write(f"{where}: {why}\n")
         entry = problem.as_dict()
         entry["file"] = shown_path(problem.file)
         errors.append(entry)
@@ -149,7 +160,8 @@ def main(argv: list[str]) -> int:
         import json
 
         doc = {"version": JSON_VERSION, "findings": findings, "errors": errors, "skipped": skipped}
-        sys.stdout.write(json.dumps(doc, ensure_ascii=False, indent=2) + "\n")
+        text = json.dumps(doc, ensure_ascii=False, indent=2)
+        sys.stdout.write(_JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n")
     else:
         sys.stdout.write(_format_text(findings))
         counts = {

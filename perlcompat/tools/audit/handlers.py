@@ -32,7 +32,7 @@ from .model import (
 from .parser import Block, parse
 from .rules import check_then_create, swallowed_flock, unchecked_result
 from .source import display
-from .suggest import lock_call, py_name
+from .suggest import lock_call, py_name, py_string
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -50,6 +50,10 @@ if TYPE_CHECKING:
         src: Source
         res: Result
         remove_keys: set[str]
+        rename_pairs: set[tuple[str, str]]
+
+        def literal(self, items: Sequence[Item]) -> str: ...
+        def lock_scope(self) -> bool: ...
 
         def path(self, items: Sequence[Item], head: str | None = None) -> Path: ...
         def resolve(self, raw: str) -> str: ...
@@ -455,10 +459,19 @@ def _h_rename(w: Walk, items: Sequence[Item], i: int, st: State, ctx: Ctx) -> in
         if dst.key in held and held[dst.key].kind == "rename":
             w.release(st, line, held[dst.key])
         return i + 1
-    if ctx.loop and w.used(items, i, end, ctx):
+    used = w.used(items, i, end, ctx)
+    # a lock sub whose rename another sub (the unlock sub) undoes: the data file renamed
+    # away as the lock (in straight-line code read_write's unlocked-update says so instead)
+    renamed_back = (dst.key, src.key) in w.rename_pairs and w.lock_scope()
+    if used and (ctx.loop or renamed_back):
         inst = Inst(
             w.prog.new_id(), "rename", src.key, line, f"rename({src.text}, ...)", name=src.py
         )
+        inst.form = {"method": '"rename"', "held": w.literal(args[1]) or dst.py}
+        if w.literal(args[0]):
+            inst.form["name"] = w.literal(args[0])
+        if renamed_back:
+            inst.form["data"] = "True"  # the data file itself renamed away while worked on
         w.acquire(st, inst)
         return i + 1
     w.event("write", line, st, path=dst, via="rename", source=src)
@@ -489,10 +502,73 @@ def _h_marker(kind: str, path_arg: int) -> Handler:
         if w.used(items, i, end, ctx) and lockish:
             line = items[i].line
             inst = Inst(w.prog.new_id(), kind, path.key, line, f"{kind}({path.text})", name=path.py)
+            inst.form = {"method": f'"{kind}"'} if kind != "mkdir" else {"method": ""}
+            if w.literal(args[path_arg]):  # the path the script fixes (not a sub's parameter)
+                inst.form["name"] = w.literal(args[path_arg])
+            if kind == "symlink":
+                target = _target_template(args[0])
+                if target is None:
+                    inst.form = {}  # a target we cannot read: no form to suggest
+                elif target != "{pid}":  # symlink($$, ...) is the method's own target
+                    inst.form["target"] = py_string(target, False)
             w.acquire(st, inst)
         return i + 1
 
     return handler
+
+
+def _target_template(arg: Sequence[Item]) -> str | None:
+    """A symlink target as a ``target=`` template (``"."``, ``"/{pid}"``); None if unknown."""
+    if len(arg) != 1 or not isinstance(arg[0], Tok):
+        return None
+    tok = arg[0]
+    if tok.kind == "var":
+        return "{pid}" if tok.text == "$$" else None
+    if tok.kind != "str":
+        return None
+    text = tok.text.replace("{", "{{").replace("}", "}}")
+    if tok.extra in ('"', "qq"):
+        text = text.replace("$$", "{pid}")
+    return None if "$" in text or "@" in text or not text else text
+
+
+#: File::FcntlLock's and Fcntl's lock functions.
+_FCNTL_SET = {"F_SETLK": False, "F_SETLKW": True}
+
+
+def _h_fcntl(w: Walk, items: Sequence[Item], i: int, st: State, ctx: Ctx) -> int:
+    """``fcntl(FH, F_SETLKW, $flock_struct)``: a POSIX record lock on the handle's file."""
+    return _fcntl_lock(w, items, i, st, ctx, "fcntl")
+
+
+def fcntl_method(w: Walk, items: Sequence[Item], i: int, st: State, ctx: Ctx) -> int:
+    """``$fs->lock($fh, F_SETLKW)`` (File::FcntlLock): a record lock; any other ``->lock`` no."""
+    return _fcntl_lock(w, items, i, st, ctx, "->lock")
+
+
+def _fcntl_lock(w: Walk, items: Sequence[Item], i: int, st: State, ctx: Ctx, how: str) -> int:
+    call = _handle_call(items, i, 2)
+    if call is None:
+        return i + 1
+    args, _end, _, handle = call
+    function = [t for t in args[1] if isinstance(t, Tok)]
+    if len(function) != 1 or function[0].text.split("::")[-1] not in _FCNTL_SET:
+        return i + 1  # F_GETLK, F_GETFL ...: not a lock
+    blocking = _FCNTL_SET[function[0].text.split("::")[-1]]
+    line = items[i].line
+    op = st.handles.get(handle) or w.pseudo_open(handle, st)
+    mine = [h for h in st.held.values() if h.kind == "fcntl" and h.open is op]
+    if mine:  # a second F_SETLK on a held handle: the F_UNLCK that releases it
+        for inst in mine:
+            w.release(st, line, inst)
+        return i + 1
+    shown = f"{how}({display(handle)}, {function[0].text})"
+    inst = Inst(
+        w.prog.new_id(), "fcntl", op.path.key, line, shown, name=op.path.py, blocking=blocking
+    )
+    inst.open = op
+    w.acquire(st, inst)
+    return i + 1
 
 
 def _h_alarm(w: Walk, items: Sequence[Item], i: int, st: State, ctx: Ctx) -> int:
@@ -550,5 +626,6 @@ HANDLERS: dict[str, Handler] = {
     "symlink": _h_marker("symlink", 1),
     "link": _h_marker("link", 1),
     "alarm": _h_alarm,
+    "fcntl": _h_fcntl,
     "eval": _h_eval,
 }

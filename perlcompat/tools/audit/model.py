@@ -99,6 +99,7 @@ class Inst:
 
     __slots__ = (
         "blocking",
+        "form",
         "id",
         "key",
         "kind",
@@ -124,7 +125,7 @@ class Inst:
         open_: Open | None = None,
     ) -> None:
         self.id = id_
-        self.kind = kind  # flock sub mkdir symlink excl file rename caller
+        self.kind = kind  # flock fcntl sub mkdir symlink link excl file rename caller
         self.key = key
         self.line = line
         self.text = text
@@ -134,6 +135,10 @@ class Inst:
         self.local = False  # the key names a `my` variable: meaningless outside its sub
         self.retry = 0  # tries of the script's own retry loop around it (0: none seen)
         self.wait = 0.0  # its sleep between tries
+        #: the perlcompat call that takes the same lock: keyword -> Python expression
+        #: (``method``, ``target``, ``held``, ``data``; ``name``: the lock path, a literal
+        #: where the script's variable holds a constant)
+        self.form: dict[str, str] = {}
 
 
 class Ev:
@@ -248,6 +253,8 @@ class Source:
     def __init__(self, name: str) -> None:
         self.name = name
         self.consts: dict[str, str] = {}
+        self.literals: dict[str, str] = {}  # $name -> its one string literal, as written
+        self.rename_pairs: set[tuple[str, str]] = set()  # (from, to) keys of its renames
         self.requires: set[str] = set()  # base names of the files it `require`s or `do`es
         self.loads: list[Source] = []  # those files (transitively), as audited or read
         self.shared: dict[str, str] = {}  # constants of those files, where they agree
@@ -270,6 +277,8 @@ class Program:
         self.next_id = 0
         #: (file, lock sub) -> (tries, pause, stale seconds) of its retry loop and age test
         self.styles: dict[tuple[str, str], tuple[int, float, int]] = {}
+        #: (file, lock sub) -> the form (``Inst.form``) of the lock it takes
+        self.forms: dict[tuple[str, str], dict[str, str]] = {}
 
     def new_id(self) -> int:
         self.next_id += 1
@@ -305,6 +314,14 @@ class Program:
             if style is not None:
                 return style
         return (0, 0.0, 0)
+
+    def form(self, source: Source, name: str) -> dict[str, str]:
+        """The form of the lock that lock sub *name* takes, called from *source*; {} if unknown."""
+        for s in self.visible(source, name):
+            form = self.forms.get((s.name, name))
+            if form is not None:
+                return form
+        return {}
 
     def classify(self, name: str, called: bool = False, source: Source | None = None) -> str:
         """``"lock"``, ``"unlock"`` or ``""`` for a sub called *name* (from *source*).

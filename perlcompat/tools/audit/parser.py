@@ -80,22 +80,28 @@ def _block_kind(cur: list[Item]) -> str:
     if last.is_op(":") and len(cur) == 2:
         return "bare"
     if last.is_op(")"):
-        words = [t if isinstance(t, Tok) else None for t in cur]
+        # (looked up one by one: in a long elsif chain *cur* is the whole chain so far)
         k = _matching_open(cur, len(cur) - 1) - 1
         while (
             k >= 0
-            and (word := words[k]) is not None
+            and (word := _word(cur, k)) is not None
             and (word.kind == "var" or word.is_id("my", "our", "local", "state"))
         ):
             k -= 1  # foreach my $x (...)
-        word = words[k] if k >= 0 else None
+        word = _word(cur, k) if k >= 0 else None
         if word is not None and word.kind == "id":
             if word.text in _CONTROL:
                 return word.text
-            before = words[k - 1] if k >= 1 else None
+            before = _word(cur, k - 1) if k >= 1 else None
             if before is not None and before.is_id("sub"):
                 return "sub" if k == 1 else "anonsub"
     return "expr"
+
+
+def _word(cur: list[Item], k: int) -> Tok | None:
+    """``cur[k]`` if it is a token, None if it is a block."""
+    item = cur[k]
+    return item if isinstance(item, Tok) else None
 
 
 #: Deeper block nesting is not followed (no real script comes near; the walk recurses).

@@ -80,6 +80,10 @@ def _consts_in(
             continue
         path = walker_path.path(rhs)
         seen.setdefault(var.text[1:], []).append(bare(path.key))
+        if len(rhs) == 1 and rhs[0].kind == "str" and "$" not in rhs[0].text:
+            literals = walker_path.src.literals
+            if literals.setdefault(var.text[1:], rhs[0].text) != rhs[0].text:
+                literals[var.text[1:]] = ""  # two values: none is the one
 
 
 def collect_requires(stmts: list[list[Item]]) -> set[str]:

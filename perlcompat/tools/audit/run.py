@@ -126,6 +126,8 @@ def audit(
             source.consts = collect_consts(stmts, source)
             raw_requires = collect_requires(stmts)
             collect_subs(stmts, source, prog)
+            # a rename in one sub undone in another (lock/unlock subs): a rename lock
+            source.rename_pairs = Walker(prog, source, "", False).scan_renames(stmts)
         except Exception as exc:
             problems[name] = Problem(name, 1, internal(exc))
             continue
@@ -160,7 +162,10 @@ def audit(
     # Pass 1: learn which subs lock (by name or by what they leave held) and their callers.
     first = _walk_all(prog, units, problems, tick)
     for res in first:
-        kept = any(h.kind in ("flock", "mkdir", "symlink", "excl", "file") for h in res.end_held)
+        kept = any(
+            h.kind in ("flock", "fcntl", "mkdir", "symlink", "link", "excl", "file")
+            for h in res.end_held
+        )
         if res.scope in prog.subs and not prog.classify(res.scope, source=res.source) and kept:
             prog.sub_class[(res.source.name, res.scope)] = "lock"  # returns holding what it took
     for name, defs in prog.subs.items():
@@ -175,6 +180,9 @@ def audit(
             if tries or stale:
                 retry, wait = tries[0] if tries else (0, 0.0)
                 prog.styles.setdefault((res.source.name, res.scope), (retry, wait, stale))
+            forms = [i.form for i in sorted(res.insts.values(), key=lambda i: i.line) if i.form]
+            if forms:  # the first branch's (daycount.cgi: symlink for $lockkey 1, mkdir for 2)
+                prog.forms.setdefault((res.source.name, res.scope), forms[0])
     calls: dict[tuple[str, str], list[bool]] = {}
     callee: dict[tuple[str, str], Source] = {}
     for res in first:

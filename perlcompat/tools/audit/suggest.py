@@ -198,6 +198,19 @@ def flock_suggestion(handle: str, path: Path) -> str:
     )
 
 
+#: the names a suggestion uses where the script's own lock path is not known.
+PLACEHOLDERS = ('"lockdir"', "path")
+
+
+def fcntl_suggestion(handle: str) -> str:
+    """File::FcntlLock's (or Perl's ``fcntl``) record lock on *handle*, as the port takes it."""
+    h = py_name(handle)
+    return (
+        f"fs = FcntlLock(l_type=F_WRLCK); fs.lock({h}, F_SETLKW) or "
+        'die(f"Locking failed: {fs.error()}")'
+    )
+
+
 def _sub_name(inst: Inst) -> str:
     """``lock`` of a ``&lock('dir')`` hold."""
     return inst.text[1:].split("(", 1)[0].split("::")[-1].split("'")[-1]
@@ -219,8 +232,12 @@ def lock_call(
 ) -> str:
     """``lock(name, retry=5, wait=1, stale=60) or error("busy")`` in the script's own terms.
 
-    The retries, pause and stale age are the script's (its retry loop, its age test, or
-    those of the lock sub it calls); its own error sub (``&error``) replaces ``die``.
+    The call that takes the same lock as the script: its lock path (where only a lock
+    sub knows it: the literal its variable holds), the method and format of the lock it takes
+    (``method="symlink", target="."`` for daycount.cgi's ``symlink(".", $lockfile)``;
+    ``held=..., data=True`` for a data file renamed away and back), the retries, pause
+    and stale age (its retry loop, its age test, or those of the lock sub it calls); its
+    own error sub (``&error``) replaces ``die``.
     """
     if inst is not None and inst.kind == "sub":
         sub = _sub_name(inst)
@@ -228,9 +245,17 @@ def lock_call(
     if inst is not None:
         retry, wait = inst.retry or retry, inst.wait or wait
     stale = stale or sub_stale
+    form = dict(inst.form) if inst is not None and inst.form else {}
+    if not form and sub:
+        form = prog.form(source, sub)
+    if "name" in form and name in PLACEHOLDERS:
+        name = form["name"]
     args = [name]
     if method:
         args.append(f'method="{method}"')
+    elif form.get("method"):  # "": the default method (mkdir)
+        args.append(f"method={form['method']}")
+    args += [f"{key}={form[key]}" for key in ("target", "held", "data") if key in form]
     if retry:
         args.append(f"retry={retry}")
     if wait:

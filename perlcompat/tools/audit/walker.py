@@ -24,7 +24,7 @@ import re
 
 from .facts import labelled, lexicals, retry_wait, stale_seconds, tests_handle
 from .findings import Finding, Policy
-from .handlers import HANDLERS
+from .handlers import HANDLERS, fcntl_method
 from .items import (
     call_args,
     first_line_of,
@@ -53,7 +53,7 @@ from .model import (
     merge,
 )
 from .parser import Block
-from .rules import unchecked_result
+from .rules import lock_order, unchecked_result
 from .source import display
 from .suggest import INTERP, LONE_VAR, lock_call, py_expr, py_name, py_string
 
@@ -65,6 +65,12 @@ if TYPE_CHECKING:
     from .parser import Item
 
 
+#: locks one walk tracks as held at once (Linux lockdep's ``MAX_LOCK_DEPTH`` is 48):
+#: a lock taken beyond it is reported once (info) and not checked, so that the
+#: audit of a script holding thousands at once stays linear.
+MAX_HELD = 48
+
+
 class Walker:
     def __init__(self, prog: Program, source: Source, scope: str, caller: bool) -> None:
         self.prog = prog
@@ -72,12 +78,14 @@ class Walker:
         self.res = Result(source, scope)
         self.anon: list[Block] = []
         self.remove_keys: set[str] = set()
+        self.rename_pairs: set[tuple[str, str]] = set()
         self.lexicals: set[str] = {"_"}
         self.pending: dict[str, Finding] = {}  # unchecked open of $fh, unless tested next
         self.branches: list[tuple[int, int]] = []
         self.state = State()
         self.line = 1  # of the statement being walked: where a failure is reported
         self.scope_stmts: list[list[Item]] = []
+        self.too_deep = False  # past MAX_HELD locks held at once (reported once)
         if caller:
             inst = Inst(prog.new_id(), "caller", "", 0, "the caller's lock")
             self.res.caller = inst.id
@@ -108,6 +116,19 @@ class Walker:
         inst.local = self.is_local(inst.key)
         self.res.insts[inst.id] = inst
         self.event("acquire", inst.line, st, inst=inst)
+        if len(st.held) >= MAX_HELD:
+            if not self.too_deep:
+                self.too_deep = True
+                self.find(
+                    lock_order.POLICY,
+                    inst.line,
+                    f"{display(inst.text)} is taken while {len(st.held)} other locks are held:"
+                    f" the audit tracks at most {MAX_HELD} locks held at once, so this one and"
+                    " later ones are not checked (lock order, reads and writes under them)",
+                    "",
+                    "info",
+                )
+            return
         st.held[inst.id] = inst
 
     def release(self, st: State, line: int, inst: Inst) -> None:
@@ -131,6 +152,28 @@ class Walker:
                 break
             raw = new
         return _normalize(raw)
+
+    def lock_scope(self) -> bool:
+        """True while walking a lock sub (``sub lock``, or one learned to return holding)."""
+        scope = self.res.scope
+        return scope in self.prog.subs and self.prog.classify(scope, source=self.src) == "lock"
+
+    def literal(self, items: Sequence[Item]) -> str:
+        """The path *items* as a Python string literal where the script fixes it, else "".
+
+        ``$lockfile`` set once to ``"./lock/daycount.lock"`` gives that literal, as written.
+        """
+        if len(items) != 1 or not isinstance(items[0], Tok):
+            return ""
+        tok = items[0]
+        if tok.kind == "var" and tok.text.startswith("$"):
+            name = tok.text[1:].strip("{}")
+            text = "" if name in self.lexicals else self.src.literals.get(name, "")
+        elif tok.kind == "str" and "$" not in tok.text and "@" not in tok.text:
+            text = tok.text
+        else:
+            return ""
+        return py_string(text, False) if text.strip() else ""
 
     def path(self, items: Sequence[Item], head: str | None = None) -> Path:
         """The file named by expression *items* (*head* replaces the first string's body)."""
@@ -180,6 +223,7 @@ class Walker:
         self.scope_stmts = stmts
         self.lexicals |= lexicals(stmts)
         self.remove_keys = self.scan_removals(stmts)
+        self.rename_pairs = self.scan_renames(stmts) | self.src.rename_pairs
         self.block(stmts, self.state, STMT)
         self.res.end_held = list(self.state.held.values())
         return self.res
@@ -195,6 +239,19 @@ class Walker:
                     args, _, _ = call_args(items, k)
                     keys.update(self.path(a).key for a in args)
         return keys
+
+    def scan_renames(self, stmts: Iterable[list[Item]]) -> set[tuple[str, str]]:
+        """(from, to) keys of this scope's ``rename`` calls: a pair renamed back is a lock."""
+        pairs: set[tuple[str, str]] = set()
+        for items in stmts:
+            for k, item in enumerate(items):
+                if isinstance(item, Block):
+                    pairs |= self.scan_renames(item.stmts)
+                elif item.is_id("rename"):
+                    args, _, _ = call_args(items, k)
+                    if len(args) >= 2:
+                        pairs.add((self.path(args[0]).key, self.path(args[1]).key))
+        return pairs
 
     def find_unchecked(self, handle: str, line: int, message: str, suggestion: str) -> None:
         """An unchecked open; ``open(my $fh, ...); unless ($fh) {...}`` checks it after all."""
@@ -410,6 +467,9 @@ class Walker:
             if item.kind == "id":
                 prev = tok_at(items, i - 1)
                 nxt = tok_at(items, i + 1)
+                if prev is not None and prev.is_op("->") and item.text == "lock":
+                    i = fcntl_method(self, items, i, st, ctx)  # File::FcntlLock's ->lock
+                    continue
                 if (
                     (
                         prev is not None

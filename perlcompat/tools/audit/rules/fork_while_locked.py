@@ -1,13 +1,13 @@
 """fork-while-locked: ``fork`` while a lock is held, whose holder then differs in a port.
 
-In Perl the child of a ``fork`` shares the parent's open files, so a ``flock`` stays held
-until both have closed the handle, and a mkdir/symlink lock stays until someone removes
-it: a script that forks a worker (mail, a slow rebuild) under its lock and exits leaves
-the child holding it.  A Python port releases a lock only in the process that took it:
-the parent's ``close``, ``with`` exit or exit-time cleanup (``lock()``'s ``atexit``)
-frees it while the child still works, and a second process then takes it too.  The rule
-flags each ``fork`` reached with a lock held (the scope's own, or its caller's for a sub
-called only under a lock).
+In Perl a mkdir/symlink/excl lock stays until someone removes it: a script that forks a
+worker (mail, a slow rebuild) under its lock and exits leaves the child holding it.  A
+Python port's ``lock()`` belongs to the process that took it: the parent's ``unlock``,
+``with`` exit or exit-time cleanup frees it while the child still works, and a second
+process then takes it too.  The rule flags each ``fork`` reached with such a lock held
+(the scope's own, or its caller's for a sub called only under a lock).  A ``flock`` on a
+handle is not flagged: the child shares the open file, and the lock stays with it after
+the parent's ``close``, in Perl and in a port alike (``os.fork`` shares the descriptor).
 """
 
 from __future__ import annotations
@@ -28,7 +28,9 @@ def check(res: Result, judge: Judge) -> Iterator[Finding]:
     for ev in res.events:
         if ev.kind != "fork" or not ev.held:
             continue
-        insts = sorted((res.insts[i] for i in ev.held if i in res.insts), key=lambda x: x.line)
+        # a flock stays with the child in a port too (os.fork shares the open file): not flagged
+        held = (res.insts[i] for i in ev.held if i in res.insts)
+        insts = sorted((inst for inst in held if inst.kind != "flock"), key=lambda x: x.line)
         if not insts:
             continue
         shown = ", ".join(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..findings import Finding, Policy
 from ..model import REWRITE, Ev, Inst, Path, Program, Result
-from ..suggest import flock_suggestion, lock_call
+from ..suggest import fcntl_suggestion, flock_suggestion, lock_call
 from .common import Judge, by_open
 
 TYPE_CHECKING = False
@@ -29,24 +29,35 @@ UNLOCKED_WRITE = Policy(
 UNLOCKED_UPDATE = Policy("unlocked-update", "warning", "read then rewritten with no lock at all")
 
 
+def _last_read_before(reads: tuple[list[int], list[Ev]], n_w: int, wr: Ev) -> tuple[int, Ev] | None:
+    """The last of *reads* (one file's event numbers and events) before *n_w* that can precede
+    the write *wr* (not in another branch of its if-chain)."""
+    from bisect import bisect_left
+
+    numbers, found = reads
+    for k in range(bisect_left(numbers, n_w) - 1, -1, -1):
+        if not found[k].exclusive(wr):
+            return numbers[k], found[k]
+    return None
+
+
 def check(res: Result, judge: Judge) -> Iterator[Finding]:
     events = res.events
     opens = by_open(res)
-    reads = [
-        (n, ev) for n, ev in enumerate(events) if ev.kind == "read" and ev.open and ev.open.real
-    ]
+    reads: dict[str, tuple[list[int], list[Ev]]] = {}  # file -> its reads, in order
+    for n, ev in enumerate(events):
+        if ev.kind == "read" and ev.open and ev.open.real and ev.path is not None:
+            numbers, found = reads.setdefault(ev.path.key, ([], []))
+            numbers.append(n)
+            found.append(ev)
     for n_w, wr in _rewrites(res):
         assert wr.path is not None
         path = wr.path
         at = wr.open.line if wr.open is not None else wr.line
         handle = wr.open.handle if wr.open is not None else "FH"
-        prior = [
-            (n, r)
-            for n, r in reads
-            if n < n_w and r.path is not None and r.path.key == path.key and not r.exclusive(wr)
-        ]
+        prior = _last_read_before(reads.get(path.key, ([], [])), n_w, wr)
         if prior:
-            n_r, rd = prior[-1]
+            n_r, rd = prior
             if rd.held & wr.held:
                 continue
             if not rd.held:
@@ -94,14 +105,14 @@ def check(res: Result, judge: Judge) -> Iterator[Finding]:
                     flock_suggestion(handle if wr.open else site[2].handle, path),
                 )
         elif prior and not flocked_here:
-            away = _renamed_away(events, prior[-1][0], n_w, path)
+            away = _renamed_away(events, prior[0], n_w, path)
             if away is not None:  # the data file renamed as the lock: a flock excludes nothing
-                yield _rename_lock_finding(judge.prog, res, at, prior[-1][1], away, path)
+                yield _rename_lock_finding(judge.prog, res, at, prior[1], away, path)
                 continue
             yield UNLOCKED_UPDATE.finding(
                 res.source.name,
                 at,
-                f"{path.text} is read on line {prior[-1][1].line} and rewritten here with no "
+                f"{path.text} is read on line {prior[1].line} and rewritten here with no "
                 "lock: two requests at once both read the old content, and one update is lost",
                 flock_suggestion(handle, path),
             )
@@ -177,5 +188,7 @@ def _acquired_after(events: list[Ev], inst: Inst, n: int) -> bool:
 def _before_read_suggestion(prog: Program, res: Result, inst: Inst, read: Ev) -> str:
     if inst.kind == "flock" and inst.open is not None:
         return flock_suggestion(inst.open.handle, inst.open.path) + f"  # before line {read.line}"
+    if inst.kind == "fcntl" and inst.open is not None:
+        return fcntl_suggestion(inst.open.handle) + f"  # before line {read.line}"
     call = lock_call(prog, res.source, inst.name or '"lockdir"', inst=inst)
     return f"{call}  # before reading, line {read.line}"

@@ -34,7 +34,13 @@ def check(res: Result, judge: Judge) -> Iterator[Finding]:
                     res.source,
                     path.py,
                     inst=style_inst(res, path.key),
+                    sub=_lock_sub(judge, res),
                     stale=res.stale_at.get(ev.age, 0),
                 )
                 + "  # stale recovery that never removes a successor's new lock",
             )
+
+
+def _lock_sub(judge: Judge, res: Result) -> str:
+    """The lock sub this scope is (its own stale check judges the lock it takes), else ""."""
+    return res.scope if judge.prog.classify(res.scope, source=res.source) == "lock" else ""

@@ -1,0 +1,998 @@
+"""The ``perlcompat serve`` event loop: FastCGI in, one forked child per request.
+
+One parent process (single-threaded, ``selectors``) accepts FastCGI connections,
+reads each request's params and body (multiplexed requests included), checks the
+script, and hands the request to a spare child (``tools.runner``), which runs it with
+the body as fd 0 and two pipes as fd 1 and 2.  The parent turns the child's stdout
+into FCGI_STDOUT (headers checked as CGI servers check them: a 500 when the script
+ends before a complete header, ``Status: 302`` added for an absolute ``Location:``)
+and its stderr into FCGI_STDERR (the web server's error log, where mod_cgi puts it).
+
+The spares come from a :class:`Forker`, a process forked once at start that forks one
+child per request (the parent itself never forks again).  The forker is forked before
+any connection exists and holds only its socket to the parent; a child closes that
+too, so it holds neither the listening socket nor another request's connection.  The
+parent opens no data file and takes no lock: it reads and compiles scripts (cached by
+path, mtime, ctime, size and inode) and nothing else.  A time-out, an aborted request or a
+client that goes away sends SIGTERM to the child's process group (perlcompat's lock
+cleanup runs), then SIGKILL after :data:`GRACE` seconds (flock locks die with the
+process; a mkdir lock is then a dead holder's, which ``lock()`` recovers).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import gc
+import os
+import re
+import select
+import selectors
+import signal
+import socket
+import stat
+import sys
+import time
+import traceback
+import types
+from collections import OrderedDict, deque
+from dataclasses import dataclass, field
+
+from . import fastcgi as fcgi
+
+assert sys.platform != "win32"  # fork only: the serve command says so on Windows
+
+from .runner import request_message, serve_one  # noqa: E402  (POSIX only, as this module)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import NoReturn
+
+#: seconds between SIGTERM and SIGKILL for a child that must stop.
+GRACE = 2.0
+#: the most bytes of response header a script may print before its blank line.
+MAX_HEADER = 64 * 1024
+#: the most bytes of FastCGI params per request.
+MAX_PARAMS = 256 * 1024
+#: a connection's unsent output above which its children's stdout is not read.
+HIGH_WATER = 1024 * 1024
+#: children kept ready while no request runs: one may still be getting ready when a
+#: request comes, the other is ready (forking one takes ~1 ms on a busy machine).
+SPARES = 2
+#: compiled scripts kept.
+CACHE_SIZE = 256
+#: seconds after its last change before a script's compiled code is cached.
+SETTLE = 2.0
+
+#: variables of a CGI request (RFC 3875 4.1, and the usual extras): never from our environment.
+_CGI_VARIABLE = re.compile(
+    r"^(HTTP_|CONTENT_|REQUEST_|SCRIPT_|SERVER_|REMOTE_|PATH_INFO$|PATH_TRANSLATED$"
+    r"|QUERY_STRING$|GATEWAY_INTERFACE$|AUTH_TYPE$|DOCUMENT_ROOT$|HTTPS$|REDIRECT_)"
+)
+_HEADER_NAME = re.compile(rb"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+_STATUS = re.compile(rb"^([1-5][0-9][0-9])(?: (.*))?$")
+_ABSOLUTE = re.compile(rb"^[A-Za-z][A-Za-z0-9+.-]*:")
+
+REASONS = {
+    400: "Bad Request",
+    403: "Forbidden",
+    404: "Not Found",
+    413: "Content Too Large",
+    500: "Internal Server Error",
+    503: "Service Unavailable",
+    504: "Gateway Timeout",
+}
+
+
+def error_response(status: int) -> bytes:
+    """A whole plain-text CGI response for *status*."""
+    reason = REASONS[status]
+    return (
+        f"Status: {status} {reason}\r\nContent-Type: text/plain\r\n\r\n{status} {reason}\n"
+    ).encode()
+
+
+def parse_header(block: bytes) -> bytes | None:
+    """The CGI response header *block* (without its blank line) as sent on, or None if malformed.
+
+    Lines end in LF or CRLF; each is ``Name: value`` (a line starting with white space
+    continues the previous one).  ``Status:`` must be three digits and a reason.  An
+    absolute ``Location:`` without ``Status:`` gets ``Status: 302 Found`` (RFC 3875 6.2.3).
+    """
+    lines: list[list[bytes]] = []
+    for raw in block.split(b"\n"):
+        line = raw[:-1] if raw.endswith(b"\r") else raw
+        if line[:1] in (b" ", b"\t") and lines:
+            lines[-1][1] += b" " + line.strip()
+            continue
+        name, colon, value = line.partition(b":")
+        if not colon or not _HEADER_NAME.match(name):
+            return None
+        lines.append([name, value.strip()])
+    names = {name.lower(): value for name, value in lines}
+    if b"status" in names and not _STATUS.match(names[b"status"]):
+        return None
+    if b"status" not in names and _ABSOLUTE.match(names.get(b"location", b"")):
+        lines.insert(0, [b"Status", b"302 Found"])
+    return b"".join(name + b": " + value + b"\r\n" for name, value in lines) + b"\r\n"
+
+
+def _header_end(buf: bytes | bytearray) -> tuple[int, int] | None:
+    """(end of the header block, start of the body) in *buf*, or None if not complete."""
+    found = re.search(rb"\r?\n\r?\n", buf)
+    if found is None:
+        return None
+    if found.start() == 0 and buf[:1] in (b"\r", b"\n"):
+        return (0, found.end())
+    return found.start(), found.end()
+
+
+@dataclass
+class Options:
+    """What ``perlcompat serve`` was asked for."""
+
+    root: str
+    timeout: float = 300.0
+    max_children: int = 16
+    max_body: int = 64 * 1024 * 1024
+    extensions: tuple[str, ...] = (".py",)
+    max_connections: int = 256
+
+
+@dataclass(eq=False)
+class Request:
+    """One FastCGI request, from BEGIN_REQUEST to END_REQUEST."""
+
+    conn: Connection
+    rid: int
+    keep: bool
+    params: bytearray = field(default_factory=bytearray)
+    body: bytearray = field(default_factory=bytearray)
+    params_done: bool = False
+    too_large: bool = False
+    bad: bool = False
+    pid: int = 0
+    out_fd: int = -1
+    err_fd: int = -1
+    ctl_fd: int = -1
+    exit_status: int | None = None
+    app_status: int | None = None
+    deadline: float = 0.0
+    kill_at: float = 0.0
+    timed_out: bool = False
+    orphan: bool = False  # its forker died: nobody will report how it ended
+    header: bytearray = field(default_factory=bytearray)
+    headers_sent: bool = False
+    discard: bool = False
+    script: str = ""
+    path: str = ""
+    env: dict[str, str] = field(default_factory=dict)
+    on_io: Callable[[object, int], None] | None = None
+
+
+@dataclass(eq=False)
+class Spare:
+    """A child forked ahead of demand, ready for one request (fork is off the request's path)."""
+
+    pid: int
+    ctl: int
+    out_fd: int
+    err_fd: int
+
+
+@dataclass(eq=False)
+class Connection:
+    """One FastCGI connection from the web server."""
+
+    sock: socket.socket
+    inbuf: bytearray = field(default_factory=bytearray)
+    outbuf: bytearray = field(default_factory=bytearray)
+    requests: dict[int, Request] = field(default_factory=dict)
+    closing: bool = False
+    closed: bool = False
+    paused: bool = False
+
+
+class Forker:
+    """A process forked once from the parent that forks the spare children on request.
+
+    The parent then never forks again: a fork makes every page of the forking process
+    copy-on-write, so each page the busy parent writes afterwards is copied (measured:
+    about 360 page faults per request when the parent forked the children itself).
+    The forker sleeps between forks and touches almost nothing.  It sends each spare
+    (pid and the parent's ends of its pipes, by SCM_RIGHTS) and each exit status it
+    reaps as one datagram: ``S`` + pid, or ``X`` + pid + wait status.
+    """
+
+    def __init__(self, close_in_child: Callable[[], None]) -> None:
+        parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                close_in_child()
+                parent_end.close()
+                _forker_loop(child_end)
+            finally:
+                os._exit(0)
+        child_end.close()
+        parent_end.setblocking(False)
+        self.pid = pid
+        self.sock = parent_end
+        self.asked = 0  # spares asked for and not yet received
+
+    def ask(self) -> bool:
+        """Ask for one more spare; False if the forker's queue is full (ask again later)."""
+        try:
+            self.sock.send(b"f")
+        except (BlockingIOError, InterruptedError):
+            return False
+        self.asked += 1
+        return True
+
+    def messages(self) -> list[tuple[bytes, int, int, list[int]]]:
+        """What the forker sent: (kind, pid, wait status, fds)."""
+        found: list[tuple[bytes, int, int, list[int]]] = []
+        while True:
+            try:
+                data, fds, _flags, _addr = socket.recv_fds(self.sock, 16, 3)
+            except (BlockingIOError, InterruptedError):
+                return found
+            if not data:
+                continue
+            pid = int.from_bytes(data[1:5], "big")
+            status = int.from_bytes(data[5:9], "big") if len(data) >= 9 else 0
+            found.append((data[:1], pid, status, list(fds)))
+
+    def close(self) -> None:
+        """End the forker and reap it (its children, running requests, run on)."""
+        self.sock.close()
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(self.pid, 0)
+
+
+def _forker_loop(sock: socket.socket) -> NoReturn:
+    """The forker: fork a spare for each ``f``; report exits; end with its parent."""
+    gc.disable()  # nothing to collect here, and a collection would touch every page
+    signal.set_wakeup_fd(-1)
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        signal.signal(getattr(signal, name), signal.SIG_IGN)  # the parent decides when to stop
+    parent = os.getppid()
+
+    def reap(*_: object) -> None:
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            message = b"X" + pid.to_bytes(4, "big") + (status & 0xFFFFFFFF).to_bytes(4, "big")
+            with contextlib.suppress(OSError):  # the parent is gone: nobody to tell
+                sock.send(message)
+
+    signal.signal(signal.SIGCHLD, reap)
+    while True:
+        readable, _, _ = select.select([sock], [], [], 1.0)
+        if os.getppid() != parent:  # a datagram socket has no end of file: look
+            os._exit(0)
+        if not readable or not sock.recv(16):
+            continue
+        ctl_a, ctl_b = socket.socketpair()
+        ctl_r, ctl_w = ctl_a.detach(), ctl_b.detach()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                sock.close()
+                for fd in (ctl_w, out_r, err_r):
+                    os.close(fd)
+                serve_one(ctl_r, out_w, err_w)
+            finally:
+                os._exit(127)  # only if the child could not get ready
+        with contextlib.suppress(OSError):
+            os.setpgid(pid, pid)  # before the parent hears of it: a kill reaches the group
+        for fd in (ctl_r, out_w, err_w):
+            os.close(fd)
+        with contextlib.suppress(OSError):
+            socket.send_fds(sock, [b"S" + pid.to_bytes(4, "big")], [ctl_w, out_r, err_r])
+        for fd in (ctl_w, out_r, err_r):
+            os.close(fd)  # if the parent never got them, the spare sees end of file and exits
+
+
+class Server:
+    """The parent: listen, read requests, hand them to spares, relay (see the module docstring)."""
+
+    def __init__(self, listener: socket.socket, options: Options, log: Callable[[str], None]):
+        self.listener = listener
+        self.options = options
+        self.root = os.path.realpath(options.root).rstrip(os.sep) + os.sep
+        self.log = log
+        self.selector = selectors.DefaultSelector()
+        self.conns: set[Connection] = set()
+        self.running: dict[int, Request] = {}  # pid -> request
+        self.queue: deque[Request] = deque()
+        self.cache: OrderedDict[str, tuple[tuple[int, ...], types.CodeType | BaseException]]
+        self.cache = OrderedDict()
+        self.stopping = False
+        self.accepting = True
+        self.spares: deque[Spare] = deque()
+        self.forker: Forker | None = None
+        self.wake_r, self.wake_w = socket.socketpair()
+        for sock in (self.wake_r, self.wake_w, listener):
+            sock.setblocking(False)
+
+    # -- the loop -------------------------------------------------------------------
+    def serve(self) -> int:
+        """Run until SIGTERM/SIGINT/SIGHUP and the requests in flight have finished."""
+        for name in [name for name in os.environ if _CGI_VARIABLE.match(name)]:
+            del os.environ[name]  # a request's variables come from its params only
+        signal.set_wakeup_fd(self.wake_w.fileno(), warn_on_full_buffer=False)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(number, self._on_stop)
+        self.selector.register(self.wake_r, selectors.EVENT_READ, self._on_wake)
+        self.selector.register(self.listener, selectors.EVENT_READ, self._on_accept)
+        gc.freeze()  # what is loaded now stays shared with the children (copy-on-write)
+        self._start_forker()
+        while not (self.stopping and not self.running and not self.conns):
+            self._ask_spares()
+            for key, events in self.selector.select(self._next_timer()):
+                callback = key.data
+                callback(key.fileobj, events)
+            self._reap()
+            self._timers()
+        self._drop_spares()
+        if self.forker is not None:
+            self.forker.close()
+        return 0
+
+    def _start_forker(self) -> None:
+        self.forker = Forker(self._close_all)
+        self.selector.register(self.forker.sock, selectors.EVENT_READ, self._on_forker)
+
+    def _ask_spares(self) -> None:
+        """A spare for each queued request (within --max-children), and SPARES while idle.
+
+        The idle ones are forked only when no request runs: a fork while a script runs
+        takes CPU from the script (measured on 2 cores: the request 1.4x slower).
+        """
+        forker = self.forker
+        if forker is None or self.stopping:
+            return
+        room = self.options.max_children - len(self.running)
+        want = min(max(room, 0), len(self.queue)) + (0 if self.running else SPARES)
+        while len(self.spares) + forker.asked < want and forker.ask():
+            pass
+
+    def _on_forker(self, sock: object, events: int) -> None:
+        assert self.forker is not None
+        for kind, pid, status, fds in self.forker.messages():
+            if kind == b"S" and len(fds) == 3:
+                self.forker.asked = max(0, self.forker.asked - 1)
+                self.spares.append(Spare(pid, *fds))
+            elif kind == b"X":
+                self._exited(pid, status)
+            else:
+                for fd in fds:
+                    os.close(fd)
+        self._start_queued()
+
+    def _on_stop(self, signum: int, frame: object) -> None:
+        if self.stopping:  # a second signal: stop now
+            for request in list(self.running.values()):
+                self._kill(request, signal.SIGKILL)
+            raise SystemExit(128 + signum)
+        self.stopping = True
+        self._stop_accepting()
+        self._drop_spares()
+        for conn in list(self.conns):
+            if not conn.requests:
+                self._close(conn)
+
+    def _stop_accepting(self) -> None:
+        if self.accepting:
+            self.accepting = False
+            self.selector.unregister(self.listener)
+
+    def _on_wake(self, sock: object, events: int) -> None:
+        try:
+            while self.wake_r.recv(4096):
+                pass
+        except BlockingIOError:
+            pass
+
+    def _next_timer(self) -> float | None:
+        times = [r.kill_at or r.deadline for r in self.running.values()]
+        if not times:
+            return None
+        return max(0.0, min(times) - time.monotonic())
+
+    def _timers(self) -> None:
+        now = time.monotonic()
+        for request in list(self.running.values()):
+            if request.kill_at and now >= request.kill_at:
+                self._kill(request, signal.SIGKILL)
+                request.kill_at = now + 3600  # once; it dies (uninterruptible waits aside)
+            elif not request.kill_at and now >= request.deadline:
+                if not request.discard:
+                    request.timed_out = True
+                    self.log(f"{request.script}: killed after --timeout {self.options.timeout:g} s")
+                self._stop(request)
+
+    def _stop(self, request: Request) -> None:
+        """SIGTERM the request's process group now, SIGKILL after GRACE."""
+        if request.pid and not request.kill_at:
+            self._kill(request, signal.SIGTERM)
+            request.kill_at = time.monotonic() + GRACE
+
+    def _kill(self, request: Request, signum: int) -> None:
+        for kill in (os.killpg, os.kill):
+            try:
+                kill(request.pid, signum)
+                return
+            except ProcessLookupError:
+                continue  # no such group yet (setpgid not done): the process itself
+            except PermissionError:
+                return
+
+    # -- connections ----------------------------------------------------------------
+    def _on_accept(self, sock: object, events: int) -> None:
+        for _ in range(16):
+            try:
+                conn_sock, _addr = self.listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:
+                if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+                    self.log(f"accept: {exc.strerror}")
+                    return
+                raise
+            conn_sock.setblocking(False)
+            conn = Connection(conn_sock)
+            self.conns.add(conn)
+            self.selector.register(conn_sock, selectors.EVENT_READ, self._on_conn_event(conn))
+            if len(self.conns) >= self.options.max_connections:
+                self._stop_accepting()
+                return
+
+    def _on_conn_event(self, conn: Connection) -> Callable[[object, int], None]:
+        def handle(sock: object, events: int) -> None:
+            if events & selectors.EVENT_WRITE:
+                self._flush(conn)
+            if events & selectors.EVENT_READ and not conn.closed:
+                self._read(conn)
+
+        return handle
+
+    def _read(self, conn: Connection) -> None:
+        try:
+            data = conn.sock.recv(262144)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if not data:  # the web server went away: its requests are over
+            self._close(conn)
+            return
+        conn.inbuf += data
+        try:
+            while not conn.closed:
+                rec = fcgi.take_record(conn.inbuf)
+                if rec is None:
+                    break
+                self._record(conn, *rec)
+        except fcgi.ProtocolError as exc:
+            self.log(f"dropping a connection: {exc}")
+            self._close(conn)
+
+    def _record(self, conn: Connection, kind: int, rid: int, content: bytes) -> None:
+        if rid == 0:
+            if kind == fcgi.GET_VALUES:
+                self._send(conn, fcgi.record(fcgi.GET_VALUES_RESULT, 0, self._values(content)))
+            else:
+                self._send(conn, fcgi.record(fcgi.UNKNOWN_TYPE, 0, bytes([kind]) + bytes(7)))
+            return
+        if kind == fcgi.BEGIN_REQUEST:
+            if rid in conn.requests or len(content) < fcgi.BEGIN_BODY.size:
+                raise fcgi.ProtocolError(f"BEGIN_REQUEST {rid} repeated or short")
+            role, flags = fcgi.BEGIN_BODY.unpack_from(content)
+            if role != fcgi.RESPONDER:
+                self._send(conn, fcgi.record(fcgi.END_REQUEST, rid, fcgi.END_BODY.pack(0, 3)))
+                return
+            conn.requests[rid] = Request(conn, rid, bool(flags & fcgi.KEEP_CONN))
+            return
+        request = conn.requests.get(rid)
+        if request is None:
+            return  # a record for a request that is over (aborted, answered): ignored
+        if kind == fcgi.ABORT_REQUEST:
+            self._abort(request)
+        elif kind == fcgi.PARAMS and not request.params_done:
+            if not content:
+                request.params_done = True
+            elif len(request.params) + len(content) > MAX_PARAMS:
+                request.bad = True
+            elif not request.bad:
+                request.params += content
+        elif kind == fcgi.STDIN and request.params_done and not request.pid:
+            if not content:
+                self._ready(request)
+            elif len(request.body) + len(content) > self.options.max_body:
+                request.too_large = True
+                request.body = bytearray()
+            elif not request.too_large:
+                request.body += content
+
+    def _values(self, content: bytes) -> bytes:
+        known = {
+            b"FCGI_MAX_CONNS": str(self.options.max_connections).encode(),
+            b"FCGI_MAX_REQS": str(self.options.max_children).encode(),
+            b"FCGI_MPXS_CONNS": b"1",
+        }
+        try:
+            asked = fcgi.parse_pairs(content)
+        except fcgi.ProtocolError:
+            asked = []
+        return fcgi.pairs([(name, known[name]) for name, _ in asked if name in known])
+
+    def _send(self, conn: Connection, data: bytes) -> None:
+        if conn.closed or not data:
+            return
+        conn.outbuf += data
+        self._flush(conn)
+
+    def _flush(self, conn: Connection) -> None:
+        while conn.outbuf and not conn.closed:
+            try:
+                sent = conn.sock.send(conn.outbuf)
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError:  # the web server went away mid-answer
+                self._close(conn)
+                return
+            del conn.outbuf[:sent]
+        if conn.closed:
+            return
+        want = selectors.EVENT_READ | (selectors.EVENT_WRITE if conn.outbuf else 0)
+        key = self.selector.get_key(conn.sock)
+        if key.events != want:
+            self.selector.modify(conn.sock, want, key.data)
+        self._pause(conn, len(conn.outbuf) > HIGH_WATER)
+        if conn.closing and not conn.outbuf:
+            self._close(conn)
+
+    def _pause(self, conn: Connection, paused: bool) -> None:
+        """Stop (or resume) reading the stdout of *conn*'s children: back pressure."""
+        if conn.paused == paused:
+            return
+        conn.paused = paused
+        for request in conn.requests.values():
+            if request.out_fd >= 0:
+                if paused:
+                    self.selector.unregister(request.out_fd)
+                else:
+                    self.selector.register(request.out_fd, selectors.EVENT_READ, request.on_io)
+
+    def _close(self, conn: Connection) -> None:
+        """Drop *conn*; the requests still on it are stopped, their output discarded."""
+        if conn.closed:
+            return
+        conn.closed = True
+        if conn.paused:
+            self._pause(conn, False)
+        for request in list(conn.requests.values()):
+            request.discard = True
+            if request.pid:
+                self._stop(request)
+            else:
+                self._forget(request)
+        self.selector.unregister(conn.sock)
+        conn.sock.close()
+        conn.inbuf = conn.outbuf = bytearray()
+        self.conns.discard(conn)
+        if not self.stopping and not self.accepting:
+            self.accepting = True
+            self.selector.register(self.listener, selectors.EVENT_READ, self._on_accept)
+
+    def _forget(self, request: Request) -> None:
+        request.conn.requests.pop(request.rid, None)
+        if request in self.queue:
+            self.queue.remove(request)
+
+    def _abort(self, request: Request) -> None:
+        if request.pid:
+            request.discard = True  # END_REQUEST goes out when the child is gone
+            self._stop(request)
+        else:
+            self._forget(request)
+            self._send(request.conn, fcgi.end_request(request.rid, 0))
+            self._done_with(request.conn, request.keep)
+
+    # -- a request becomes a child --------------------------------------------------
+    def _ready(self, request: Request) -> None:
+        """The body is complete: answer an error at once, or queue the child."""
+        status = self._check(request)
+        if status:
+            self._answer(request, status)
+            return
+        self.queue.append(request)
+        self._start_queued()
+
+    def _answer(self, request: Request, status: int) -> None:
+        self._forget(request)
+        self._send(request.conn, fcgi.stream(fcgi.STDOUT, request.rid, error_response(status)))
+        self._send(request.conn, fcgi.end_request(request.rid, 0))
+        self._done_with(request.conn, request.keep)
+
+    def _done_with(self, conn: Connection, keep: bool) -> None:
+        if (not keep or self.stopping) and not conn.requests:
+            conn.closing = True
+            self._flush(conn)
+
+    def _check(self, request: Request) -> int:
+        """0 if the request may run; else the HTTP status to answer without running."""
+        if request.bad:
+            self.log("request params too large or malformed: 400")
+            return 400
+        try:
+            params = dict(fcgi.parse_pairs(bytes(request.params)))
+        except fcgi.ProtocolError:
+            self.log("request params malformed: 400")
+            return 400
+        length = params.get(b"CONTENT_LENGTH", b"0") or b"0"
+        if request.too_large or not length.isdigit() or int(length) > self.options.max_body:
+            self.log(f"request body over --max-body {self.options.max_body}: 413")
+            return 413
+        name = os.fsdecode(params.get(b"SCRIPT_FILENAME", b""))
+        request.script = name
+        real = self._script(name)
+        if isinstance(real, int):
+            return real
+        request.path = real
+        env = {os.fsdecode(key): os.fsdecode(value) for key, value in params.items()}
+        env.pop("HTTP_PROXY", None)  # httpoxy: a request's Proxy header is not a proxy setting
+        request.params = bytearray()
+        request.env = env
+        return 0
+
+    def _script(self, name: str) -> str | int:
+        """*name* resolved if it may run (inside --root, an allowed extension, a file), else
+        the HTTP status to answer."""
+        if not name or "\0" in name or not os.path.isabs(name):
+            self.log(f"SCRIPT_FILENAME {name!r} is not an absolute path: 403")
+            return 403
+        real = os.path.realpath(name)
+        if not real.startswith(self.root):
+            self.log(f"SCRIPT_FILENAME {name!r} is outside --root {self.root}: 403")
+            return 403
+        if os.path.splitext(real)[1] not in self.options.extensions:
+            self.log(f"SCRIPT_FILENAME {name!r} has no allowed extension: 403")
+            return 403
+        try:
+            info = os.stat(real)
+        except OSError:
+            self.log(f"SCRIPT_FILENAME {name!r} does not exist: 404")
+            return 404
+        if not stat.S_ISREG(info.st_mode):
+            self.log(f"SCRIPT_FILENAME {name!r} is not a file: 403")
+            return 403
+        return real
+
+    def compiled(self, path: str) -> types.CodeType | BaseException:
+        """The code of the script at *path*, compiled once per path, mtime, ctime, size, inode.
+
+        ctime counts because a copy that keeps the mtime (``cp -p``, ``tar x``) still
+        changes it.  A file changed less than :data:`SETTLE` seconds ago is compiled
+        afresh every time: file times tick coarsely, so a same-size edit within one tick
+        of the last would look unchanged ("racy" timestamps, as git calls them).
+        """
+        try:
+            info = os.stat(path)
+            stamp: tuple[int, ...] = (
+                info.st_mtime_ns,
+                info.st_ctime_ns,
+                info.st_size,
+                info.st_ino,
+                info.st_dev,
+            )
+        except OSError as exc:
+            return exc
+        cached = self.cache.get(path)
+        if cached is not None and cached[0] == stamp:
+            self.cache.move_to_end(path)
+            return cached[1]
+        settled = time.time() - max(info.st_mtime, info.st_ctime) > SETTLE
+        code: types.CodeType | BaseException
+        try:
+            with open(path, "rb") as script:
+                source = script.read()
+            code = compile(source, path, "exec", dont_inherit=True)
+        except (OSError, SyntaxError, ValueError) as exc:
+            code = exc
+        if not settled:
+            self.cache.pop(path, None)
+            return code
+        self.cache[path] = (stamp, code)
+        while len(self.cache) > CACHE_SIZE:
+            self.cache.popitem(last=False)
+        return code
+
+    def _start_queued(self) -> None:
+        while self.queue and self.spares and len(self.running) < self.options.max_children:
+            self._hand(self.queue.popleft())
+
+    def _drop_spares(self) -> None:
+        """End the spare children (each exits when its request pipe closes unused)."""
+        while self.spares:
+            spare = self.spares.popleft()
+            for fd in (spare.ctl, spare.out_fd, spare.err_fd):
+                os.close(fd)
+
+    def _hand(self, request: Request) -> None:
+        """Give *request* to a spare child (there is one: see _start_queued)."""
+        path = request.path
+        compiled = self.compiled(path)
+        code: types.CodeType | None = None
+        error = ""
+        if isinstance(compiled, BaseException):
+            error = "".join(traceback.format_exception_only(type(compiled), compiled))
+        else:
+            code = compiled
+        message = request_message(path, code, error, request.env, bytes(request.body))
+        while True:
+            spare = self.spares.popleft()
+            try:
+                _write_all(spare.ctl, message)
+                break
+            except OSError:  # it died while waiting (its exit is reported and ignored)
+                self.log("a spare child died before its request; using another")
+                for fd in (spare.ctl, spare.out_fd, spare.err_fd):
+                    os.close(fd)
+                if not self.spares:
+                    self.queue.appendleft(request)  # it waits for the next spare
+                    return
+        request.body = bytearray()
+        request.env = {}
+        request.pid = spare.pid
+        request.out_fd, request.err_fd, request.ctl_fd = spare.out_fd, spare.err_fd, spare.ctl
+        request.deadline = time.monotonic() + self.options.timeout
+        self.running[spare.pid] = request
+        request.on_io = lambda fd, events: self._drain(request)
+        for fd in (spare.out_fd, spare.err_fd, spare.ctl):
+            os.set_blocking(fd, False)
+            if fd != spare.out_fd or not request.conn.paused:
+                self.selector.register(fd, selectors.EVENT_READ, request.on_io)
+
+    def _close_all(self) -> None:
+        """In a new forker: close the listener, every connection, every child's pipe."""
+        signal.set_wakeup_fd(-1)
+        self.selector.close()
+        self.listener.close()
+        self.wake_r.close()
+        self.wake_w.close()
+        for conn in self.conns:
+            conn.sock.close()
+        for other in self.running.values():
+            for fd in (other.out_fd, other.err_fd, other.ctl_fd):
+                if fd >= 0:
+                    os.close(fd)
+        for spare in self.spares:
+            for fd in (spare.ctl, spare.out_fd, spare.err_fd):
+                os.close(fd)
+        if self.forker is not None:
+            self.forker.sock.close()
+
+    # -- a child's output -----------------------------------------------------------
+    def _drain(self, request: Request) -> None:
+        """Read what the child has written (stdout, stderr, exit status); finish if it is over.
+
+        All three are read on any one's event: when the child ends, its output's end
+        and its status arrive together, and one pass answers the request.
+        """
+        for _ in range(4):  # bounded: other requests get their turn
+            if request.out_fd < 0 or request.conn.paused or not self._read_out(request):
+                break
+        while request.err_fd >= 0 and self._read_err(request):
+            pass
+        if request.ctl_fd >= 0:
+            try:
+                data = os.read(request.ctl_fd, 16)
+            except (BlockingIOError, InterruptedError):
+                data = None
+            except OSError:
+                data = b""
+            if data is not None:
+                if data:
+                    request.app_status = data[0]
+                request.ctl_fd = self._close_fd(request.ctl_fd)
+        self._maybe_done(request)
+
+    def _close_fd(self, fd: int) -> int:
+        """Stop watching *fd* and close it; return -1."""
+        if fd in self.selector.get_map():
+            self.selector.unregister(fd)
+        os.close(fd)
+        return -1
+
+    def _read_out(self, request: Request) -> bool:
+        """Read the child's stdout once; False when nothing more is there now."""
+        try:
+            data = os.read(request.out_fd, 262144)
+        except (BlockingIOError, InterruptedError):
+            return False
+        if not data:
+            request.out_fd = self._close_fd(request.out_fd)
+            return False
+        if request.discard:
+            return True
+        if request.headers_sent:
+            self._send(request.conn, fcgi.stream(fcgi.STDOUT, request.rid, data))
+            return True
+        request.header += data
+        end = _header_end(request.header)
+        if end is None:
+            if len(request.header) > MAX_HEADER:
+                self.log(f"{request.script}: response header over {MAX_HEADER} bytes: 500")
+                self._fail(request, 500)
+            return True
+        header = parse_header(bytes(request.header[: end[0]]))
+        if header is None:
+            self.log(f"{request.script}: malformed response header: 500")
+            self._fail(request, 500)
+            return True
+        rest = bytes(request.header[end[1] :])
+        request.header = bytearray()
+        request.headers_sent = True
+        self._send(request.conn, fcgi.stream(fcgi.STDOUT, request.rid, header + rest))
+        return True
+
+    def _fail(self, request: Request, status: int) -> None:
+        """Answer *status* for a running request; the rest of its output is discarded."""
+        request.headers_sent = True
+        request.discard = True
+        request.header = bytearray()
+        self._send(request.conn, fcgi.stream(fcgi.STDOUT, request.rid, error_response(status)))
+
+    def _read_err(self, request: Request) -> bool:
+        """Pass the child's stderr on as FCGI_STDERR (or to our log if the client is gone)."""
+        try:
+            data = os.read(request.err_fd, 65536)
+        except (BlockingIOError, InterruptedError):
+            return False
+        if not data:
+            request.err_fd = self._close_fd(request.err_fd)
+            return False
+        if request.conn.closed:
+            self.log(data.decode("utf-8", "backslashreplace").rstrip("\n"))
+        else:
+            self._send(request.conn, fcgi.stream(fcgi.STDERR, request.rid, data))
+        return True
+
+    def _reap(self) -> None:
+        """Collect our own children: the forker (the spares are the forker's)."""
+        while True:
+            try:
+                pid, _status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            forker = self.forker
+            if forker is not None and pid == forker.pid:  # killed by someone: start another
+                self.log("the forker process ended; starting another")
+                self.selector.unregister(forker.sock)
+                forker.sock.close()
+                self.forker = None
+                self._drop_spares()  # their exits would not be reported
+                for request in list(self.running.values()):
+                    request.orphan = True
+                    self._maybe_done(request)
+                if not self.stopping:
+                    self._start_forker()
+
+    def _exited(self, pid: int, status: int) -> None:
+        """The forker reaped *pid*: a request's child, or a spare that died idle."""
+        request = self.running.get(pid)
+        if request is not None:
+            request.exit_status = status
+            self._maybe_done(request)
+            return
+        for spare in list(self.spares):
+            if spare.pid == pid:
+                self.spares.remove(spare)
+                for fd in (spare.ctl, spare.out_fd, spare.err_fd):
+                    os.close(fd)
+
+    def _maybe_done(self, request: Request) -> None:
+        """Finish *request* once both pipes are at end of file and its exit status is known.
+
+        The status comes from the child itself (:func:`runner._finish`) or, when it died
+        without sending one (a signal, ``os._exit``), from reaping it.
+        """
+        if request.out_fd >= 0 or request.err_fd >= 0:
+            return
+        if request.app_status is not None:
+            app_status = request.app_status
+        elif request.orphan and request.ctl_fd < 0:  # it ended without a word; none will come
+            app_status = 255
+        elif request.exit_status is not None:
+            status = os.waitstatus_to_exitcode(request.exit_status)
+            app_status = status if status >= 0 else 128 - status
+            if status < 0 and not request.kill_at:
+                self.log(f"{request.script}: killed by signal {-status}")
+        else:
+            return
+        if request.pid not in self.running:
+            return  # done already
+        del self.running[request.pid]
+        if request.ctl_fd >= 0:
+            request.ctl_fd = self._close_fd(request.ctl_fd)
+        request.on_io = None  # the selector's callback referred to the request
+        if not request.headers_sent and not request.discard:
+            if not request.timed_out:
+                self.log(f"{request.script}: ended (status {app_status}) before a header: 500")
+            self._fail(request, 504 if request.timed_out else 500)
+        conn = request.conn
+        conn.requests.pop(request.rid, None)
+        if not conn.closed:
+            self._send(conn, fcgi.end_request(request.rid, app_status))
+            self._done_with(conn, request.keep)
+        self._start_queued()
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def listen(address: str) -> socket.socket:
+    """A listening socket for ``HOST:PORT``, ``PORT`` (127.0.0.1) or ``unix:PATH`` (mode 0660)."""
+    if address.startswith("unix:"):
+        path = address[5:]
+        if not path:
+            raise ValueError("unix: needs a path, as in unix:/run/perlcompat.sock")
+        _remove_stale_socket(path)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old = os.umask(0o117)  # created as 0660: no window with wider permissions
+        try:
+            sock.bind(path)
+        finally:
+            os.umask(old)
+        os.chmod(path, 0o660)
+    else:
+        host, _, port = address.rpartition(":")
+        host = host.strip("[]") or "127.0.0.1"
+        if not port.isdigit() or not 0 < int(port) < 65536:
+            raise ValueError(f"{address!r} is not HOST:PORT, PORT or unix:PATH")
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, int(port)))
+    sock.listen(128)
+    return sock
+
+
+def _remove_stale_socket(path: str) -> None:
+    """Remove a unix socket left by a dead server; refuse anything else at *path*."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISSOCK(info.st_mode):
+        raise ValueError(f"{path} exists and is not a socket; not replacing it")
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(path)
+    except ConnectionRefusedError:
+        os.unlink(path)  # nobody listens: a dead server's socket
+        return
+    finally:
+        probe.close()
+    raise ValueError(f"{path}: another server is listening there")
