@@ -58,7 +58,9 @@ def try_lock(path: Path, method: str) -> str:
     return done.stdout.decode().strip()
 
 
-@pytest.mark.parametrize("method", ["mkdir", "excl", "symlink", "rename", "flock", "toplock"])
+@pytest.mark.parametrize(
+    "method", ["mkdir", "excl", "symlink", "rename", "flock", "toplock", "link"]
+)
 def test_lock_fork_parent_exits_keeps_one_holder(method: str, tmp_path: Path) -> None:
     path = tmp_path / "lk"
     job = Child.python(SCRIPT, str(path), method)

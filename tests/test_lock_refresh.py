@@ -74,7 +74,7 @@ def test_perl_age_rules_never_take_a_refreshed_lock(tmp_path: Path) -> None:
             locks[m].release()  # the Perl sub broke it: the holder learns at release
 
 
-@pytest.mark.parametrize("method", ["mkdir", "symlink", "rename", "excl", "toplock"])
+@pytest.mark.parametrize("method", ["mkdir", "symlink", "rename", "excl", "toplock", "link"])
 def test_refresh_resets_perlcompat_age_and_keeps_ownership(method: str, tmp_path: Path) -> None:
     path = tmp_path / "lk"
     lk = Lock(str(path), method=method, stale=5)
@@ -242,6 +242,7 @@ def test_redis_refresh_extends_the_lease(tmp_path: Path) -> None:
         ("symlink", {"target": "."}, "target"),
         ("symlink", {"target": "/{pid}"}, "target"),
         ("mkdir", {"pidfile": "pid", "record": "{pid} {time}\n"}, "pidfile"),
+        ("link", {"record": "{host} {pid} {time} {rand}\n"}, "content"),
     ],
 )
 def test_refresh_keeps_the_declared_perl_format(
@@ -267,10 +268,11 @@ def test_refresh_keeps_the_declared_perl_format(
     assert os.lstat(path).st_mtime > made
     assert "perlcompat" not in after
     assert str(os.getpid()) in after or after == "."
-    if "{expires}" in keywords.get("record", ""):
-        assert int(after.split()[2]) > int(before.split()[2])
-    if "{time}" in keywords.get("record", ""):
-        assert int(after.split()[1]) > int(before.split()[1])
+    fields = keywords.get("record", "").split()
+    for field in ("{expires}", "{time}"):  # renewed where the template has them
+        if field in fields:
+            at = fields.index(field)
+            assert int(after.split()[at]) > int(before.split()[at])
     if keywords.get("target") == ".":
         assert after == "."
     lk.release()
