@@ -182,3 +182,36 @@ def test_async_with_a_redis_lock_keeps_the_loop_ticking(redis_url: str) -> None:
         holder.kill()
     assert waited >= 0.4 and owned
     assert len(ticks) >= 0.4 / TICK / 3 and longest_gap(ticks) < 0.2
+
+
+def test_a_twice_cancelled_redis_waiter_leaves_no_lock(redis_url: str) -> None:
+    """Cancelled again while it waits for its in-flight attempt, the waiter still gives back
+    a grant that attempt got (it was held by nobody until the process exited)."""
+    lk = Lock("board", url=redis_url, stale=30, timeout=5)
+    entered, gate = threading.Event(), threading.Event()
+    real = lk._take
+
+    def slow_take(me: int) -> bool:  # the round trip, held up until both cancels are in
+        entered.set()
+        gate.wait(10)
+        return real(me)
+
+    lk._take = slow_take  # type: ignore[method-assign]
+
+    async def main() -> None:
+        waiter = asyncio.create_task(lk.acquire_async())
+        while not entered.is_set():
+            await asyncio.sleep(0.002)
+        for _ in range(2):
+            waiter.cancel()
+            await asyncio.sleep(0.01)
+        gate.set()
+        with pytest.raises(asyncio.CancelledError):
+            await waiter
+        assert not lk.is_locked  # given back before the cancellation reached the caller
+
+    asyncio.run(main())
+    assert not lk.is_locked
+    other = Lock("board", url=redis_url, stale=30)
+    other.acquire(blocking=False)  # free on the server too
+    other.release()

@@ -11,6 +11,7 @@ refused, never created.
 
 from __future__ import annotations
 
+import copy
 import errno
 import logging
 import pickle
@@ -46,6 +47,22 @@ def test_with_acquire_timeout_releases_on_exit(tmp_path: Path) -> None:
     assert held.is_locked and held.path == str(path)
     held.release()
     assert not path.exists()
+
+
+def test_the_value_of_acquire_still_passes_for_the_lock(tmp_path: Path) -> None:
+    """``acquire()`` returned the ``Lock`` itself before: code that checked or compared it,
+    or copied it, keeps working with the context-manager proxy."""
+    lk = Lock(str(tmp_path / "lk"))
+    held = lk.acquire()
+    try:
+        assert isinstance(held, Lock)
+        assert held == lk and lk == held and hash(held) == hash(lk)
+        assert {lk: 1}[held] == 1
+        twin = copy.copy(held)  # not a RecursionError
+        assert twin == lk and twin.lock is lk
+    finally:
+        held.release()
+    assert not lk.is_locked
 
 
 def test_nested_with_counts_on_one_object(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -57,7 +58,9 @@ def try_lock(path: Path, method: str) -> str:
     return done.stdout.decode().strip()
 
 
-@pytest.mark.parametrize("method", ["mkdir", "excl", "symlink", "rename", "flock", "toplock"])
+@pytest.mark.parametrize(
+    "method", ["mkdir", "excl", "symlink", "rename", "flock", "toplock", "link"]
+)
 def test_lock_fork_parent_exits_keeps_one_holder(method: str, tmp_path: Path) -> None:
     path = tmp_path / "lk"
     job = Child.python(SCRIPT, str(path), method)
@@ -144,3 +147,143 @@ def test_fork_without_locks_and_failure(monkeypatch: pytest.MonkeyPatch) -> None
     assert perlcompat.fork() is None
     assert int(perlcompat.OS_ERROR) == errno.EAGAIN
     assert sys.platform != "win32"
+
+
+def test_nested_with_and_fork_then_exit_in_the_parent(tmp_path: Path) -> None:
+    """Nested ``with lk:`` blocks (a count of 3) all exit quietly in the parent after hand-off."""
+    path = tmp_path / "lk"
+    code = (
+        "import sys, os\nfrom perlcompat import Lock, fork\n"
+        "lk = Lock(sys.argv[1])\n"
+        "with lk:\n"
+        "    with lk.acquire():\n"
+        "        with lk:\n"
+        "            pid = fork()\n"
+        "            if pid:\n"
+        "                os.write(1, f'parent {lk.is_locked}\\n'.encode())\n"
+        "                sys.exit(0)\n"
+        "            os.write(1, f'child {lk.lock_counter}\\n'.encode())\n"
+        "            sys.stdin.readline()\n"
+        "        os.write(1, f'inner {lk.lock_counter} {os.path.isdir(sys.argv[1])}\\n'.encode())\n"
+        "    os.write(1, f'middle {lk.lock_counter}\\n'.encode())\n"
+        "print('released', os.path.exists(sys.argv[1]), flush=True)\n"
+    )
+    job = Child.python(code, str(path))
+    try:
+        lines = sorted([job.readline(), job.readline()])
+        assert lines == ["child 3", "parent False"]
+        assert job.proc.wait(timeout=30) == 0  # no NotLockedError from the outer exits
+        assert path.is_dir()
+        job.send("go")
+        assert job.readline() == "inner 2 True"
+        assert job.readline() == "middle 1"
+        assert job.readline() == "released False"
+    finally:
+        job.kill()
+
+
+def test_a_signal_to_the_parent_mid_hand_off_keeps_the_childs_lock(tmp_path: Path) -> None:
+    """SIGTERM reaching the parent while the child re-signs waits for the hand-off: the
+    parent's cleanup then finds nothing of its own, and the child still holds the lock."""
+    path = tmp_path / "lk"
+    code = (
+        "import os, signal, sys\n"
+        "from perlcompat import lock, unlock, fork\n"
+        "import perlcompat.locks.fork as forkmod\n"
+        "assert lock(sys.argv[1]) == 1\n"
+        "r, w = os.pipe()\n"  # end of file in the child once the parent is gone
+        "real = forkmod._take_over\n"
+        "def take_over(lock_):\n"
+        "    os.kill(os.getppid(), signal.SIGTERM)\n"  # the parent is stopped mid hand-off
+        "    real(lock_)\n"
+        "forkmod._take_over = take_over\n"
+        "if fork():\n"
+        "    signal.pause()\n"
+        "    sys.exit(0)\n"
+        "os.close(w)\n"
+        "os.read(r, 1)\n"
+        "print('child', os.path.isdir(sys.argv[1]), unlock(sys.argv[1]), flush=True)\n"
+    )
+    done = run_python(code, str(path))
+    assert done.returncode == -15, done.stderr  # the parent still dies by its signal
+    assert done.stdout.decode().split() == ["child", "True", "1"], done.stderr
+    assert not path.exists()
+
+
+def test_a_child_that_dies_before_taking_over_leaves_the_lock_to_the_parent(
+    tmp_path: Path,
+) -> None:
+    """The child is killed before it re-signs: the parent still holds (and releases) the
+    lock, instead of leaving it on disk in nobody's hands."""
+    path = tmp_path / "lk"
+    code = (
+        "import os, sys\n"
+        "from perlcompat import Lock, fork\n"
+        "import perlcompat.locks.fork as forkmod\n"
+        "lk = Lock(sys.argv[1])\n"
+        "lk.acquire()\n"
+        "forkmod._take_over = lambda lock_: os._exit(3)\n"  # dies before re-signing
+        "pid = fork()\n"
+        "print(os.waitpid(pid, 0)[1] >> 8, lk.is_locked, flush=True)\n"
+        "lk.release()\n"
+        "print(os.path.exists(sys.argv[1]), flush=True)\n"
+    )
+    done = run_python(code, str(path))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.decode().split() == ["3", "True", "False"]
+
+
+def test_a_signal_to_the_child_mid_take_over_waits_for_it(tmp_path: Path) -> None:
+    """SIGTERM to the child while it takes the locks over is held back until it has: the
+    parent has handed the lock over, and the child's cleanup releases it as it dies."""
+    path = tmp_path / "lk"
+    code = (
+        "import os, signal, sys\n"
+        "from perlcompat import Lock, fork\n"
+        "import perlcompat.locks.fork as forkmod\n"
+        "lk = Lock(sys.argv[1])\n"
+        "lk.acquire()\n"
+        "real = forkmod._take_over\n"
+        "def take_over(lock_):\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    real(lock_)\n"
+        "forkmod._take_over = take_over\n"
+        "pid = fork()\n"
+        "if pid == 0:\n"
+        "    os._exit(9)\n"  # not reached: the held-back SIGTERM ends the child first
+        "status = os.waitpid(pid, 0)[1]\n"
+        "print(status & 0x7F, lk.is_locked, os.path.exists(sys.argv[1]), flush=True)\n"
+    )
+    done = run_python(code, str(path))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.decode().split() == [str(int(signal.SIGTERM)), "False", "False"]
+
+
+def test_a_parent_killed_mid_hand_off_leaves_fork_returning_0_in_the_child(
+    tmp_path: Path,
+) -> None:
+    """The parent is SIGKILLed while the child takes over: ``fork()`` still returns 0 in
+    the child (no BrokenPipeError from telling a dead parent), which keeps the lock."""
+    path = tmp_path / "lk"
+    code = (
+        "import os, signal, sys\n"
+        "from perlcompat import Lock, fork\n"
+        "import perlcompat.locks.fork as forkmod\n"
+        "lk = Lock(sys.argv[1])\n"
+        "lk.acquire()\n"
+        "r, w = os.pipe()\n"  # end of file in the child once the parent is gone
+        "real = forkmod._take_over\n"
+        "def take_over(lock_):\n"
+        "    os.close(w)\n"
+        "    os.kill(os.getppid(), signal.SIGKILL)\n"
+        "    os.read(r, 1)\n"
+        "    real(lock_)\n"
+        "forkmod._take_over = take_over\n"
+        "pid = fork()\n"
+        "print('child', pid, lk.is_locked, os.path.isdir(sys.argv[1]), flush=True)\n"
+        "lk.release()\n"
+        "print('released', os.path.exists(sys.argv[1]), flush=True)\n"
+    )
+    done = run_python(code, str(path))
+    assert done.returncode == -signal.SIGKILL  # the parent
+    assert done.stdout.decode().splitlines() == ["child 0 True True", "released False"], done.stderr

@@ -74,7 +74,7 @@ def test_perl_age_rules_never_take_a_refreshed_lock(tmp_path: Path) -> None:
             locks[m].release()  # the Perl sub broke it: the holder learns at release
 
 
-@pytest.mark.parametrize("method", ["mkdir", "symlink", "rename", "excl", "toplock"])
+@pytest.mark.parametrize("method", ["mkdir", "symlink", "rename", "excl", "toplock", "link"])
 def test_refresh_resets_perlcompat_age_and_keeps_ownership(method: str, tmp_path: Path) -> None:
     path = tmp_path / "lk"
     lk = Lock(str(path), method=method, stale=5)
@@ -242,6 +242,7 @@ def test_redis_refresh_extends_the_lease(tmp_path: Path) -> None:
         ("symlink", {"target": "."}, "target"),
         ("symlink", {"target": "/{pid}"}, "target"),
         ("mkdir", {"pidfile": "pid", "record": "{pid} {time}\n"}, "pidfile"),
+        ("link", {"record": "{host} {pid} {time} {rand}\n"}, "content"),
     ],
 )
 def test_refresh_keeps_the_declared_perl_format(
@@ -267,32 +268,71 @@ def test_refresh_keeps_the_declared_perl_format(
     assert os.lstat(path).st_mtime > made
     assert "perlcompat" not in after
     assert str(os.getpid()) in after or after == "."
-    if "{expires}" in keywords.get("record", ""):
-        assert int(after.split()[2]) > int(before.split()[2])
-    if "{time}" in keywords.get("record", ""):
-        assert int(after.split()[1]) > int(before.split()[1])
+    fields = keywords.get("record", "").split()
+    for field in ("{expires}", "{time}"):  # renewed where the template has them
+        if field in fields:
+            at = fields.index(field)
+            assert int(after.split()[at]) > int(before.split()[at])
     if keywords.get("target") == ".":
         assert after == "."
     lk.release()
     assert not os.path.lexists(path)
 
 
-@pytest.mark.parametrize("held", ["data.lock", "lock{time}_{pid}"])
-def test_refresh_of_a_renamed_data_file_never_writes_into_it(tmp_path: Path, held: str) -> None:
-    # data=True: the lock is the data file itself; a refresh sets its times, nothing else.
+@pytest.mark.parametrize(
+    ("held", "as_data"),
+    [("data.lock", True), ("lock{time}_{pid}", False), ("data{time}_{pid}", True)],
+)
+def test_refresh_of_a_renamed_data_file_never_writes_into_it(
+    tmp_path: Path, held: str, as_data: bool
+) -> None:
+    # data=True: the lock is the data file itself; a refresh sets its times (a per-holder
+    # held name: renames it to the name rendered now), never writes a byte into it.
     data = tmp_path / "data.txt"
     data.write_bytes(b"41\n")
-    keywords = {"data": True} if "{" not in held else {}
+    keywords = {"data": True} if as_data else {}
     name = str(data if keywords else tmp_path / "lock")
     if not keywords:
         (tmp_path / "lock").write_bytes(b"")
     lk = Lock(name, method="rename", held=held, stale=30, **keywords)  # type: ignore[arg-type]
     lk.acquire()
     taken = Path(lk.backend.held_path)  # type: ignore[attr-defined]
-    before, made = taken.read_bytes(), taken.stat().st_mtime_ns
+    before, made = taken.read_bytes(), taken.stat().st_ctime_ns
     time.sleep(0.05)
     lk.refresh()
+    taken = Path(lk.backend.held_path)  # type: ignore[attr-defined]
     assert taken.read_bytes() == before
-    assert taken.stat().st_mtime_ns > made
+    assert taken.stat().st_ctime_ns > made
     lk.release()
     assert (data if keywords else tmp_path / "lock").read_bytes() == before
+
+
+def test_auto_refresh_refuses_a_data_file_under_a_held_template(tmp_path: Path) -> None:
+    """A refresh renames a per-holder held name; the data file must not move under the port."""
+    data = tmp_path / "data.txt"
+    data.write_bytes(b"1\n")
+    with pytest.raises(ValueError, match="data=True and a held= template"):
+        Lock(str(data), method="rename", data=True, held="data{time}", auto_refresh=1)
+    Lock(str(data), method="rename", data=True, held="data.lock", auto_refresh=1)  # fine
+
+
+#: the "mkdir + pid file inside" recipe with an age rule on its pid file (argv: dir, stale).
+PERL_PIDFILE_TRY = r"""
+my ($dir, $stale) = @ARGV;
+if (-e "$dir/pid" && -M "$dir/pid" > $stale / 86400) { unlink("$dir/pid"); rmdir($dir); }
+if (mkdir($dir, 0755)) { rmdir($dir); print "took\n" } else { print "busy\n" }
+"""
+
+
+def test_refresh_makes_an_unchanged_pid_file_young_too(tmp_path: Path) -> None:
+    """``pidfile=`` with the default ``{pid}`` record: the content stays, its mtime is renewed,
+    so a Perl rule on the pid file's age (``-M "$dir/pid"``) never breaks a refreshed lock."""
+    path = tmp_path / "lk"
+    lk = Lock(str(path), pidfile="pid").acquire()
+    wait_until_old([path / "pid"])
+    lk.refresh()
+    assert (path / "pid").read_text() == f"{os.getpid()}\n"
+    done = run_perl(PERL_PIDFILE_TRY, str(path), str(PERL_STALE))
+    assert done.stdout.decode().strip() == "busy", done.stderr
+    lk.release()
+    assert not path.exists()

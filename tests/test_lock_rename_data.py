@@ -678,3 +678,61 @@ def test_audit_suggests_the_data_rename_lock_not_a_flock(tmp_path: Path) -> None
     hint = done.stdout.splitlines()[done.stdout.splitlines().index(update[0]) + 1]
     assert 'lock(file, method="rename", held=tmp, data=True)' in hint, hint
     assert "flock" not in hint
+
+
+def test_refresh_renews_the_time_in_a_per_holder_held_name(
+    plugin_dir: Path, form: tuple[str, str]
+) -> None:
+    """The plugin judges a holder by the ``{time}`` in its name (``/^lock(\\d+)/``), not by
+    any file time: a refresh renames the marker to the name rendered now, so a plugin with
+    a 2 s rule never takes a port's lock kept young by ``auto_refresh``."""
+    code, template = form
+    lk = plugin_lock(plugin_dir, template, stale=30, auto_refresh=0.3)
+    lk.acquire()
+    first = os.path.basename(lk.backend.held_path)  # type: ignore[attr-defined]
+    perl = Child.perl(code, str(plugin_dir), "wait", "0", "2")
+    try:
+        perl.expect("busy")
+        time.sleep(4.5)  # time passing is the point: past the plugin's 2 s rule (not a sync)
+        now = os.path.basename(lk.backend.held_path)  # type: ignore[attr-defined]
+        assert now != first and int(now[4:14]) >= int(time.time()) - 2
+        assert markers(plugin_dir) == [now]  # still ours alone: the plugin did not break it
+        lk.release()  # no ExpiredLockError: nobody broke it
+        line = perl.readline()
+        assert line.startswith("locked lock") and line.endswith(f"_{ADDR}"), line
+        perl.send("go")
+        perl.expect("released")
+    finally:
+        perl.kill()
+    assert markers(plugin_dir) == ["lock"]
+
+
+def test_a_fork_child_renames_a_held_name_that_names_its_parent(plugin_dir: Path) -> None:
+    """``lock; if (fork) { exit }`` with ``{pid}`` in the held name: the child's name carries
+    its own pid, so a waiter that judges by the name's dead pid (the parent's) waits."""
+    code = (
+        "import os, sys\nfrom perlcompat import Lock, fork\n"
+        "lk = Lock(sys.argv[1], method='rename', held='lock{time}_{pid}_{addr}', stale=60)\n"
+        "lk.acquire()\n"
+        "pid = fork()\n"
+        "if pid:\n"
+        "    sys.exit(0)\n"
+        "os.write(1, f'child {os.getpid()} {os.path.basename(lk.backend.held_path)}\\n'.encode())\n"
+        "sys.stdin.readline()\n"
+        "lk.release()\n"
+        "print('released', flush=True)\n"
+    )
+    job = Child.python(code, str(plugin_dir / "lock"))
+    try:
+        word, pid, name = job.readline().split()
+        assert word == "child"
+        assert job.proc.wait(timeout=30) == 0  # the parent is gone
+        assert name.split("_")[1] == pid and markers(plugin_dir) == [name]
+        held = "lock{time}_{pid}_{addr}"
+        assert lock(str(plugin_dir / "lock"), method="rename", held=held, retry=0) == 0
+        assert markers(plugin_dir) == [name]  # not broken for a dead parent's pid
+        job.send("go")
+        assert job.readline() == "released"
+    finally:
+        job.kill()
+    assert markers(plugin_dir) == ["lock"]

@@ -167,3 +167,38 @@ def test_a_signal_inside_a_release_step_waits_for_it(tmp_path: Path) -> None:
     assert status == -signal.SIGTERM, err
     assert out == "finished the step True\n"
     assert not (tmp_path / "lk").exists()
+
+
+def test_a_child_forked_by_a_thread_mid_step_still_dies_by_sigterm(tmp_path: Path) -> None:
+    """A child forked by another thread while the main thread is mid-step (a take, a
+    release) starts in no step: its stopping signals are not held back for ever."""
+    code = (
+        "import os, signal, sys, threading\n"
+        "from perlcompat import lock\n"
+        "from perlcompat.locks import cleanup\n"
+        "assert lock(sys.argv[1]) == 1\n"  # the handlers are installed
+        "cleanup.enter()\n"  # the main thread mid-step, as inside a release
+        "got = []\n"
+        "def forker():\n"
+        "    pid = os.fork()\n"
+        "    if pid == 0:\n"
+        "        os.kill(os.getpid(), signal.SIGTERM)\n"
+        "        signal.alarm(5)\n"  # ends it only if SIGTERM was held back
+        "        signal.pause()\n"
+        "        os._exit(0)\n"
+        "    got.append(pid)\n"
+        "t = threading.Thread(target=forker)\n"
+        "t.start()\n"
+        "t.join()\n"
+        "cleanup.leave()\n"
+        "print(os.waitpid(got[0], 0)[1] & 0x7F, flush=True)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "lk")],
+        capture_output=True,
+        timeout=60,
+        env=CHILD_ENV,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.decode().strip() == str(int(signal.SIGTERM))

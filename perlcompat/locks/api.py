@@ -291,13 +291,31 @@ class Acquired:
 
     filelock's ``AcquireReturnProxy``: ``with lk.acquire(timeout=1):`` takes the
     lock once and releases it once on exit.  Every other attribute is the lock's,
-    so ``held = lk.acquire(); ...; held.release()`` works as before.
+    so ``held = lk.acquire(); ...; held.release()`` works as before, and it
+    passes for the lock that ``acquire()`` returned before: ``isinstance(held,
+    Lock)``, ``held == lk``, the same hash.
     """
 
     __slots__ = ("lock",)
 
     def __init__(self, lock: Lock) -> None:
         self.lock = lock
+
+    @property  # type: ignore[misc]
+    def __class__(self) -> type[Lock]:  # type: ignore[override]  # isinstance() reads it
+        return type(self.lock)
+
+    def __eq__(self, other: object) -> bool:
+        return self.lock == (other.lock if type(other) is Acquired else other)
+
+    def __hash__(self) -> int:
+        return hash(self.lock)
+
+    def __copy__(self) -> Acquired:
+        return Acquired(self.lock)
+
+    def __reduce__(self) -> tuple[type[Acquired], tuple[Lock]]:
+        return Acquired, (self.lock,)
 
     def __enter__(self) -> Lock:
         return self.lock
@@ -311,6 +329,8 @@ class Acquired:
         self.lock.release()
 
     def __getattr__(self, name: str) -> Any:
+        if name == "lock":  # not set yet (a copy in the making): no recursion through it
+            raise AttributeError(name)
         return getattr(self.lock, name)
 
     def __setattr__(self, name: str, value: object) -> None:
@@ -401,7 +421,8 @@ class Lock:
         self._backend = cls(path, stale=self.stale, shared=shared, **options)
         self._owner_thread: int | None = None
         self._since = 0.0
-        self._abandoned = False
+        # releases still owed by the holder's ``with`` blocks after a cleanup or hand-off
+        self._abandoned = 0
         #: the error of the last release, while it failed and the lock is still held
         self._release_failed: OSError | None = None
         # -- lifetime (issue 25): re-entrancy count, refresh, the auto_refresh thread --
@@ -415,6 +436,13 @@ class Lock:
                 )
             if type(self._backend).refresh is Backend.refresh:
                 raise TypeError(f"lock method {method!r} cannot be refreshed")
+            if data and held is not None and "{" in os.fspath(held):
+                raise ValueError(
+                    "auto_refresh cannot be used with data=True and a held= template: a"
+                    " refresh renames the data file to the held name rendered then, under"
+                    " a port working on it; call refresh() between steps and read"
+                    " held_path again after it"
+                )
             self.auto_refresh = every
         self._count = 0
         self._next_break = 0.0
@@ -516,7 +544,7 @@ class Lock:
                 self._owner_thread = me
                 self._count = 1
                 self._since = time.monotonic()
-                self._abandoned = False
+                self._abandoned = 0
                 _owned[self.method, self.path] = self
                 _cleanup.track(self)
                 self._start_refresher()
@@ -543,11 +571,12 @@ class Lock:
         the lock may release it (NotLockedError otherwise).  If the method fails
         (OSError), the lock stays held by this object.  After a signal or exit
         cleanup released it (``locks.cleanup``), or ``perlcompat.fork()`` handed
-        it to the child, the next ``release()`` is a no-op instead of NotLockedError.
+        it to the child, the holder's remaining ``release()`` calls (one per hold
+        counted then) are no-ops instead of NotLockedError.
         """
         if self._owner_thread is None:
-            if self._abandoned:
-                self._abandoned = False
+            if self._abandoned:  # one no-op per hold counted then (nested ``with`` blocks)
+                self._abandoned = 0 if force else self._abandoned - 1
                 return
             raise NotLockedError(f"lock {self.path!r} is not held by this Lock")
         if self._owner_thread != get_ident():
@@ -636,7 +665,8 @@ class Lock:
 
         The file methods set the lock's mtime to now (what ``stale`` and a Perl
         sub's ``-M $lock``/``(stat $lock)[9]`` read; a held rename marker's ctime
-        with it; a TOP?LOCK first line's time) and re-state the owner record as
+        with it; a TOP?LOCK first line's time; a per-holder held name is renamed to
+        the name rendered now) and re-state the owner record as
         this process; a Redis lease is extended to ``stale``; a ``flock`` lock
         does not age.  Only a lock still ours is touched: one broken or
         replaced meanwhile is left as it is (ExpiredLockError).  NotLockedError
@@ -751,7 +781,14 @@ class Lock:
         try:
             return await asyncio.shield(attempt)
         except asyncio.CancelledError:
-            if await attempt:  # taken meanwhile for a waiter that is gone: give it back
+            # the attempt runs on in its thread: wait for it, through repeated cancels too,
+            # and give back a grant it got for this waiter that is gone
+            while not attempt.done():
+                try:
+                    await asyncio.wait((attempt,))
+                except asyncio.CancelledError:
+                    continue
+            if not attempt.cancelled() and attempt.exception() is None and attempt.result():
                 self.release()
             raise
 
@@ -784,8 +821,8 @@ class Lock:
             return False
         got = self._mutex.acquire(True, 1.0)  # the auto_refresh thread finishes its refresh
         try:
+            self._abandoned = self._count
             self._disown()
-            self._abandoned = True
             try:
                 return self._backend.abandon()
             except OSError:
@@ -804,10 +841,11 @@ class Lock:
     def _hand_off(self) -> None:
         """In the parent after ``perlcompat.fork()``: the child holds it now; drop it unreleased.
 
-        A later ``release()`` (a ``with`` exit) is then a no-op, as after a cleanup.
+        The holder's later ``release()`` calls (``with`` exits, one per hold counted)
+        are then no-ops, as after a cleanup.
         """
+        self._abandoned = self._count
         self._disown()
-        self._abandoned = True
         self._backend.forget()
 
     def _take_over(self) -> bool:

@@ -170,7 +170,14 @@ def _forget_all() -> None:
 
     Only the locks :func:`handing_off` named (a ``perlcompat.fork()``) stay held.
     """
+    global _depth
     keep = _handed if get_ident() == _handed_by else set()
+    # a child starts with no pending signal (POSIX), and in no step of the parent's main
+    # thread (forked by another thread mid-step, it would hold its signals back for ever),
+    # but for the hand-off of a ``perlcompat.fork()``, which it completes (``locks.fork``)
+    _pending.clear()
+    if not keep:
+        _depth = 0
     for key, lock_ in list(_tracked.items()):
         if key not in keep:
             lock_._forget()

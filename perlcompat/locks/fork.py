@@ -14,7 +14,10 @@ them (``locks.cleanup``); that stays so.  ``perlcompat.fork()`` hands them over:
 * in the parent those locks are dropped unreleased, only after the child has
   re-signed them (a pipe says when), so no waiter ever sees a lock that names
   a dead parent; a later ``release()`` or ``with`` exit is a no-op there, and
-  an ``unlock()`` returns 0 (``$!`` = ENOLCK).
+  an ``unlock()`` returns 0 (``$!`` = ENOLCK).  A stopping signal that reaches
+  either process meanwhile waits until the locks are handed over
+  (``locks.cleanup``), so no cleanup removes a lock the other one holds; a child
+  killed outright before taking a lock over leaves it the parent's.
 
 Locks taken by other threads stay the parent's, as with ``os.fork()``.  A
 TOP?LOCK line cannot name the child in place: its id becomes random digits,
@@ -48,6 +51,15 @@ def fork() -> int | None:
     mine = [lock_ for lock_ in _cleanup.tracked() if lock_._owner_thread == me]
     if not mine:
         return _fork()
+    _cleanup.enter()  # a stopping signal waits until the locks are handed over
+    try:
+        return _hand_over(mine)
+    finally:
+        _cleanup.leave()
+
+
+def _hand_over(mine: list[Lock]) -> int | None:
+    """Fork with *mine* held: the child re-signs them, then the parent drops them."""
     for lock_ in mine:
         lock_._mutex.acquire()  # no auto_refresh in the middle of a refresh across the fork
     try:
@@ -64,22 +76,36 @@ def fork() -> int | None:
         os.close(done)
         try:
             for lock_ in mine:
-                _take_over(lock_)
+                try:
+                    _take_over(lock_)
+                finally:
+                    _tell(signed)  # this one is the child's now
         finally:
-            os.write(signed, b"1")  # the parent may go on (and exit) now
-            os.close(signed)
+            os.close(signed)  # the parent may go on (and exit) now
         return 0
     os.close(signed)
+    handed = 0
     try:
-        if pid is not None:
-            os.read(done, 1)  # the child has re-signed (or died: end of file)
+        while pid is not None and handed < len(mine):
+            got = os.read(done, len(mine) - handed)
+            if not got:
+                break  # the child died before taking the rest over: they stay ours
+            handed += len(got)
     finally:
         os.close(done)
-        for lock_ in mine:
-            if pid is not None:
+        for number, lock_ in enumerate(mine):
+            if number < handed:
                 lock_._hand_off()
             lock_._mutex.release()
     return pid
+
+
+def _tell(signed: int) -> None:
+    """Tell the parent one more lock is the child's; nothing if it is gone (killed)."""
+    try:  # noqa: SIM105 - contextlib is not imported on this path
+        os.write(signed, b"1")
+    except OSError:  # EPIPE: the parent died; the child goes on with its locks
+        pass
 
 
 def _take_over(lock_: Lock) -> None:

@@ -51,6 +51,7 @@ from __future__ import annotations
 import errno
 import os
 import stat as stat_module
+import sys
 import time
 
 from ...perl.fsinfo import is_shared
@@ -207,11 +208,10 @@ class MkdirBackend(StaleBackend):
         return True
 
     def _rewrite_pidfile(self) -> bool:
-        """Render the pid file again if it changed (a fork, a time field); False if it went."""
+        """Render the pid file again if it changed (a fork, a time field), else set its times
+        to now (a Perl rule may read its age: ``-M "$dir/pid"``); False if it went."""
         assert self._template is not None
         data = self._template.render(stale=self.stale).encode("utf-8", "surrogateescape")
-        if data == self._written:
-            return True
         try:
             fd = os.open(self.pid_path, os.O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_BINARY)
         except FileNotFoundError:
@@ -219,6 +219,12 @@ class MkdirBackend(StaleBackend):
         try:
             if not stat_module.S_ISREG(os.fstat(fd).st_mode):
                 return False
+            if data == self._written:
+                if sys.platform == "win32":  # no utime through a descriptor there
+                    os.utime(self.pid_path)
+                else:
+                    os.utime(fd)
+                return True
             os.ftruncate(fd, 0)
             write_at_zero(fd, data)
         finally:

@@ -194,7 +194,8 @@ class RenameBackend(StaleBackend):
         """The name the marker (with ``data=True``, the data file) has while we hold it, else "".
 
         With a fixed ``held=`` it is that name; with a template, the name rendered for this
-        hold (``lock1764090283_4242_192.0.2.1``): work on the data file under this name.
+        hold (``lock1764090283_4242_192.0.2.1``): work on the data file under this name,
+        and read it again after a ``refresh()`` (which renders the name anew).
         """
         return self._taken
 
@@ -508,10 +509,13 @@ class RenameBackend(StaleBackend):
     def _touch(self, st: os.stat_result) -> os.stat_result | None:
         """Refresh: our record written again into the held marker (its ctime and mtime now).
 
-        The data file renamed as the lock (``data=True``) and a per-holder held name
-        carry no record: only their times are set (never a byte written into data).
+        The data file renamed as the lock (``data=True``) carries no record: only its
+        times are set (never a byte written into data).  A per-holder held name carries
+        the holder: the marker is renamed to the name rendered now (:meth:`_rename_held`).
         """
-        if self.data or self._pattern is not None:
+        if self._pattern is not None:
+            return self._rename_held(st)
+        if self.data:
             return super()._touch(st)
         marker = open_file(self._taken or self.held, _WRITE)
         try:
@@ -531,6 +535,34 @@ class RenameBackend(StaleBackend):
             marker, self._taken or self.held
         )  # closes it; names this process (a fork()'s child)
         return self._mine
+
+    def _rename_held(self, st: os.stat_result) -> os.stat_result | None:
+        """Rename our per-holder marker *st* to the held name rendered now; None if not ours.
+
+        Its ``{time}`` is what the Perl side's age rule reads (``/^lock(\\d+)/``), and
+        its ``{pid}`` names the holder (a ``perlcompat.fork()`` child after its parent):
+        setting file times would not make it young there.  One rename, so a listing sees
+        the marker under one of its names; a Perl remover that renames the old name back
+        first makes ours fail (ENOENT: no longer ours).  Never onto an existing file: then
+        (and for a name rendered as it was) only the times are set.
+        """
+        try:
+            target = self._target()
+        except ValueError:
+            target = self._taken
+        if target == self._taken or lstat(target) is not None:
+            return super()._touch(st)
+        try:
+            retry_busy(os.rename, self._taken, target)  # Windows: a reader's open for a moment
+        except FileNotFoundError:
+            return None
+        now = lstat(target)
+        if now is None or (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+            if now is not None and lstat(self._taken) is None:  # not ours: put it back
+                os.rename(target, self._taken)
+            return None
+        self._taken = self._seen = target
+        return now
 
     def _undo(self) -> None:
         """Give the marker back: rename it to the free name (a marker emptied first)."""
