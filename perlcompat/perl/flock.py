@@ -120,7 +120,7 @@ def flock(fh: object, operation: int, timeout: float | None = None) -> int:
         # (the middle test is _must_poll's common case, without the call)
         if (
             operation & (LOCK_NB | LOCK_UN)
-            or (timeout is None and not clock.alarm_installed())
+            or (timeout is None and clock._alarm is None)  # (alarm_installed(), inlined)
             or not _must_poll(timeout)
         ):
             lock_fd(fd, operation)
