@@ -21,7 +21,7 @@ last one is done, so interpreter start-up is not counted.  Each row runs
 ``--rounds`` times, interleaved with the others; the median wall time is printed
 with its ratio to raw (targets: perlcompat <= 1.5x raw, faster than portalocker),
 and the median CPU time all workers spent in the loop (user + system; steadier on
-a busy machine).  Every run must end with the counter at procs * cycles.
+a busy machine), also per cycle.  Every run must end with the counter at procs * cycles.
 
     python bench/bench_cycle.py [--procs 4] [--cycles 1500] [--rounds 5] [--against DIR]
 
@@ -217,13 +217,14 @@ def main() -> int:
     base_cpu = statistics.median(cpus[rows[0]])
     print(
         f"{'row':40} {'seconds':>8} {'(min)':>7} {'ratio to raw':>13}   {'CPU s':>6} {'ratio':>6}"
+        f" {'CPU us/cycle':>13}"
     )
     for name in rows:
         median = statistics.median(times[name])
         cpu = statistics.median(cpus[name])
         print(
             f"{name:40} {median:8.3f} {min(times[name]):7.3f} {median / base:12.2f}x"
-            f"   {cpu:6.3f} {cpu / base_cpu:5.2f}x"
+            f"   {cpu:6.3f} {cpu / base_cpu:5.2f}x {cpu / (args.procs * args.cycles) * 1e6:13.2f}"
         )
     if args.against:
         here, there = "perlcompat (the +< idiom)", "perlcompat (the +< idiom)" + AGAINST

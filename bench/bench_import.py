@@ -81,6 +81,12 @@ def main() -> int:
     parser.add_argument("--importtime", action="store_true", help="show -X importtime too")
     parser.add_argument("--against", metavar="DIR", help="also time the perlcompat in DIR")
     args = parser.parse_args()
+    if os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        print(
+            "note: PYTHONDONTWRITEBYTECODE is set: without cached bytecode every import"
+            " compiles its source, which a deployed script does not pay; unset it (and run"
+            " once to write the caches) to measure what a CGI request pays"
+        )
 
     workdir = tempfile.mkdtemp(prefix="perlcompat-bench-")
     counter = os.path.join(workdir, "counter.txt")

@@ -385,3 +385,34 @@ def test_lock_fd_raises_blocking_io_error_when_busy(path: Path, held: Child) -> 
     finally:
         os.close(fd)
     assert lock_fd is fcntl.flock  # the kernel's flock(2), the lock Perl takes
+
+
+# -- the storage check on the hot path ---------------------------------------------------------
+def test_a_local_absolute_path_is_checked_for_shared_storage_once(
+    path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fstat behind SharedStorageWarning is made once per absolute path on local storage
+    (it was a third of the raw +< cycle); a relative name is checked every time (chdir)."""
+    from perlcompat.perl import flock as flock_module
+
+    calls: list[int] = []
+    real_fstat = os.fstat
+
+    def counting_fstat(fd: int) -> os.stat_result:
+        calls.append(fd)
+        return real_fstat(fd)
+
+    monkeypatch.setattr(os, "fstat", counting_fstat)
+    flock_module._LOCAL_NAMES.discard(str(path))
+    for _ in range(3):
+        fh = open_("+<", str(path))
+        assert flock(fh, LOCK_EX) == 1
+        assert flock(fh, LOCK_UN) == 1  # an unlock is never checked
+        assert close(fh) == 1
+    assert len(calls) == 1
+    monkeypatch.chdir(tmp_path)
+    for _ in range(2):
+        fh = open_("+<", path.name)
+        assert flock(fh, LOCK_SH) == 1
+        assert close(fh) == 1
+    assert len(calls) == 3
