@@ -541,12 +541,16 @@ def test_no_redis_url_secret_in_any_error_warning_or_log(
                     texts.append(f"lock() returned {lock('k', url=url, retry=1)}")
                     texts.append(str(OS_ERROR))
                 except Exception as exc:
-                    texts.append("".join(traceback.format_exception(exc)))
+                    texts.append(
+                        "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+                    )
                 try:
                     Lock("k", url=url, timeout=0.3).acquire()
                     texts.append(f"{url} was granted")
                 except Exception as exc:
-                    texts.append("".join(traceback.format_exception(exc)))
+                    texts.append(
+                        "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+                    )
             texts += [str(w.message) for w in caught]
     finally:
         srv.stop()
