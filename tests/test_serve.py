@@ -869,3 +869,35 @@ def test_children_get_none_of_the_parents_locks_alarm_or_redis_connections(
         assert serve.stop() == 0
         redis_srv.stop()
     shutil.rmtree(data / "parent.lock", ignore_errors=True)
+
+
+def test_a_finished_child_closes_every_fd_but_its_request_pipe() -> None:
+    """``runner.close_fds_but`` closes what /proc/self/fd lists, up to the highest fd allowed.
+
+    (Python 3.9's ``os.closerange`` tries every number up to the limit: 2 ms a request.)
+    """
+    from perlcompat.tools import runner
+
+    report_r, report_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            high = os.dup2(report_w, runner.MAX_FD - 1)
+            extra = os.open(os.devnull, os.O_RDONLY)
+            watched = [0, 1, 2, report_r, high, extra]
+            runner.close_fds_but(report_w)
+            still_open = []
+            for fd in watched:
+                try:
+                    os.fstat(fd)
+                except OSError:
+                    continue
+                still_open.append(fd)
+            os.write(report_w, json.dumps(still_open).encode())
+        finally:
+            os._exit(0)
+    os.close(report_w)
+    with os.fdopen(report_r, "rb") as report:
+        answer = report.read()
+    assert os.waitpid(pid, 0)[1] == 0
+    assert json.loads(answer) == []  # and the kept fd still wrote the answer
