@@ -941,7 +941,7 @@ def _cgilib_multipart(
 ) -> tuple[dict[bytes, bytes], dict[bytes, bytes], dict[bytes, bytes]]:
     """cgi-lib.pl's multipart loop, line for line: 8 KiB reads kept 100 bytes apart."""
     bufsize, maxbound, blen = 8192, 100, len(boundary)
-    found: dict[bytes, bytes] = {}
+    found: dict[bytes, bytearray] = {}  # (grown in place: Perl's .= is not a copy a read)
     names: dict[bytes, bytes] = {}
     types: dict[bytes, bytes] = {}
     buf, left = b"", length
@@ -967,16 +967,16 @@ def _cgilib_multipart(
                     "Format of CGI input is wrong.\n"
                 )
             if name not in (None, b"", b"0"):  # if ($name): the preamble has none
-                found[key] = found.get(key, b"") + buf[:bufsize]
+                found.setdefault(key, bytearray()).extend(buf[:bufsize])
             buf = buf[bufsize:]
             fill(min(left, bufsize))
         if name is not None:
-            found[key] = found.get(key, b"") + buf[: bpos - 2]  # (substr($buf, 0, $bpos-2))
+            found.setdefault(key, bytearray()).extend(buf[: bpos - 2])  # (substr($buf, 0, $bpos-2))
         if buf[bpos + blen : bpos + blen + 2] == b"--":
-            return found, names, types
+            return {k: bytes(v) for k, v in found.items()}, names, types
         buf = buf[bpos + blen + 2 :]
         fill(min(left, bufsize + maxbound - len(buf)))
-        head = b""
+        head = bytearray()
         while (lpos := buf.find(b"\r\n\r\n")) == -1:
             if left == 0 and buf == b"":
                 _cgi_die(
@@ -987,7 +987,7 @@ def _cgilib_multipart(
             buf = buf[bufsize:]
             fill(min(left, bufsize))
         head += buf[: lpos + 2]
-        heads = head.split(b"\r\n")
+        heads = bytes(head).split(b"\r\n")
         cd = next((h for h in heads if re.match(rb"\s*Content-Disposition:", h, re.I)), b"")
         ct = next((h for h in heads if re.match(rb"\s*Content-Type:", h, re.I)), b"")
         m = re.search(rb'\bname="([^"]+)"', cd, re.I) or re.search(rb"\bname=([^\s:;]+)", cd, re.I)
