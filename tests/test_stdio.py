@@ -268,3 +268,31 @@ def test_a_die_keeps_what_stdout_had_buffered(tmp_path: Path) -> None:
     assert [(r.returncode, r.stdout, r.stderr) for r in runs] == [
         (255, b"Content-Type: text/plain\n\npartial\n", b"boom\n")
     ] * 2
+
+
+def test_fork_flushes_stdout_first_so_a_child_does_not_repeat_it(tmp_path: Path) -> None:
+    """Perl flushes output handles before ``fork``: what the parent printed is not the child's.
+
+    A FastCGI-style server that printed a line before forking a request's child
+    (new fd 1) must not send that line again in the child's response.
+    """
+    perl = (
+        'print STDOUT "parent started\\n";\n'
+        "pipe(my $r, my $w) or die;\n"
+        "my $pid = fork;\n"
+        'if (!$pid) { open(STDOUT, ">&", $w) or die; print STDOUT "child response\\n"; exit 0 }\n'
+        "close $w; waitpid($pid, 0);\n"
+        'my $got = do { local $/; <$r> }; print STDOUT "child wrote: [$got]\\n";\n'
+    )
+    python = (
+        'print_(STDOUT, "parent started\\n")\n'
+        "r, w = os.pipe()\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        '    os.dup2(w, 1); print_(STDOUT, "child response\\n"); sys.exit(0)\n'
+        "os.close(w); os.waitpid(pid, 0)\n"
+        "got = os.read(r, 1000).decode()\n"
+        'print_(STDOUT, f"child wrote: [{got}]\\n")\n'
+    )
+    out, _ = both(tmp_path, perl, python)
+    assert out == b"parent started\nchild wrote: [child response\n]\n"

@@ -16,7 +16,9 @@ come out in the order they were called.  ``STDOUT`` is buffered as Perl's is
 ``STDIN`` reads file descriptor 0 with its own buffer (do not mix
 it with ``sys.stdin``).  The three are made at first use, not at import: a
 process that forks and gives a child new descriptors 0/1/2 (a FastCGI server)
-can import perlcompat before the fork.
+can import perlcompat before the fork; ``os.fork`` first flushes STDOUT and STDERR (and
+what ``print()`` buffered), as Perl's ``fork`` does, so a child never repeats the parent's
+output, and a child's STDIN drops what the parent read ahead.
 
 ``read(FH, buf, length, offset=0)`` is Perl's ``read``: ``buf`` is a
 :class:`Scalar` it fills, the return value is the count of bytes read (0 at end
@@ -220,8 +222,24 @@ def _after_fork_in_child() -> None:
         handle._pos = -1
 
 
+def _flush_before_fork() -> None:
+    """Perl flushes output handles before ``fork``: a child never writes the parent's output.
+
+    STDOUT and STDERR buffer in ``sys.stdout`` / ``sys.stderr`` (with ``print()``),
+    which ``os.fork`` copies unflushed into the child; a FastCGI child with a new
+    descriptor 1 would send the parent's pending lines in its response.
+    """
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name, None)
+        if stream is not None:
+            try:  # noqa: SIM105 - a closed or broken stream must not stop the fork
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+
+
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
+    os.register_at_fork(before=_flush_before_fork, after_in_child=_after_fork_in_child)
 
 
 def __getattr__(name: str) -> PerlFile:
