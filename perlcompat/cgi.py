@@ -146,6 +146,24 @@ def _unescape_html(text: str) -> str:
     return html.unescape(text)
 
 
+_NO_LIMIT = 1 << 62  # (a CONTENT_LENGTH of "inf": read to the end of the body)
+
+
+def _content_length(nan: int = 0) -> int:
+    """``CONTENT_LENGTH`` as Perl's number of it (``"3abc"`` is 3), never a Python error.
+
+    A client sends it: ``"inf"`` or ``"1e400"`` reads to the end of the body as a
+    count past it does; ``"nan"`` counts as *nan* (``read`` takes it as 0, CGI.pm's
+    multipart buffer as no limit).
+    """
+    value = num(os.environ.get("CONTENT_LENGTH", 0))
+    if isinstance(value, float):
+        if value != value:
+            return nan
+        return int(max(-_NO_LIMIT, min(value, _NO_LIMIT)))
+    return value
+
+
 def _read_stdin(length: int) -> bytes:
     """Up to *length* bytes of the request body (Perl's ``read(STDIN, ...)``)."""
     if length <= 0:
@@ -203,7 +221,7 @@ _SPIN_LOOP_MAX = 2000
 
 
 class _MultipartBuffer:
-    def __init__(self, boundary: bytes | None, length: int) -> None:
+    def __init__(self, boundary: bytes | None, length: int, given: bool) -> None:
         self.fillunit = 4096
         self.zero_loops = 0
         boundary_read = False
@@ -220,7 +238,8 @@ class _MultipartBuffer:
             boundary = line[:-2] if line.endswith(b"\r\n") else line
             boundary_read = True
         self.length = length
-        self.chunked = not length
+        # CGI.pm's !$length: the CONTENT_LENGTH string ("0x10" is true, and 0 bytes long)
+        self.chunked = not length if boundary_read else not given
         self.boundary = boundary
         self.buffer = b""
         if len(boundary) > self.fillunit:
@@ -350,7 +369,7 @@ class CGI:
     def _init(self, initializer: str | bytes | dict[str, object] | None) -> None:
         env = os.environ
         method = env.get("REQUEST_METHOD", "")
-        length = int(num(env.get("CONTENT_LENGTH", 0)))
+        length = _content_length()
         ctype = env.get("CONTENT_TYPE")
         query: bytes | None = b""
         if isinstance(initializer, dict):
@@ -364,7 +383,8 @@ class CGI:
         elif method == "POST" and ctype is not None and ctype.startswith("multipart/form-data"):
             match = re.search(r'boundary="?([^";,]+)"?', ctype)
             boundary = _raw(match[1]) if match else None
-            self._read_multipart(boundary, length)
+            given = truth(env.get("CONTENT_LENGTH", 0))
+            self._read_multipart(boundary, _content_length(nan=_NO_LIMIT), given)
             query = None
         elif method in ("GET", "HEAD", "DELETE"):
             query = _raw(self._query_string_from_env())
@@ -433,8 +453,8 @@ class CGI:
             name, _, value = pair.partition(b"=")
             self._add(_text(_unescape_bytes(name)), _text(_unescape_bytes(value)))
 
-    def _read_multipart(self, boundary: bytes | None, length: int) -> None:
-        buffer = _MultipartBuffer(boundary, length)
+    def _read_multipart(self, boundary: bytes | None, length: int, given: bool) -> None:
+        buffer = _MultipartBuffer(boundary, length, given)
         while not buffer.eof():
             header = buffer.read_header()
             if not header:
@@ -897,7 +917,7 @@ def ReadParse(
     """
     env = os.environ
     ctype = env.get("CONTENT_TYPE") or ""
-    length = int(num(env.get("CONTENT_LENGTH", 0)))
+    length = _content_length()
     method = env.get("REQUEST_METHOD")
     _binmode_std()  # cgi-lib.pl's binmode(STDIN); binmode(STDOUT); binmode(STDERR);
     found: dict[str, str] = {}

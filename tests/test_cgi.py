@@ -268,6 +268,8 @@ def post_mp(
     return env, body
 
 
+MP_A = b'--B\r\nContent-Disposition: form-data; name="a"\r\n\r\n1\r\n--B--\r\n'
+
 FIXED = [
     get("a=1&b=2;a=3"),
     get("a=b=c&k&&=v&%zz=%4&x=%u3042&y=%uD83D%uDE00&z=%uD800"),
@@ -294,6 +296,11 @@ FIXED = [
     post_mp(b"garbage without boundary"),
     post_mp(b""),
     post_mp(b'--B\r\nContent-Disposition: form-data; name="a"\r\n\r\n1\r\n--B--\r\n', "multipart/form-data"),
+    # a client's CONTENT_LENGTH: not finite (no Python error), or true as a string but 0 as a number
+    *[({**post_mp(MP_A)[0], "CONTENT_LENGTH": length}, MP_A)
+      for length in ("inf", "Infinity", "nan", "1e400", "-0", "0x10", "0 but true", "0.0")],
+    *[({"REQUEST_METHOD": "POST", "CONTENT_LENGTH": length, "CONTENT_TYPE": "application/x-www-form-urlencoded"}, b"a=1")
+      for length in ("nan", "-inf", "-1e400", "-0", "0x10")],
 ]  # fmt: skip
 
 
@@ -542,6 +549,29 @@ def test_readparse_like_cgi_lib(
     ).stdout
     got = subprocess.run(
         [sys.executable, str(script)], input=query, env=env, capture_output=True, check=True
+    ).stdout
+    assert got == want
+
+
+@pytest.mark.parametrize("length", ["nan", "0x10", "2abc", "inf", "1e400"])
+def test_readparse_takes_any_content_length(length: str, tmp_path: Path) -> None:
+    """A client's CONTENT_LENGTH as cgi-lib.pl reads it; "inf" reads to the end (perl dies)."""
+    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(Path(cgi.__file__).parent.parent)}
+    env.update(REQUEST_METHOD="POST", CONTENT_TYPE="application/x-www-form-urlencoded")
+    env["CONTENT_LENGTH"] = length
+    script = tmp_path / "rp.py"
+    script.write_text(
+        "from perlcompat.cgi import ReadParse\nin_ = ReadParse()\n"
+        "print(''.join(f'{k}={in_[k]}\\n' for k in sorted(in_)), end='')\n"
+    )
+    got = subprocess.run(
+        [sys.executable, str(script)], input=b"a=1&b=2", env=env, capture_output=True, check=True
+    ).stdout
+    if length in ("inf", "1e400"):
+        assert got == b"a=1\nb=2\n"
+        return
+    want = subprocess.run(
+        ["perl", "-e", READPARSE_PERL], input=b"a=1&b=2", env=env, capture_output=True, check=True
     ).stdout
     assert got == want
 
