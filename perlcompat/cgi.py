@@ -19,7 +19,8 @@ first use, as CGI.pm's.  Checked against CGI.pm 4.x by tests/test_cgi.py:
   from ``STDIN`` (``CONTENT_LENGTH`` bytes): urlencoded, or
   ``multipart/form-data`` parsed by a port of CGI.pm's own ``MultipartBuffer``
   (4 KiB reads; quirks of malformed bodies included), or any other type as the
-  ``POSTDATA`` value.  Names stay in first-seen order.
+  ``POSTDATA`` value (``application/xml`` also as ``XForms:Model``, with the
+  ``QUERY_STRING`` parameters, as CGI.pm's XForms POST).  Names stay in first-seen order.
 * Values are CGI.pm's bytes, decoded with UTF-8 + ``surrogateescape`` like every
   perlcompat text: Shift_JIS or EUC-JP form data printed or written back comes
   out as the same bytes, and ``value.encode("utf-8", "surrogateescape")`` is
@@ -386,6 +387,11 @@ class CGI:
             given = truth(env.get("CONTENT_LENGTH", 0))
             self._read_multipart(boundary, _content_length(nan=_NO_LIMIT), given)
             query = None
+        elif method == "POST" and ctype == "application/xml":  # CGI.pm's XForms POST
+            model = _text(_read_stdin(length))
+            self._add("XForms:Model", model)
+            self._add("POSTDATA", model)
+            query = _raw(self._query_string_from_env())  # (the URL's parameters as well)
         elif method in ("GET", "HEAD", "DELETE"):
             query = _raw(self._query_string_from_env())
         elif method in ("POST", "PUT", "PATCH"):

@@ -299,6 +299,10 @@ FIXED = [
     # a client's CONTENT_LENGTH: not finite (no Python error), or true as a string but 0 as a number
     *[({**post_mp(MP_A)[0], "CONTENT_LENGTH": length}, MP_A)
       for length in ("inf", "Infinity", "nan", "1e400", "-0", "0x10", "0 but true", "0.0")],
+    # CGI.pm's XForms POST: the body as XForms:Model and POSTDATA, and the URL's parameters
+    ({"REQUEST_METHOD": "POST", "CONTENT_LENGTH": "4", "CONTENT_TYPE": "application/xml", "QUERY_STRING": "q=1;r"}, b"<x/>"),
+    ({"REQUEST_METHOD": "POST", "CONTENT_LENGTH": "0", "CONTENT_TYPE": "application/xml"}, b""),
+    ({"REQUEST_METHOD": "POST", "CONTENT_LENGTH": "4", "CONTENT_TYPE": "application/xml; charset=UTF-8", "QUERY_STRING": "q=1"}, b"<x/>"),
     *[({"REQUEST_METHOD": "POST", "CONTENT_LENGTH": length, "CONTENT_TYPE": "application/x-www-form-urlencoded"}, b"a=1")
       for length in ("nan", "-inf", "-1e400", "-0", "0x10")],
 ]  # fmt: skip
