@@ -50,7 +50,7 @@ import os
 import re
 
 from .perl.die import die
-from .perl.stdio import _read_bytes, std_handle
+from .perl.stdio import _read_bytes, _read_line, std_handle
 from .perl.text import num, truth
 
 TYPE_CHECKING = False
@@ -229,12 +229,7 @@ class _MultipartBuffer:
         if boundary:
             boundary = b"--" + boundary
         else:  # CGI.pm reads the first CRLF-terminated line as the boundary
-            line = b""
-            while not line.endswith(b"\r\n"):
-                byte = _read_stdin(1)
-                if not byte:
-                    break
-                line += byte
+            line = _read_line(std_handle("STDIN"), b"\r\n")  # ($/ = $CRLF; <STDIN>)
             length -= len(line)
             boundary = line[:-2] if line.endswith(b"\r\n") else line
             boundary_read = True

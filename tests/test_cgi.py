@@ -508,6 +508,32 @@ def test_header_refuses_a_header_injection() -> None:
     assert "Status: 200 OK more" in cgi.CGI({}).header(status="200 OK\r\n more")
 
 
+def test_a_long_first_line_without_a_boundary_is_read_in_linear_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """multipart/form-data without boundary=: CGI.pm reads the first CR LF line as it.
+
+    Read a byte at a time onto a growing bytes, a 1 MB line with no CR LF took 57 s
+    (perl: 0.02 s): a request that holds a CPU for a minute.
+    """
+    import time
+
+    body = b"x" * (1 << 20)
+    cases = [
+        post_mp(body, "multipart/form-data"),
+        post_mp(body + b"\r\nrest", "multipart/form-data"),
+    ]
+    start = time.perf_counter()
+    want = run_perl(cases, tmp_path)
+    perl_time = time.perf_counter() - start
+    start = time.perf_counter()
+    got = run_python(cases, tmp_path, monkeypatch)
+    python_time = time.perf_counter() - start
+    assert got == want
+    assert want[0] == b"DIE:Malformed multipart POST: data truncated\n"
+    assert python_time < max(1.5, 10 * perl_time), (python_time, perl_time)
+
+
 # -- cgi-lib.pl's ReadParse --------------------------------------------------------
 #: cgi-lib.pl 2.18's urlencoded loop (S. E. Brenner), the reference for ReadParse's %in
 READPARSE_PERL = r"""
