@@ -19,7 +19,8 @@ first use, as CGI.pm's.  Checked against CGI.pm 4.x by tests/test_cgi.py:
   from ``STDIN`` (``CONTENT_LENGTH`` bytes): urlencoded, or
   ``multipart/form-data`` parsed by a port of CGI.pm's own ``MultipartBuffer``
   (4 KiB reads; quirks of malformed bodies included), or any other type as the
-  ``POSTDATA`` value.  Names stay in first-seen order.
+  ``POSTDATA`` value (``application/xml`` also as ``XForms:Model``, with the
+  ``QUERY_STRING`` parameters, as CGI.pm's XForms POST).  Names stay in first-seen order.
 * Values are CGI.pm's bytes, decoded with UTF-8 + ``surrogateescape`` like every
   perlcompat text: Shift_JIS or EUC-JP form data printed or written back comes
   out as the same bytes, and ``value.encode("utf-8", "surrogateescape")`` is
@@ -49,7 +50,7 @@ import os
 import re
 
 from .perl.die import die
-from .perl.stdio import _read_bytes, std_handle
+from .perl.stdio import _read_bytes, _read_line, std_handle
 from .perl.text import num, truth
 
 TYPE_CHECKING = False
@@ -146,6 +147,24 @@ def _unescape_html(text: str) -> str:
     return html.unescape(text)
 
 
+_NO_LIMIT = 1 << 62  # (a CONTENT_LENGTH of "inf": read to the end of the body)
+
+
+def _content_length(nan: int = 0) -> int:
+    """``CONTENT_LENGTH`` as Perl's number of it (``"3abc"`` is 3), never a Python error.
+
+    A client sends it: ``"inf"`` or ``"1e400"`` reads to the end of the body as a
+    count past it does; ``"nan"`` counts as *nan* (``read`` takes it as 0, CGI.pm's
+    multipart buffer as no limit).
+    """
+    value = num(os.environ.get("CONTENT_LENGTH", 0))
+    if isinstance(value, float):
+        if value != value:
+            return nan
+        return int(max(-_NO_LIMIT, min(value, _NO_LIMIT)))
+    return value
+
+
 def _read_stdin(length: int) -> bytes:
     """Up to *length* bytes of the request body (Perl's ``read(STDIN, ...)``)."""
     if length <= 0:
@@ -203,24 +222,20 @@ _SPIN_LOOP_MAX = 2000
 
 
 class _MultipartBuffer:
-    def __init__(self, boundary: bytes | None, length: int) -> None:
+    def __init__(self, boundary: bytes | None, length: int, given: bool) -> None:
         self.fillunit = 4096
         self.zero_loops = 0
         boundary_read = False
         if boundary:
             boundary = b"--" + boundary
         else:  # CGI.pm reads the first CRLF-terminated line as the boundary
-            line = b""
-            while not line.endswith(b"\r\n"):
-                byte = _read_stdin(1)
-                if not byte:
-                    break
-                line += byte
+            line = _read_line(std_handle("STDIN"), b"\r\n")  # ($/ = $CRLF; <STDIN>)
             length -= len(line)
             boundary = line[:-2] if line.endswith(b"\r\n") else line
             boundary_read = True
         self.length = length
-        self.chunked = not length
+        # CGI.pm's !$length: the CONTENT_LENGTH string ("0x10" is true, and 0 bytes long)
+        self.chunked = not length if boundary_read else not given
         self.boundary = boundary
         self.buffer = b""
         if len(boundary) > self.fillunit:
@@ -350,7 +365,7 @@ class CGI:
     def _init(self, initializer: str | bytes | dict[str, object] | None) -> None:
         env = os.environ
         method = env.get("REQUEST_METHOD", "")
-        length = int(num(env.get("CONTENT_LENGTH", 0)))
+        length = _content_length()
         ctype = env.get("CONTENT_TYPE")
         query: bytes | None = b""
         if isinstance(initializer, dict):
@@ -364,8 +379,14 @@ class CGI:
         elif method == "POST" and ctype is not None and ctype.startswith("multipart/form-data"):
             match = re.search(r'boundary="?([^";,]+)"?', ctype)
             boundary = _raw(match[1]) if match else None
-            self._read_multipart(boundary, length)
+            given = truth(env.get("CONTENT_LENGTH", 0))
+            self._read_multipart(boundary, _content_length(nan=_NO_LIMIT), given)
             query = None
+        elif method == "POST" and ctype == "application/xml":  # CGI.pm's XForms POST
+            model = _text(_read_stdin(length))
+            self._add("XForms:Model", model)
+            self._add("POSTDATA", model)
+            query = _raw(self._query_string_from_env())  # (the URL's parameters as well)
         elif method in ("GET", "HEAD", "DELETE"):
             query = _raw(self._query_string_from_env())
         elif method in ("POST", "PUT", "PATCH"):
@@ -433,8 +454,8 @@ class CGI:
             name, _, value = pair.partition(b"=")
             self._add(_text(_unescape_bytes(name)), _text(_unescape_bytes(value)))
 
-    def _read_multipart(self, boundary: bytes | None, length: int) -> None:
-        buffer = _MultipartBuffer(boundary, length)
+    def _read_multipart(self, boundary: bytes | None, length: int, given: bool) -> None:
+        buffer = _MultipartBuffer(boundary, length, given)
         while not buffer.eof():
             header = buffer.read_header()
             if not header:
@@ -897,7 +918,7 @@ def ReadParse(
     """
     env = os.environ
     ctype = env.get("CONTENT_TYPE") or ""
-    length = int(num(env.get("CONTENT_LENGTH", 0)))
+    length = _content_length()
     method = env.get("REQUEST_METHOD")
     _binmode_std()  # cgi-lib.pl's binmode(STDIN); binmode(STDOUT); binmode(STDERR);
     found: dict[str, str] = {}
@@ -941,7 +962,7 @@ def _cgilib_multipart(
 ) -> tuple[dict[bytes, bytes], dict[bytes, bytes], dict[bytes, bytes]]:
     """cgi-lib.pl's multipart loop, line for line: 8 KiB reads kept 100 bytes apart."""
     bufsize, maxbound, blen = 8192, 100, len(boundary)
-    found: dict[bytes, bytes] = {}
+    found: dict[bytes, bytearray] = {}  # (grown in place: Perl's .= is not a copy a read)
     names: dict[bytes, bytes] = {}
     types: dict[bytes, bytes] = {}
     buf, left = b"", length
@@ -967,16 +988,16 @@ def _cgilib_multipart(
                     "Format of CGI input is wrong.\n"
                 )
             if name not in (None, b"", b"0"):  # if ($name): the preamble has none
-                found[key] = found.get(key, b"") + buf[:bufsize]
+                found.setdefault(key, bytearray()).extend(buf[:bufsize])
             buf = buf[bufsize:]
             fill(min(left, bufsize))
         if name is not None:
-            found[key] = found.get(key, b"") + buf[: bpos - 2]  # (substr($buf, 0, $bpos-2))
+            found.setdefault(key, bytearray()).extend(buf[: bpos - 2])  # (substr($buf, 0, $bpos-2))
         if buf[bpos + blen : bpos + blen + 2] == b"--":
-            return found, names, types
+            return {k: bytes(v) for k, v in found.items()}, names, types
         buf = buf[bpos + blen + 2 :]
         fill(min(left, bufsize + maxbound - len(buf)))
-        head = b""
+        head = bytearray()
         while (lpos := buf.find(b"\r\n\r\n")) == -1:
             if left == 0 and buf == b"":
                 _cgi_die(
@@ -987,7 +1008,7 @@ def _cgilib_multipart(
             buf = buf[bufsize:]
             fill(min(left, bufsize))
         head += buf[: lpos + 2]
-        heads = head.split(b"\r\n")
+        heads = bytes(head).split(b"\r\n")
         cd = next((h for h in heads if re.match(rb"\s*Content-Disposition:", h, re.I)), b"")
         ct = next((h for h in heads if re.match(rb"\s*Content-Type:", h, re.I)), b"")
         m = re.search(rb'\bname="([^"]+)"', cd, re.I) or re.search(rb"\bname=([^\s:;]+)", cd, re.I)

@@ -268,3 +268,61 @@ def test_a_die_keeps_what_stdout_had_buffered(tmp_path: Path) -> None:
     assert [(r.returncode, r.stdout, r.stderr) for r in runs] == [
         (255, b"Content-Type: text/plain\n\npartial\n", b"boom\n")
     ] * 2
+
+
+def test_fork_flushes_stdout_first_so_a_child_does_not_repeat_it(tmp_path: Path) -> None:
+    """Perl flushes output handles before ``fork``: what the parent printed is not the child's.
+
+    A FastCGI-style server that printed a line before forking a request's child
+    (new fd 1) must not send that line again in the child's response.
+    """
+    perl = (
+        'print STDOUT "parent started\\n";\n'
+        "pipe(my $r, my $w) or die;\n"
+        "my $pid = fork;\n"
+        'if (!$pid) { open(STDOUT, ">&", $w) or die; print STDOUT "child response\\n"; exit 0 }\n'
+        "close $w; waitpid($pid, 0);\n"
+        'my $got = do { local $/; <$r> }; print STDOUT "child wrote: [$got]\\n";\n'
+    )
+    python = (
+        'print_(STDOUT, "parent started\\n")\n'
+        "r, w = os.pipe()\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        '    os.dup2(w, 1); print_(STDOUT, "child response\\n"); sys.exit(0)\n'
+        "os.close(w); os.waitpid(pid, 0)\n"
+        "got = os.read(r, 1000).decode()\n"
+        'print_(STDOUT, f"child wrote: [{got}]\\n")\n'
+    )
+    out, _ = both(tmp_path, perl, python)
+    assert out == b"parent started\nchild wrote: [child response\n]\n"
+
+
+def test_read_stdin_of_a_big_body_takes_linear_time(tmp_path: Path) -> None:
+    """``read(STDIN, $buffer, $ENV{CONTENT_LENGTH})`` of 32 MB: perl's bytes, within 10x its time.
+
+    The read-ahead grew by 8 KiB a read as a new bytes object each time: 7.7 s for
+    16 MB where perl takes 0.2 s.
+    """
+    import time
+
+    body = bytes(range(256)) * (32 << 12)
+    env = dict(os.environ, PYTHONPATH=ROOT, CONTENT_LENGTH=str(len(body)))
+    perl = (
+        "read(STDIN, $b, $ENV{CONTENT_LENGTH}); binmode STDOUT;"
+        ' print length($b), " ", unpack("%32C*", $b);'
+    )
+    python = (
+        PRELUDE + 'b = Scalar(); read(STDIN, b, int(os.environ["CONTENT_LENGTH"]))\n'
+        'raw = b.value.encode("utf-8", "surrogateescape")\n'
+        'print_(STDOUT, len(raw), " ", sum(raw) % 2**32)\n'
+    )
+    (tmp_path / "t.py").write_text(python)
+    times, outs = [], []
+    for argv in (["perl", "-e", perl], [sys.executable, str(tmp_path / "t.py")]):
+        start = time.perf_counter()
+        run = subprocess.run(argv, input=body, env=env, capture_output=True, check=True)
+        times.append(time.perf_counter() - start)
+        outs.append(run.stdout)
+    assert outs[1] == outs[0] == b"%d %d" % (len(body), sum(body) % 2**32)
+    assert times[1] < max(1.5, 10 * times[0]), times

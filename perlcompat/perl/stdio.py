@@ -16,7 +16,9 @@ come out in the order they were called.  ``STDOUT`` is buffered as Perl's is
 ``STDIN`` reads file descriptor 0 with its own buffer (do not mix
 it with ``sys.stdin``).  The three are made at first use, not at import: a
 process that forks and gives a child new descriptors 0/1/2 (a FastCGI server)
-can import perlcompat before the fork.
+can import perlcompat before the fork; ``os.fork`` first flushes STDOUT and STDERR (and
+what ``print()`` buffered), as Perl's ``fork`` does, so a child never repeats the parent's
+output, and a child's STDIN drops what the parent read ahead.
 
 ``read(FH, buf, length, offset=0)`` is Perl's ``read``: ``buf`` is a
 :class:`Scalar` it fills, the return value is the count of bytes read (0 at end
@@ -220,8 +222,24 @@ def _after_fork_in_child() -> None:
         handle._pos = -1
 
 
+def _flush_before_fork() -> None:
+    """Perl flushes output handles before ``fork``: a child never writes the parent's output.
+
+    STDOUT and STDERR buffer in ``sys.stdout`` / ``sys.stderr`` (with ``print()``),
+    which ``os.fork`` copies unflushed into the child; a FastCGI child with a new
+    descriptor 1 would send the parent's pending lines in its response.
+    """
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name, None)
+        if stream is not None:
+            try:  # noqa: SIM105 - a closed or broken stream must not stop the fork
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+
+
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
+    os.register_at_fork(before=_flush_before_fork, after_in_child=_after_fork_in_child)
 
 
 def __getattr__(name: str) -> PerlFile:
@@ -232,15 +250,48 @@ def __getattr__(name: str) -> PerlFile:
 
 # -- read ----------------------------------------------------------------------
 def _read_bytes(fh: PerlFile, length: int) -> bytes:
-    """Up to *length* bytes from *fh*'s buffer and descriptor (fewer only at end of file)."""
+    """Up to *length* bytes from *fh*'s buffer and descriptor (fewer only at end of file).
+
+    The read-ahead is taken a chunk at a time and joined once: growing it by each
+    chunk would copy a body of n bytes n / 8 KiB times.
+    """
     if fh._wbuf:
         fh._flush_write()
-    while len(fh._rbuf) - fh._rpos < length and fh._fill():
-        pass
     start = fh._rpos
-    data = fh._rbuf[start : start + length]
-    fh._rpos = start + len(data)
-    return data
+    if len(fh._rbuf) - start >= length:
+        fh._rpos = start + length
+        return fh._rbuf[start : start + length]
+    parts = [fh._rbuf[start:]]
+    got = len(parts[0])
+    fh._rpos = len(fh._rbuf)  # (all taken; the bytes stay for a one-byte step back)
+    while got < length and fh._fill():
+        chunk = fh._rbuf  # (_fill dropped the taken bytes: the new chunk, from 0)
+        take = min(len(chunk), length - got)
+        parts.append(chunk if take == len(chunk) else chunk[:take])
+        fh._rpos = take
+        got += take
+    return b"".join(parts)
+
+
+def _read_line(fh: PerlFile, sep: bytes) -> bytes:
+    """``<FH>`` with ``$/`` set to *sep*: the bytes through the first *sep*, or all that is left."""
+    if fh._wbuf:
+        fh._flush_write()
+    parts = []
+    while True:
+        buf, start = fh._rbuf, fh._rpos
+        at = buf.find(sep, start)
+        if at >= 0:
+            fh._rpos = at + len(sep)
+            parts.append(buf[start : fh._rpos])
+            return b"".join(parts)
+        cut = max(start, len(buf) - len(sep) + 1)  # keep what may start a separator
+        parts.append(buf[start:cut])
+        fh._rbuf, fh._rpos = buf[cut:], 0
+        if not fh._fill():
+            parts.append(fh._rbuf)
+            fh._rbuf = b""
+            return b"".join(parts)
 
 
 def _read_crlf(fh: PerlFile, length: int) -> bytes:
