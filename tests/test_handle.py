@@ -759,3 +759,25 @@ def test_a_failed_constructor_leaves_nothing_to_finalize(monkeypatch: pytest.Mon
         PerlFile(0, "name", "bad mode")
     gc.collect()
     assert unraisable == []
+
+
+def test_a_16_mib_line_is_read_in_linear_time_as_perl_reads_it(tmp_path: Path) -> None:
+    # readline of a line longer than the buffer joined its reads once per read (a
+    # quadratic copy: 7.5 s for 16 MiB, where Perl takes a fraction of a second); a
+    # client can send such a line to a port that reads its POST body with readline.
+    import time
+
+    path = tmp_path / "big"
+    path.write_bytes(b"x" * (16 << 20) + b"\nend\n")
+    started = time.perf_counter()
+    code = 'open(F, "<", $ARGV[0]); my $l = <F>; my $r = <F>; print length($l), " $r";'
+    perl = run_perl(code, str(path)).stdout.decode()
+    perl_took = time.perf_counter() - started
+    started = time.perf_counter()
+    fh = open_(f"< {path}")
+    line = fh.readline()
+    rest = fh.readline()
+    took = time.perf_counter() - started
+    close(fh)
+    assert f"{len(line)} {rest}" == perl
+    assert took < max(1.0, 10 * perl_took), (took, perl_took)

@@ -458,6 +458,7 @@ class PerlFile:
         line = self._rbuf[self._rpos :]
         self._rbuf = b""
         self._rpos = 0
+        parts = [line]  # joined once: a long line must not be copied at every read
         try:
             while not self._eof:
                 chunk = _read(self._fd, _BUFSIZE)
@@ -470,12 +471,13 @@ class PerlFile:
                 if end >= 0:
                     self._rbuf = chunk
                     self._rpos = end + 1
-                    return line + chunk[: end + 1]
-                line += chunk
+                    parts.append(chunk[: end + 1])
+                    return b"".join(parts) if len(parts) > 2 else parts[0] + parts[1]
+                parts.append(chunk)
         except BaseException:
-            self._rbuf = line  # keep what was read for the next try
+            self._rbuf = b"".join(parts)  # keep what was read for the next try
             raise
-        return line
+        return b"".join(parts) if len(parts) > 1 else line
 
     def readline(self, size: int = -1) -> Data | None:
         """Read one line, newline included ('' or b'' at end of file).
