@@ -156,6 +156,27 @@ def write_at_zero(fd: int, data: bytes) -> None:
         os.pwrite(fd, data, 0)
 
 
+def rewrite_record(path: str, st: os.stat_result, data: bytes, limit: int = 4096) -> bool:
+    """Make the lock file *st* at *path* hold *data*; False if *path* is another file now.
+
+    Rewritten in place only when it differs, emptied first: a reader sees an empty
+    file (an unknown owner) or the whole record, never a shorter one over a longer
+    one's tail.
+    """
+    if read_small(path, limit) == data:
+        return True
+    fd = open_file(path, os.O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_BINARY)
+    try:
+        now = os.fstat(fd)
+        if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+            return False
+        os.ftruncate(fd, 0)
+        write_at_zero(fd, data)
+    finally:
+        os.close(fd)
+    return True
+
+
 #: seconds an empty file of another user's may be a lock being made (its line follows).
 OTHERS_EMPTY_GRACE = 1.0
 

@@ -54,7 +54,7 @@ from errno import EPERM
 from ...perl.fsinfo import is_shared
 from .. import owner as _owner
 from ..contract import register
-from ..files import generation, identity
+from ..files import generation, identity, rewrite_record
 from ..stale import (
     O_BINARY,
     O_CLOEXEC,
@@ -69,7 +69,6 @@ from ..stale import (
     read_same,
     read_small,
     root_and_not_mine,
-    write_at_zero,
 )
 from ..winfile import busy_create, open_file, retry_busy
 
@@ -182,17 +181,9 @@ class ExclBackend(StaleBackend):
             data = _owner.record(self.method, token=self._token).encode()
         else:
             data = self._template.render(stale=self.stale).encode("utf-8", "surrogateescape")
-        if read_small(self.path) != data:
-            fd = open_file(self.path, os.O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_BINARY)
-            try:
-                now = os.fstat(fd)
-                if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
-                    return None
-                os.ftruncate(fd, 0)  # a reader sees empty (an unknown owner) or the whole
-                write_at_zero(fd, data)  # record, never a shorter one over a longer one's tail
-                self._written = data
-            finally:
-                os.close(fd)
+        if not rewrite_record(self.path, st, data):
+            return None
+        self._written = data
         return super()._touch(st)
 
     def _check(self, st: os.stat_result) -> None:

@@ -44,7 +44,7 @@ from errno import EEXIST
 
 from .. import owner as _owner
 from ..contract import register
-from ..files import read_same
+from ..files import read_same, rewrite_record
 from ..record import foreign, template
 from ..stale import (
     O_BINARY,
@@ -57,9 +57,7 @@ from ..stale import (
     not_a_lock,
     read_small,
     unlink_quietly,
-    write_at_zero,
 )
-from ..winfile import open_file
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -152,17 +150,9 @@ class LinkBackend(StaleBackend):
             data = self.record.render(stale=self.stale).encode("utf-8", "surrogateescape")
         else:
             data = _owner.record(self.method, token=self._token).encode()
-        if read_small(self.path, READ_LIMIT) != data:
-            fd = open_file(self.path, os.O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_BINARY)
-            try:
-                now = os.fstat(fd)
-                if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
-                    return None
-                os.ftruncate(fd, 0)  # a reader sees empty (an unknown owner) or the whole
-                write_at_zero(fd, data)  # record, never a shorter one over a longer one's tail
-                self._data = data
-            finally:
-                os.close(fd)
+        if not rewrite_record(self.path, st, data, READ_LIMIT):
+            return None
+        self._data = data
         return super()._touch(st)
 
     # -- what is at the path -----------------------------------------------
