@@ -47,8 +47,6 @@ from perlcompat import (
     unshift,
 )
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="runs perl")
-
 
 def _perl_json(code: str, *args: str, env: dict[str, str] | None = None) -> object:
     """Run *code* (which prints one JSON-ish line built by hand) and parse it."""

@@ -16,8 +16,6 @@ from pathlib import Path
 import pytest
 from perlutil import CHILD_ENV, PERL
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="runs perl")
-
 PRELUDE = "import os, sys\nfrom perlcompat import *\n\n"
 
 

@@ -18,8 +18,6 @@ from perlcompat.perl import require as require_module
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "require_lib"
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="runs perl")
-
 
 def test_require_runs_the_library_once_in_the_callers_globals(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
