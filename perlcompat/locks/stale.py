@@ -300,6 +300,21 @@ class StaleBackend(Backend):
             if remover is not None:
                 remover.release()
 
+    def _owner_guard(self, mine: os.stat_result) -> int | None:
+        """The release guard for a release or refresh of our lock *mine*; None to go unguarded.
+
+        If the guard cannot be had, a lock not older than ``stale`` goes on
+        unguarded (no remover is about to remove it); a staler one raises the
+        OSError (a remover may be between its look and its removal).
+        """
+        try:
+            return release_guard(self.path)
+        except OSError:
+            st = lstat(self._held_path())
+            if st is not None and self._still_mine(st, mine) and self._age(st) > self.stale:
+                raise
+            return None
+
     def _release_local(self) -> bool:
         """The release under this host's remover flock.
 
@@ -310,13 +325,7 @@ class StaleBackend(Backend):
         mine = self._mine
         if mine is None:
             return False
-        try:
-            fd = release_guard(self.path)
-        except OSError:
-            st = lstat(self._held_path())
-            if st is not None and self._still_mine(st, mine) and self._age(st) > self.stale:
-                raise  # breakable: a remover may be between its look and its removal
-            fd = None  # not stale, so no remover is about to remove it: release unguarded
+        fd = self._owner_guard(mine)
         try:
             st = lstat(self._held_path())
             if st is None or not self._still_mine(st, mine):
@@ -343,13 +352,7 @@ class StaleBackend(Backend):
         mine = self._mine
         if mine is None:
             return False
-        try:
-            fd = release_guard(self.path)
-        except OSError:
-            st = lstat(self._held_path())
-            if st is not None and self._still_mine(st, mine) and self._age(st) > self.stale:
-                raise
-            fd = None  # not stale: no remover is about to remove it
+        fd = self._owner_guard(mine)
         try:
             st = lstat(self._held_path())
             if st is None or not self._still_mine(st, mine):
