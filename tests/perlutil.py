@@ -125,6 +125,33 @@ class Child:
             self.proc.communicate(timeout=self.timeout)
 
 
+def hammer_together(children: list[Child], counter: Path, cycles: int) -> None:
+    """Start *children* at once (each says "ready", then gets "go"), and check the hammer:
+    no overlap in any, each did its *cycles*, *counter* counts every update, and every
+    process started before any finished (they really ran together).
+
+    Each child ends by printing ``done OVERLAPS DONE START END``.
+    """
+    try:
+        for child in children:
+            child.expect("ready")
+        for child in children:
+            child.send("go")
+        reports = []
+        for child in children:
+            status, out, err = child.wait()
+            assert status == 0, err
+            _word, overlaps, done, start, end = out.split()
+            reports.append((int(overlaps), int(done), float(start), float(end)))
+    finally:
+        for child in children:
+            child.kill()
+    assert [r[0] for r in reports] == [0] * len(children)
+    assert all(r[1] >= cycles for r in reports)
+    assert int(counter.read_text()) == sum(r[1] for r in reports)
+    assert max(r[2] for r in reports) < min(r[3] for r in reports)  # they overlapped
+
+
 def flock_holders(path: str | os.PathLike[str]) -> list[tuple[int, str, bool]]:
     """Return (pid, "READ"/"WRITE", waiting) for each flock(2) lock on *path* (/proc/locks)."""
     st = os.stat(path)

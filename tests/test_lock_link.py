@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 import pytest
-from perlutil import PERL, Child, run_perl
+from perlutil import PERL, Child, hammer_together, run_perl
 
 from perlcompat import OS_ERROR, lock, unlock
 from perlcompat.locks import owner as _owner
@@ -401,24 +401,7 @@ def test_two_perl_and_two_python_lose_nothing(tmp_path: Path, idiom: str) -> Non
     ]
     for child in children:
         child.timeout = 120
-    try:
-        for child in children:
-            child.expect("ready")
-        for child in children:
-            child.send("go")
-        reports = []
-        for child in children:
-            status, out, err = child.wait()
-            assert status == 0, err
-            _word, overlaps, done, start, end = out.split()
-            reports.append((int(overlaps), int(done), float(start), float(end)))
-    finally:
-        for child in children:
-            child.kill()
-    assert [r[0] for r in reports] == [0, 0, 0, 0]
-    assert all(r[1] >= CYCLES for r in reports)
-    assert int(counter.read_text()) == sum(r[1] for r in reports)
-    assert max(r[2] for r in reports) < min(r[3] for r in reports)  # they overlapped
+    hammer_together(children, counter, CYCLES)
     assert sorted(os.listdir(tmp_path)) == ["counter", "started"]  # no lock, no temp file
 
 

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from perlutil import Child
+from perlutil import Child, hammer_together
 
 from perlcompat.locks.api import detect_method
 
@@ -181,25 +181,7 @@ def test_perl_seed_locks_and_lock_exclude_each_other(tmp_path: Path, method: str
     perl = PERL_HEAD + PERL_LOCKS[method] + PERL_MAIN
     children = [Child.perl(perl, *args) for _ in range(2)]
     children += [Child.python(PYTHON_MAIN, str(path), method, *args[1:]) for _ in range(2)]
-    try:
-        for child in children:
-            child.expect("ready")
-        for child in children:
-            child.send("go")
-        reports = []
-        for child in children:
-            status, out, err = child.wait()
-            assert status == 0, err
-            _word, overlaps, done, start, end = out.split()
-            reports.append((int(overlaps), int(done), float(start), float(end)))
-    finally:
-        for child in children:
-            child.kill()
-    assert [r[0] for r in reports] == [0, 0, 0, 0]
-    assert all(r[1] >= CYCLES for r in reports)
-    assert int(counter.read_text()) == sum(r[1] for r in reports)
-    # they ran at the same time: every process started before any finished
-    assert max(r[2] for r in reports) < min(r[3] for r in reports)
+    hammer_together(children, counter, CYCLES)
     if method == "rename":
         assert path.exists() and not (tmp_path / "lk.locked").exists()
     elif method != "flock":

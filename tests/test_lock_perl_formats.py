@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
-from perlutil import Child, run_perl
+from perlutil import Child, hammer_together, run_perl
 from test_lock_perl import PERL_HEAD, PERL_MAIN
 
 #: one attempt per call; a failed attempt pauses 1 ms (the callers loop).
@@ -427,22 +427,5 @@ def test_mixed_hammer_loses_nothing(tmp_path: Path, idiom: str) -> None:
     ]
     for child in children:
         child.timeout = 120
-    try:
-        for child in children:
-            child.expect("ready")
-        for child in children:
-            child.send("go")
-        reports = []
-        for child in children:
-            status, out, err = child.wait()
-            assert status == 0, err
-            _word, overlaps, done, start, end = out.split()
-            reports.append((int(overlaps), int(done), float(start), float(end)))
-    finally:
-        for child in children:
-            child.kill()
-    assert [r[0] for r in reports] == [0, 0, 0, 0]
-    assert all(r[1] >= cycles for r in reports)
-    assert int(counter.read_text()) == sum(r[1] for r in reports)
-    assert max(r[2] for r in reports) < min(r[3] for r in reports)  # they overlapped
+    hammer_together(children, counter, cycles)
     assert not os.path.lexists(path)
