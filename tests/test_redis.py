@@ -719,8 +719,11 @@ def read_until(fd: int, wanted: bytes, count: int, timeout: float = 30) -> bytes
 def test_server_restart_mid_run_never_lets_two_hold_at_once(
     own_server: RedisServer, name: str, tmp_path: Path
 ) -> None:
-    stale, n = 2.0, 60
-    url = own_server.url + "?max_lease=2"
+    # The hold-off after the restart lasts max_lease from the server's start; this test
+    # keeps its marker until after its own probe, so the lease leaves room for a slow
+    # start() on a loaded machine (at 2 s a slow start let a worker in before the unlink).
+    stale, n = 5.0, 60
+    url = own_server.url + "?max_lease=5"
     read_end, write_end = os.pipe()
     procs = start_workers(own_server, name, tmp_path, ["with"] * 8, n, stale, write_end, url)
     os.close(write_end)
@@ -735,7 +738,7 @@ def test_server_restart_mid_run_never_lets_two_hold_at_once(
     seen += read_until(read_end, b"E", 1)  # the workers see the server gone
     own_server.start()  # same port, no locks, no epoch
     with pytest.raises(LockError):
-        Lock(name, url=url, stale=stale).acquire(timeout=1.0)  # still held off
+        Lock(name, url=url, stale=stale).acquire(timeout=0.5)  # still held off
     os.close(marker)
     os.unlink(tmp_path / "marker")
     with pytest.raises(ExpiredLockError):
