@@ -21,10 +21,13 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
+import perlcompat
 import perlcompat.cgi as cgi
 from perlcompat import Die, open_
 from perlcompat.perl import stdio
 
+#: the checkout: a script run in a child process imports perlcompat from here
+ROOT = Path(perlcompat.__file__).parent.parent
 #: batches of 25-40 requests: shrinking one costs minutes, the failing batch is printed whole
 NO_SHRINK = [Phase.explicit, Phase.reuse, Phase.generate]
 
@@ -562,7 +565,7 @@ def test_readparse_like_cgi_lib(
     query: bytes, post: bool, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     tmp = tmp_path_factory.mktemp("rp")
-    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(Path(cgi.__file__).parent.parent)}
+    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(ROOT)}
     if post:
         env.update(REQUEST_METHOD="POST", CONTENT_TYPE="application/x-www-form-urlencoded")
         env["CONTENT_LENGTH"] = str(len(query))
@@ -586,7 +589,7 @@ def test_readparse_like_cgi_lib(
 @pytest.mark.parametrize("length", ["nan", "0x10", "2abc", "inf", "1e400"])
 def test_readparse_takes_any_content_length(length: str, tmp_path: Path) -> None:
     """A client's CONTENT_LENGTH as cgi-lib.pl reads it; "inf" reads to the end (perl dies)."""
-    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(Path(cgi.__file__).parent.parent)}
+    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(ROOT)}
     env.update(REQUEST_METHOD="POST", CONTENT_TYPE="application/x-www-form-urlencoded")
     env["CONTENT_LENGTH"] = length
     script = tmp_path / "rp.py"
