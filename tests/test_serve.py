@@ -762,7 +762,7 @@ def test_children_and_body_size_are_bounded(tmp_path: Path) -> None:
 def test_listening_defaults(tmp_path: Path) -> None:
     from webserver import free_port
 
-    from perlcompat.tools.server import listen
+    from perlcompat.tools.listen import listen
 
     sock = listen(str(free_port()))
     try:

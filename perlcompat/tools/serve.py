@@ -176,7 +176,8 @@ if sys.platform != "win32":
         except ImportError as exc:
             parser.error(f"--preload: {exc}")
 
-        from .server import Options, Server, listen
+        from .listen import listen
+        from .server import Options, Server
 
         try:
             listener = listen(args.fastcgi)

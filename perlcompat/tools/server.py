@@ -17,37 +17,41 @@ path, mtime, ctime, size and inode) and nothing else.  A time-out, an aborted re
 client that goes away sends SIGTERM to the child's process group (perlcompat's lock
 cleanup runs), then SIGKILL after :data:`GRACE` seconds (flock locks die with the
 process; a mkdir lock is then a dead holder's, which ``lock()`` recovers).
+
+Beside this loop: ``request`` (a request's state and its CGI environment),
+``scripts`` (which scripts may run; their compiled code), ``response`` (the header
+checks and the error answers), ``forker`` (the forker and its spares), ``listen``
+(the listening socket), ``fastcgi`` (the wire format).
 """
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import gc
 import os
-import re
-import select
 import selectors
 import signal
 import socket
-import stat
 import sys
 import time
 import traceback
 import types
-from collections import OrderedDict, deque
-from dataclasses import dataclass, field
+from collections import deque
+from dataclasses import dataclass
 
 from . import fastcgi as fcgi
+from .request import Connection, Request, check, clear_cgi_variables
+from .response import error_response, header_end, parse_header
+from .scripts import Scripts
 
 assert sys.platform != "win32"  # fork only: the serve command says so on Windows
 
-from .runner import request_message, serve_one  # noqa: E402  (POSIX only, as this module)
+from .forker import Forker, Spare  # noqa: E402  (POSIX only, as this module)
+from .runner import request_message  # noqa: E402
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import NoReturn
 
 #: seconds between SIGTERM and SIGKILL for a child that must stop.
 GRACE = 2.0
@@ -60,72 +64,6 @@ HIGH_WATER = 1024 * 1024
 #: children kept ready while no request runs: one may still be getting ready when a
 #: request comes, the other is ready (forking one takes ~1 ms on a busy machine).
 SPARES = 2
-#: compiled scripts kept.
-CACHE_SIZE = 256
-#: seconds after its last change before a script's compiled code is cached.
-SETTLE = 2.0
-
-#: variables of a CGI request (RFC 3875 4.1, and the usual extras): never from our environment.
-_CGI_VARIABLE = re.compile(
-    r"^(HTTP_|CONTENT_|REQUEST_|SCRIPT_|SERVER_|REMOTE_|PATH_INFO$|PATH_TRANSLATED$"
-    r"|QUERY_STRING$|GATEWAY_INTERFACE$|AUTH_TYPE$|DOCUMENT_ROOT$|HTTPS$|REDIRECT_)"
-)
-_HEADER_NAME = re.compile(rb"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
-_STATUS = re.compile(rb"^([1-5][0-9][0-9])(?: (.*))?$")
-_ABSOLUTE = re.compile(rb"^[A-Za-z][A-Za-z0-9+.-]*:")
-
-REASONS = {
-    400: "Bad Request",
-    403: "Forbidden",
-    404: "Not Found",
-    413: "Content Too Large",
-    500: "Internal Server Error",
-    503: "Service Unavailable",
-    504: "Gateway Timeout",
-}
-
-
-def error_response(status: int) -> bytes:
-    """A whole plain-text CGI response for *status*."""
-    reason = REASONS[status]
-    return (
-        f"Status: {status} {reason}\r\nContent-Type: text/plain\r\n\r\n{status} {reason}\n"
-    ).encode()
-
-
-def parse_header(block: bytes) -> bytes | None:
-    """The CGI response header *block* (without its blank line) as sent on, or None if malformed.
-
-    Lines end in LF or CRLF; each is ``Name: value`` (a line starting with white space
-    continues the previous one).  ``Status:`` must be three digits and a reason.  An
-    absolute ``Location:`` without ``Status:`` gets ``Status: 302 Found`` (RFC 3875 6.2.3).
-    """
-    lines: list[list[bytes]] = []
-    for raw in block.split(b"\n"):
-        line = raw[:-1] if raw.endswith(b"\r") else raw
-        if line[:1] in (b" ", b"\t") and lines:
-            lines[-1][1] += b" " + line.strip()
-            continue
-        name, colon, value = line.partition(b":")
-        if not colon or not _HEADER_NAME.match(name):
-            return None
-        lines.append([name, value.strip()])
-    names = {name.lower(): value for name, value in lines}
-    if b"status" in names and not _STATUS.match(names[b"status"]):
-        return None
-    if b"status" not in names and _ABSOLUTE.match(names.get(b"location", b"")):
-        lines.insert(0, [b"Status", b"302 Found"])
-    return b"".join(name + b": " + value + b"\r\n" for name, value in lines) + b"\r\n"
-
-
-def _header_end(buf: bytes | bytearray) -> tuple[int, int] | None:
-    """(end of the header block, start of the body) in *buf*, or None if not complete."""
-    found = re.search(rb"\r?\n\r?\n", buf)
-    if found is None:
-        return None
-    if found.start() == 0 and buf[:1] in (b"\r", b"\n"):
-        return (0, found.end())
-    return found.start(), found.end()
 
 
 @dataclass
@@ -140,186 +78,18 @@ class Options:
     max_connections: int = 256
 
 
-@dataclass(eq=False)
-class Request:
-    """One FastCGI request, from BEGIN_REQUEST to END_REQUEST."""
-
-    conn: Connection
-    rid: int
-    keep: bool
-    params: bytearray = field(default_factory=bytearray)
-    body: bytearray = field(default_factory=bytearray)
-    params_done: bool = False
-    too_large: bool = False
-    bad: bool = False
-    pid: int = 0
-    out_fd: int = -1
-    err_fd: int = -1
-    ctl_fd: int = -1
-    exit_status: int | None = None
-    app_status: int | None = None
-    deadline: float = 0.0
-    kill_at: float = 0.0
-    timed_out: bool = False
-    orphan: bool = False  # its forker died: nobody will report how it ended
-    header: bytearray = field(default_factory=bytearray)
-    headers_sent: bool = False
-    discard: bool = False
-    script: str = ""
-    path: str = ""
-    env: dict[str, str] = field(default_factory=dict)
-    on_io: Callable[[object, int], None] | None = None
-
-
-@dataclass(eq=False)
-class Spare:
-    """A child forked ahead of demand, ready for one request (fork is off the request's path)."""
-
-    pid: int
-    ctl: int
-    out_fd: int
-    err_fd: int
-
-
-@dataclass(eq=False)
-class Connection:
-    """One FastCGI connection from the web server."""
-
-    sock: socket.socket
-    inbuf: bytearray = field(default_factory=bytearray)
-    outbuf: bytearray = field(default_factory=bytearray)
-    requests: dict[int, Request] = field(default_factory=dict)
-    closing: bool = False
-    closed: bool = False
-    paused: bool = False
-
-
-class Forker:
-    """A process forked once from the parent that forks the spare children on request.
-
-    The parent then never forks again: a fork makes every page of the forking process
-    copy-on-write, so each page the busy parent writes afterwards is copied (measured:
-    about 360 page faults per request when the parent forked the children itself).
-    The forker sleeps between forks and touches almost nothing.  It sends each spare
-    (pid and the parent's ends of its pipes, by SCM_RIGHTS) and each exit status it
-    reaps as one datagram: ``S`` + pid, or ``X`` + pid + wait status.
-    """
-
-    def __init__(self, close_in_child: Callable[[], None]) -> None:
-        parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
-        for stream in (sys.stdout, sys.stderr):
-            stream.flush()
-        pid = os.fork()
-        if pid == 0:
-            try:
-                close_in_child()
-                parent_end.close()
-                _forker_loop(child_end)
-            finally:
-                os._exit(0)
-        child_end.close()
-        parent_end.setblocking(False)
-        self.pid = pid
-        self.sock = parent_end
-        self.asked = 0  # spares asked for and not yet received
-
-    def ask(self) -> bool:
-        """Ask for one more spare; False if the forker's queue is full (ask again later)."""
-        try:
-            self.sock.send(b"f")
-        except (BlockingIOError, InterruptedError):
-            return False
-        self.asked += 1
-        return True
-
-    def messages(self) -> list[tuple[bytes, int, int, list[int]]]:
-        """What the forker sent: (kind, pid, wait status, fds)."""
-        found: list[tuple[bytes, int, int, list[int]]] = []
-        while True:
-            try:
-                data, fds, _flags, _addr = socket.recv_fds(self.sock, 16, 3)
-            except (BlockingIOError, InterruptedError):
-                return found
-            if not data:
-                continue
-            pid = int.from_bytes(data[1:5], "big")
-            status = int.from_bytes(data[5:9], "big") if len(data) >= 9 else 0
-            found.append((data[:1], pid, status, list(fds)))
-
-    def close(self) -> None:
-        """End the forker and reap it (its children, running requests, run on)."""
-        self.sock.close()
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self.pid, signal.SIGKILL)
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(self.pid, 0)
-
-
-def _forker_loop(sock: socket.socket) -> NoReturn:
-    """The forker: fork a spare for each ``f``; report exits; end with its parent."""
-    gc.disable()  # nothing to collect here, and a collection would touch every page
-    signal.set_wakeup_fd(-1)
-    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
-        signal.signal(getattr(signal, name), signal.SIG_IGN)  # the parent decides when to stop
-    parent = os.getppid()
-
-    def reap(*_: object) -> None:
-        while True:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid == 0:
-                return
-            message = b"X" + pid.to_bytes(4, "big") + (status & 0xFFFFFFFF).to_bytes(4, "big")
-            with contextlib.suppress(OSError):  # the parent is gone: nobody to tell
-                sock.send(message)
-
-    signal.signal(signal.SIGCHLD, reap)
-    while True:
-        readable, _, _ = select.select([sock], [], [], 1.0)
-        if os.getppid() != parent:  # a datagram socket has no end of file: look
-            os._exit(0)
-        if not readable or not sock.recv(16):
-            continue
-        ctl_a, ctl_b = socket.socketpair()
-        ctl_r, ctl_w = ctl_a.detach(), ctl_b.detach()
-        out_r, out_w = os.pipe()
-        err_r, err_w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            try:
-                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                sock.close()
-                for fd in (ctl_w, out_r, err_r):
-                    os.close(fd)
-                serve_one(ctl_r, out_w, err_w)
-            finally:
-                os._exit(127)  # only if the child could not get ready
-        with contextlib.suppress(OSError):
-            os.setpgid(pid, pid)  # before the parent hears of it: a kill reaches the group
-        for fd in (ctl_r, out_w, err_w):
-            os.close(fd)
-        with contextlib.suppress(OSError):
-            socket.send_fds(sock, [b"S" + pid.to_bytes(4, "big")], [ctl_w, out_r, err_r])
-        for fd in (ctl_w, out_r, err_r):
-            os.close(fd)  # if the parent never got them, the spare sees end of file and exits
-
-
 class Server:
     """The parent: listen, read requests, hand them to spares, relay (see the module docstring)."""
 
     def __init__(self, listener: socket.socket, options: Options, log: Callable[[str], None]):
         self.listener = listener
         self.options = options
-        self.root = os.path.realpath(options.root).rstrip(os.sep) + os.sep
         self.log = log
         self.selector = selectors.DefaultSelector()
         self.conns: set[Connection] = set()
         self.running: dict[int, Request] = {}  # pid -> request
         self.queue: deque[Request] = deque()
-        self.cache: OrderedDict[str, tuple[tuple[int, ...], types.CodeType | BaseException]]
-        self.cache = OrderedDict()
+        self.scripts = Scripts(options.root, options.extensions, log)
         self.stopping = False
         self.accepting = True
         self.spares: deque[Spare] = deque()
@@ -331,8 +101,7 @@ class Server:
     # -- the loop -------------------------------------------------------------------
     def serve(self) -> int:
         """Run until SIGTERM/SIGINT/SIGHUP and the requests in flight have finished."""
-        for name in [name for name in os.environ if _CGI_VARIABLE.match(name)]:
-            del os.environ[name]  # a request's variables come from its params only
+        clear_cgi_variables()  # a request's variables come from its params only
         signal.set_wakeup_fd(self.wake_w.fileno(), warn_on_full_buffer=False)
         signal.signal(signal.SIGCHLD, lambda *_: None)
         for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
@@ -617,7 +386,7 @@ class Server:
     # -- a request becomes a child --------------------------------------------------
     def _ready(self, request: Request) -> None:
         """The body is complete: answer an error at once, or queue the child."""
-        status = self._check(request)
+        status = check(request, self.options.max_body, self.scripts, self.log)
         if status:
             self._answer(request, status)
             return
@@ -635,94 +404,6 @@ class Server:
             conn.closing = True
             self._flush(conn)
 
-    def _check(self, request: Request) -> int:
-        """0 if the request may run; else the HTTP status to answer without running."""
-        if request.bad:
-            self.log("request params too large or malformed: 400")
-            return 400
-        try:
-            params = dict(fcgi.parse_pairs(bytes(request.params)))
-        except fcgi.ProtocolError:
-            self.log("request params malformed: 400")
-            return 400
-        length = params.get(b"CONTENT_LENGTH", b"0") or b"0"
-        if request.too_large or not length.isdigit() or int(length) > self.options.max_body:
-            self.log(f"request body over --max-body {self.options.max_body}: 413")
-            return 413
-        name = os.fsdecode(params.get(b"SCRIPT_FILENAME", b""))
-        request.script = name
-        real = self._script(name)
-        if isinstance(real, int):
-            return real
-        request.path = real
-        env = {os.fsdecode(key): os.fsdecode(value) for key, value in params.items()}
-        env.pop("HTTP_PROXY", None)  # httpoxy: a request's Proxy header is not a proxy setting
-        request.params = bytearray()
-        request.env = env
-        return 0
-
-    def _script(self, name: str) -> str | int:
-        """*name* resolved if it may run (inside --root, an allowed extension, a file), else
-        the HTTP status to answer."""
-        if not name or "\0" in name or not os.path.isabs(name):
-            self.log(f"SCRIPT_FILENAME {name!r} is not an absolute path: 403")
-            return 403
-        real = os.path.realpath(name)
-        if not real.startswith(self.root):
-            self.log(f"SCRIPT_FILENAME {name!r} is outside --root {self.root}: 403")
-            return 403
-        if os.path.splitext(real)[1] not in self.options.extensions:
-            self.log(f"SCRIPT_FILENAME {name!r} has no allowed extension: 403")
-            return 403
-        try:
-            info = os.stat(real)
-        except OSError:
-            self.log(f"SCRIPT_FILENAME {name!r} does not exist: 404")
-            return 404
-        if not stat.S_ISREG(info.st_mode):
-            self.log(f"SCRIPT_FILENAME {name!r} is not a file: 403")
-            return 403
-        return real
-
-    def compiled(self, path: str) -> types.CodeType | BaseException:
-        """The code of the script at *path*, compiled once per path, mtime, ctime, size, inode.
-
-        ctime counts because a copy that keeps the mtime (``cp -p``, ``tar x``) still
-        changes it.  A file changed less than :data:`SETTLE` seconds ago is compiled
-        afresh every time: file times tick coarsely, so a same-size edit within one tick
-        of the last would look unchanged ("racy" timestamps, as git calls them).
-        """
-        try:
-            info = os.stat(path)
-            stamp: tuple[int, ...] = (
-                info.st_mtime_ns,
-                info.st_ctime_ns,
-                info.st_size,
-                info.st_ino,
-                info.st_dev,
-            )
-        except OSError as exc:
-            return exc
-        cached = self.cache.get(path)
-        if cached is not None and cached[0] == stamp:
-            self.cache.move_to_end(path)
-            return cached[1]
-        settled = time.time() - max(info.st_mtime, info.st_ctime) > SETTLE
-        code: types.CodeType | BaseException
-        try:
-            with open(path, "rb") as script:
-                source = script.read()
-            code = compile(source, path, "exec", dont_inherit=True)
-        except (OSError, SyntaxError, ValueError) as exc:
-            code = exc
-        if not settled:
-            self.cache.pop(path, None)
-            return code
-        self.cache[path] = (stamp, code)
-        while len(self.cache) > CACHE_SIZE:
-            self.cache.popitem(last=False)
-        return code
-
     def _start_queued(self) -> None:
         while self.queue and self.spares and len(self.running) < self.options.max_children:
             self._hand(self.queue.popleft())
@@ -737,7 +418,7 @@ class Server:
     def _hand(self, request: Request) -> None:
         """Give *request* to a spare child (there is one: see _start_queued)."""
         path = request.path
-        compiled = self.compiled(path)
+        compiled = self.scripts.compiled(path)
         code: types.CodeType | None = None
         error = ""
         if isinstance(compiled, BaseException):
@@ -835,7 +516,7 @@ class Server:
             self._send(request.conn, fcgi.stream(fcgi.STDOUT, request.rid, data))
             return True
         request.header += data
-        end = _header_end(request.header)
+        end = header_end(request.header)
         if end is None:
             if len(request.header) > MAX_HEADER:
                 self.log(f"{request.script}: response header over {MAX_HEADER} bytes: 500")
@@ -950,49 +631,3 @@ def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
-
-
-def listen(address: str) -> socket.socket:
-    """A listening socket for ``HOST:PORT``, ``PORT`` (127.0.0.1) or ``unix:PATH`` (mode 0660)."""
-    if address.startswith("unix:"):
-        path = address[5:]
-        if not path:
-            raise ValueError("unix: needs a path, as in unix:/run/perlcompat.sock")
-        _remove_stale_socket(path)
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        old = os.umask(0o117)  # created as 0660: no window with wider permissions
-        try:
-            sock.bind(path)
-        finally:
-            os.umask(old)
-        os.chmod(path, 0o660)
-    else:
-        host, _, port = address.rpartition(":")
-        host = host.strip("[]") or "127.0.0.1"
-        if not port.isdigit() or not 0 < int(port) < 65536:
-            raise ValueError(f"{address!r} is not HOST:PORT, PORT or unix:PATH")
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, int(port)))
-    sock.listen(128)
-    return sock
-
-
-def _remove_stale_socket(path: str) -> None:
-    """Remove a unix socket left by a dead server; refuse anything else at *path*."""
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
-        return
-    if not stat.S_ISSOCK(info.st_mode):
-        raise ValueError(f"{path} exists and is not a socket; not replacing it")
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        probe.connect(path)
-    except ConnectionRefusedError:
-        os.unlink(path)  # nobody listens: a dead server's socket
-        return
-    finally:
-        probe.close()
-    raise ValueError(f"{path}: another server is listening there")
