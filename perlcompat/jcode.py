@@ -146,8 +146,6 @@ _z2h_euc_tab: dict[bytes, bytes] = {}  # EUC-JP X 0208 -> 8E-prefixed kana
 _z2h_sjis_tab: dict[bytes, bytes] = {}  # Shift_JIS X 0208 -> kana byte(s)
 _h2z_jis: dict[bytes, bytes] = {}  # 7-bit kana (ESC ( I) -> 7-bit X 0208
 _z2h_jis: dict[bytes, bytes] = {}  # 7-bit X 0208 -> 7-bit kana
-
-
 _kana_lock = allocate_lock()
 
 
@@ -399,11 +397,9 @@ def _h2z_jis_b(data: bytes) -> tuple[bytes, int]:
     data, found = _re_kana_seg.subn(
         lambda m: _esc["0208"] + _re_h2z_7bit.sub(kana, m.group(1)), data
     )
-    if found:
-        while True:
-            data, joined = _re_0208_join.subn(rb"\1", data, count=1)
-            if not joined:
-                break
+    joined = found
+    while joined:  # X 0208 runs made adjacent by the widened kana: drop the escape between
+        data, joined = _re_0208_join.subn(rb"\1", data, count=1)
     return data, count
 
 
@@ -533,7 +529,6 @@ convf = {
 h2zf = {"jis": h2z_jis, "euc": h2z_euc, "sjis": h2z_sjis}
 z2hf = {"jis": z2h_jis, "euc": z2h_euc, "sjis": z2h_sjis}
 
-
 _register_codecs()  # "sjis-exact" and "euc-jp-exact" for str.encode/bytes.decode
 
 
@@ -612,10 +607,7 @@ def get_inout(value: bytes | str) -> tuple[bytes | None, bytes | None]:
     data = _as_bytes(value, "get_inout")
     found_in = _re_jis0208.search(data)
     found_out = _re_asc.search(data)
-    return (
-        found_in.group() if found_in else None,
-        found_out.group() if found_out else None,
-    )
+    return (found_in.group() if found_in else None, found_out.group() if found_out else None)
 
 
 # -- tr ----------------------------------------------------------------------------
