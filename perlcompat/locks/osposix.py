@@ -10,7 +10,6 @@ the pid namespace, the inode generation) answer "" or None on the other systems.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 import stat as stat_module
@@ -241,8 +240,10 @@ def hold_temp_file(fd: int) -> None:
 
     # a new file: nobody else holds it (a cleaner skips live pids); if this
     # failed anyway, the pid in the name still protects the file
-    with contextlib.suppress(OSError):
+    try:  # noqa: SIM105 - contextlib is not imported on the lock path
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        pass
 
 
 def copy_owner_and_mode(fd: int, old: os.stat_result, target: str) -> None:
@@ -259,8 +260,10 @@ def copy_owner_and_mode(fd: int, old: os.stat_result, target: str) -> None:
         try:
             os.fchown(fd, old.st_uid, old.st_gid)
         except PermissionError:  # only root may give a file away; keep at least the group
-            with contextlib.suppress(PermissionError):
+            try:  # noqa: SIM105 - contextlib is not imported on the lock path
                 os.fchown(fd, -1, old.st_gid)
+            except PermissionError:
+                pass
     os.fchmod(fd, stat_module.S_IMODE(old.st_mode))
     if not hasattr(os, "getxattr"):
         return
