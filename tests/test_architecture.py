@@ -11,6 +11,7 @@ outside it imports it.  Every import counts, also one inside a function; only
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -199,3 +200,37 @@ def test_every_module_is_named_where_a_newcomer_looks() -> None:
             missing_doc.append(name)
     assert missing_readme == []
     assert missing_doc == []
+
+
+#: the platform seam of locks/: the only files there that ask which platform this is.
+PLATFORM_SEAM = {"osapi.py", "osposix.py", "oswindows.py"}
+#: files still branching on the platform until the lock-core re-cut calls the seam
+#: (``osapi.pids_known``, ``utime_open``, ``looks_can_be_refused``, ``renames_by_handle``,
+#: ``changed_at``, ``has_symlinks``, ``proc_locks_device``): this list is to be emptied.
+PLATFORM_ALLOWANCE = {
+    "stale.py",
+    "methods/mkdir.py",
+    "methods/toplock.py",
+    "methods/rename.py",
+    "methods/symlink.py",
+    "methods/flock.py",
+}
+#: what "branches on the platform" means: any mention of these (code, comment or docstring).
+PLATFORM_NAMES = re.compile(
+    r"\bsys\.platform\b|\bos\.name\b|\b_WINDOWS\w*"
+    r"|\bplatform\.system\b|\bfrom sys import platform\b"
+)
+
+
+def test_at_most_three_files_in_locks_branch_on_the_platform() -> None:
+    """Issue 26: locks/ asks which platform this is in its seam only (``locks.osapi``)."""
+    root = PACKAGE / "locks"
+    branching = {
+        path.relative_to(root).as_posix()
+        for path in root.rglob("*.py")
+        if PLATFORM_NAMES.search(path.read_text(encoding="utf-8"))
+    }
+    assert branching - PLATFORM_ALLOWANCE <= PLATFORM_SEAM
+    assert len(branching - PLATFORM_ALLOWANCE) <= 3
+    assert PLATFORM_NAMES.search('if sys.platform == "win32":')  # the pattern sees one
+    assert PLATFORM_NAMES.search("_WINDOWS = True")

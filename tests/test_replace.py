@@ -606,22 +606,6 @@ def test_inside_a_held_flock_lock_pass_lock_false(tmp_path: Path) -> None:
     assert path.read_text() == "y"
 
 
-def test_windows_branches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """On Windows: no chmod/chown copy and no directory fsync (directories cannot be opened)."""
-    path = tmp_path / "data.txt"
-    path.write_text("old\n")
-    os.chmod(path, 0o640)
-    synced: list[int] = []
-    real_fsync = os.fsync
-    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd)))
-    monkeypatch.setattr(sys, "platform", "win32")
-    replace_file(path, "new\n")
-    monkeypatch.undo()
-    assert path.read_text() == "new\n"
-    assert len(synced) == 1
-    assert stat.S_IMODE(os.stat(path).st_mode) != 0o640  # the mode was not copied
-
-
 # -- temp files of killed writers: the next writer removes them, and nothing else ---------
 
 #: a writer that stops between fsync and rename (its temp file complete, flocked) until told

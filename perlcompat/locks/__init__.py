@@ -16,7 +16,11 @@ Modules:
 * ``record``: the Perl side's lock format (``record=``/``target=`` templates): render, match;
 * ``cleanup``: the held locks released at exit and on a stopping signal;
 * ``fork``: Perl's ``fork()``, handing this thread's locks to the child;
-* ``winfile``: lock files on Windows (delete-sharing opens, busy retries);
+* ``osapi``: the platform seam: the OS operations the lock code needs, picked at import
+  from ``osposix`` (POSIX: ``kill(pid, 0)``, /proc, ``pread``, directory flocks) or
+  ``oswindows`` (Windows: delete-sharing opens through kernel32, busy retries, no
+  process table); the one place in ``locks/`` that asks which platform this is;
+* ``winfile``: the seam's Windows file calls under the name the lock methods import;
 * ``log``: the ``perlcompat`` logger, imported only when there is something to log;
 * ``safedir``: a lock directory opened without following others' symlinks, held by its descriptor;
 * ``semaphore``: counting semaphores (*n* flock slot files);

@@ -10,8 +10,10 @@ only the very object judged; :func:`touch` makes one young again (a refresh).
 :func:`busy` tells "taken" from "refused" after
 an exclusive create; the ``*_error`` functions build the errors for a lock path
 holding something a method did not make; :func:`open_flock_file` opens a
-``.lck`` or slot file another user may have planted.  Imports the stdlib, ``perl.osflags``,
-``locks.owner`` and ``locks.winfile`` only.
+``.lck`` or slot file another user may have planted.  :func:`generation` (the inode
+generation), :func:`read_at_zero`, :func:`write_at_zero` and :func:`open_file` are the
+platform seam's (``locks.osapi``), named here for the methods.  Imports the stdlib,
+``perl.osflags``, ``locks.owner`` and ``locks.osapi`` only.
 """
 
 from __future__ import annotations
@@ -19,11 +21,15 @@ from __future__ import annotations
 import errno
 import os
 import stat as stat_module
-import sys
 
 from ..perl.osflags import O_BINARY, O_CLOEXEC, O_NOFOLLOW, O_NONBLOCK
-from . import owner as _owner
-from .winfile import open_file
+from . import osapi as _osapi, owner as _owner
+from .osapi import (
+    generation as generation,
+    open_file as open_file,
+    read_at_zero as read_at_zero,
+    write_at_zero as write_at_zero,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -35,31 +41,6 @@ if TYPE_CHECKING:
 def identity(st: os.stat_result) -> Identity:
     """Return what names one lock object: (device, inode, mtime ns, ctime ns)."""
     return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
-
-
-def generation(path: str) -> int | None:
-    """The inode generation of the file or directory *path* (Linux ``FS_IOC_GETVERSION``).
-
-    ext4, XFS and btrfs give every new inode a fresh generation, so a lock that reuses
-    a removed lock's inode number is told apart from it.  None where the file system
-    (tmpfs, network file systems) or the platform has none, or *path* cannot be opened.
-    """
-    if sys.platform != "linux":
-        return None
-    import fcntl
-    import struct
-
-    request = (2 << 30) | (struct.calcsize("l") << 16) | (ord("v") << 8) | 1
-    try:
-        fd = os.open(path, os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
-    except OSError:
-        return None
-    try:
-        return int(struct.unpack("I", fcntl.ioctl(fd, request, bytes(8))[:4])[0])
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
 
 
 def lstat(path: str) -> os.stat_result | None:
@@ -139,23 +120,6 @@ def _shape(st: os.stat_result) -> tuple[int, int, int, int, int]:
     return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
 
 
-def read_at_zero(fd: int, limit: int) -> bytes:
-    """Up to *limit* bytes of *fd* from offset 0 (pread where there is one)."""
-    if sys.platform == "win32":
-        os.lseek(fd, 0, os.SEEK_SET)
-        return os.read(fd, limit)
-    return os.pread(fd, limit, 0)
-
-
-def write_at_zero(fd: int, data: bytes) -> None:
-    """Write *data* at offset 0 of *fd* (pwrite where there is one)."""
-    if sys.platform == "win32":
-        os.lseek(fd, 0, os.SEEK_SET)
-        os.write(fd, data)
-    else:
-        os.pwrite(fd, data, 0)
-
-
 def rewrite_record(path: str, st: os.stat_result, data: bytes, limit: int = 4096) -> bool:
     """Make the lock file *st* at *path* hold *data*; False if *path* is another file now.
 
@@ -186,33 +150,10 @@ def touch(path: str, st: os.stat_result) -> os.stat_result | None:
 
     Through a descriptor of the object when it can be opened (checked to be *st*
     itself, so only that object is touched), else by path without following a
-    symlink (a symlink lock; a directory we may not read).  None, touching
-    nothing, if the path no longer holds *st*'s inode.
+    symlink (a symlink lock; a directory we may not read); by path on Windows.
+    None, touching nothing, if the path no longer holds *st*'s inode.
     """
-    if sys.platform == "win32":  # no utime through a descriptor there; no symlink locks either
-        os.utime(path)
-        now = lstat(path)
-        return now if now is not None and now.st_ino == st.st_ino else None
-    if not stat_module.S_ISLNK(st.st_mode):
-        try:
-            fd = os.open(path, os.O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
-        except OSError:
-            fd = -1  # unreadable (a 0300 directory): by path below
-        if fd >= 0:
-            try:
-                before = os.fstat(fd)
-                if (before.st_dev, before.st_ino) != (st.st_dev, st.st_ino):
-                    return None
-                os.utime(fd)
-                return os.fstat(fd)
-            finally:
-                os.close(fd)
-    now = lstat(path)
-    if now is None or (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
-        return None
-    os.utime(path, follow_symlinks=False)
-    now = lstat(path)
-    return now if now is not None and (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino) else None
+    return _osapi.touch(path, st)
 
 
 def root_and_not_mine(st: os.stat_result) -> bool:

@@ -28,11 +28,10 @@ from __future__ import annotations
 
 import errno
 import os
-import sys
 from _thread import get_ident
 
 from ..perl.errno import set_errno
-from . import cleanup as _cleanup
+from . import cleanup as _cleanup, osapi as _osapi
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -43,10 +42,9 @@ def fork() -> int | None:
     """Perl's ``fork``: the child's pid in the parent, 0 in the child, None and ``$!`` on failure.
 
     The locks this thread holds go to the child (see the module docstring).
+    Where there is no fork (Windows: Perl emulates it with threads, Python has
+    none) it is None with ``$!`` = ENOSYS, and every lock stays this process's.
     """
-    if sys.platform == "win32":
-        set_errno(errno.ENOSYS)  # Perl emulates fork with threads there; Python has none
-        return None
     me = get_ident()
     mine = [lock_ for lock_ in _cleanup.tracked() if lock_._owner_thread == me]
     if not mine:
@@ -122,10 +120,8 @@ def _take_over(lock_: Lock) -> None:
 
 
 def _fork() -> int | None:
-    if sys.platform == "win32":
-        return None
     try:
-        return os.fork()
+        return _osapi.fork_process()
     except OSError as exc:
         set_errno(exc.errno or errno.EAGAIN)
         return None

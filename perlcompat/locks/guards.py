@@ -24,12 +24,12 @@ from __future__ import annotations
 
 import errno
 import os
-import sys
 from _thread import _local
 
 from ..perl.consts import LOCK_EX, LOCK_NB, LOCK_SH
 from ..perl.flock import lock_fd
-from ..perl.osflags import O_BINARY, O_CLOEXEC, O_DIRECTORY, O_NOFOLLOW, O_NONBLOCK
+from ..perl.osflags import O_BINARY, O_CLOEXEC, O_NOFOLLOW, O_NONBLOCK
+from . import osapi as _osapi
 from .retry import deadline_after, tries
 
 #: a release waits at most this long (s) for the remover lock (see ``locks.stale``).
@@ -59,12 +59,9 @@ def _guard_open(path: str) -> int:
     The lock's directory, or ``<path>.breaker`` on Windows and where the
     directory can be written but not read (EACCES).
     """
-    if sys.platform != "win32":
-        directory = os.path.dirname(path) or "."
-        try:
-            return os.open(directory, os.O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        except PermissionError:
-            pass  # mode 0733 and the like: the breaker file beside the lock
+    fd = _osapi.open_directory(os.path.dirname(path) or ".")
+    if fd is not None:
+        return fd
     flags = os.O_RDWR | os.O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_BINARY | O_NONBLOCK
     return os.open(path + BREAKER_SUFFIX, flags, 0o666)
 

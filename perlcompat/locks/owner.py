@@ -21,10 +21,10 @@ Only ``False`` lets a lock be broken before its age limit; ``None`` leaves it to
 
 from __future__ import annotations
 
-import errno
 import itertools
 import os
-import sys
+
+from . import osapi as _osapi
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -47,13 +47,7 @@ def hostname() -> str:
     """Return this host's name (``uname -n``)."""
     global _host
     if _host is None:
-        if sys.platform == "win32":
-            import socket
-
-            _host = socket.gethostname()
-        else:
-            _host = os.uname().nodename
-        _host = _host.replace(" ", "_") or "localhost"
+        _host = _osapi.nodename().replace(" ", "_") or "localhost"
     return _host
 
 
@@ -90,13 +84,7 @@ def _boot_clock() -> tuple[float, float]:
                         break
         except OSError:
             pass
-        ticks = 100.0
-        if sys.platform != "win32":
-            try:
-                ticks = float(os.sysconf("SC_CLK_TCK"))
-            except (ValueError, OSError):
-                ticks = 100.0
-        _boot = (btime, ticks or 100.0)
+        _boot = (btime, _osapi.clock_ticks())
     return _boot
 
 
@@ -133,16 +121,9 @@ def alive(
         return None  # no pid, or a number no process can have: unknown, never an error
     if host is not None and host != hostname():
         return None
-    if sys.platform == "win32":
-        return None
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass  # EPERM: it exists, it belongs to someone else
-    except OSError as exc:
-        return False if exc.errno == errno.ESRCH else None
+    exists = _osapi.process_exists(pid)  # kill(pid, 0); None where pids cannot be asked about
+    if exists is not True:
+        return exists
     found = proc_stat(pid)
     if found is None:
         return True
@@ -252,18 +233,7 @@ def place() -> tuple[str, str]:
     global _place
     pid = os.getpid()
     if _place is None or _place[0] != pid:
-        boot = pidns = ""
-        if sys.platform == "linux":
-            try:
-                with open("/proc/sys/kernel/random/boot_id", "rb") as stream:
-                    boot = stream.read(64).strip().decode("ascii", "replace").replace("-", "")
-            except OSError:
-                pass
-            try:
-                link = os.readlink("/proc/self/ns/pid")
-                pidns = link[link.find("[") + 1 : link.rfind("]")]
-            except OSError:
-                pass
+        boot, pidns = _osapi.boot_and_pidns()
         _place = (pid, boot, pidns if pidns.isdigit() else "")
     return _place[1], _place[2]
 
@@ -305,6 +275,6 @@ def judged(pid: int | None, host: str | None) -> str:
         if host.startswith(hostname() + " (another boot"):
             return "age only: another boot"
         return "age only: another host"
-    if sys.platform == "win32":
+    if not _osapi.pids_known():
         return "age only: no process table"
     return "pid"

@@ -59,7 +59,7 @@ raised and the temporary file removed.  The other way round, ``MoveFileEx``
 holds the renamed file open with DELETE access until it returns, so for those
 microseconds an ``open()`` that does not share delete (Python's, Perl's) fails
 with ``PermissionError`` (a sharing violation).  :func:`read_file` is the reader's
-side: it opens with FILE_SHARE_READ|WRITE|DELETE (``winfile.open_file``) and
+side: it opens with FILE_SHARE_READ|WRITE|DELETE (``osapi.open_file``) and
 retries a ``PermissionError`` for up to :data:`WINDOWS_RENAME_PATIENCE` seconds.
 """
 
@@ -68,20 +68,18 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import sys
 
-from ..perl.osflags import O_BINARY, O_CLOEXEC, O_DIRECTORY, O_NOFOLLOW, O_NONBLOCK
+from ..perl.osflags import O_BINARY, O_CLOEXEC, O_NOFOLLOW, O_NONBLOCK
+from . import osapi as _osapi
 from .errors import perl_sub
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable
     from typing import Union
 
     Content = Union[str, bytes, bytearray, memoryview]
     PathArg = Union[str, "os.PathLike[str]"]
-
-_WINDOWS = sys.platform == "win32"
 
 #: seconds a replace on Windows waits for readers to close the old file.
 WINDOWS_RENAME_PATIENCE = 10.0
@@ -171,31 +169,24 @@ def read_file(
 
 def _read_shared(target: str) -> bytes:
     """*target*'s bytes; on Windows opened sharing delete, a PermissionError retried."""
-    if not _WINDOWS:
-        return _read(target, must_exist=True)
-    from .winfile import open_file
-
-    busy: PermissionError | None = None
-    for _ in _windows_retries():
-        if _old_file(target) is None:  # a symlink, directory or device raises here
-            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), target)
-        try:
-            fd = open_file(target, os.O_RDONLY | O_BINARY)
-            try:
-                return _read_all(fd, target)
-            finally:
-                os.close(fd)
-        except PermissionError as exc:
-            busy = exc
-    assert busy is not None  # tries() yields at least once
-    raise busy
+    return _osapi.while_readers(WINDOWS_RENAME_PATIENCE, _read_existing, target)
 
 
-def _windows_retries() -> Iterator[None]:
-    """Tries for up to :data:`WINDOWS_RENAME_PATIENCE` s, honouring ``alarm()`` (Windows)."""
-    from .retry import deadline_after, tries
-
-    return tries(deadline_after(WINDOWS_RENAME_PATIENCE), first=0.0005, growth=2, cap=0.01)
+def _read_existing(target: str) -> bytes:
+    """The content of the regular file *target* (``FileNotFoundError`` if there is none),
+    opened with ``osapi.open_file`` (sharing delete on Windows), never through a symlink."""
+    if _old_file(target) is None:  # a symlink, directory or device raises here
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), target)
+    try:
+        fd = _osapi.open_file(target, os.O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_BINARY)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _not_regular(target, errno.ELOOP, "a symlink") from None
+        raise
+    try:
+        return _read_all(fd, target)
+    finally:
+        os.close(fd)
 
 
 def _lock_path(target: str, lock: object) -> str | None:
@@ -333,13 +324,13 @@ def _write_and_rename(
     try:
         try:
             if old is not None:
-                _copy_mode(fd, old, target)
+                _osapi.copy_owner_and_mode(fd, old, target)
             view = memoryview(content).cast("B")
             while view:
                 view = view[os.write(fd, view) :]
             if fsync:
                 os.fsync(fd)
-            if _WINDOWS:  # (an open file cannot be renamed there)
+            if not _osapi.renames_open_files():  # (Windows)
                 os.close(fd)
                 fd = -1
             if check is not None and not check():
@@ -348,10 +339,8 @@ def _write_and_rename(
                 raise ExpiredLockError(
                     f"check before replacing {target!r} failed (lock lost?); the file is unchanged"
                 )
-            if _WINDOWS:
-                _replace_windows(tmp, target)
-            else:
-                os.replace(tmp, target)
+            # (retried on Windows while readers hold the old file open)
+            _osapi.while_readers(WINDOWS_RENAME_PATIENCE, os.replace, tmp, target)
         finally:
             if fd >= 0:
                 os.close(fd)  # releases the temp file's flock, after the rename
@@ -359,12 +348,8 @@ def _write_and_rename(
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    if fsync and sys.platform != "win32":
-        dir_fd = os.open(directory, os.O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+    if fsync:
+        _osapi.fsync_directory(directory)
 
 
 def _old_file(target: str) -> os.stat_result | None:
@@ -393,62 +378,6 @@ def _not_regular(target: str, number: int, what: str) -> OSError:
     )
 
 
-def _replace_windows(tmp: str, target: str) -> None:
-    """``os.replace``, retried while another process holds *target* open (Windows)."""
-    busy: PermissionError | None = None
-    for _ in _windows_retries():
-        try:
-            os.replace(tmp, target)
-            return
-        except PermissionError as exc:
-            busy = exc
-    assert busy is not None  # tries() yields at least once
-    raise busy
-
-
-#: the extended attribute holding a file's POSIX ACL (Linux).
-ACL_XATTR = "system.posix_acl_access"
-
-
-def _copy_mode(fd: int, old: os.stat_result, target: str) -> None:
-    """Give the new file *old*'s owner where we may, its permission bits and its POSIX ACL.
-
-    In GNU ``sed -i``'s order: owner, then mode and ACL (a chown may clear
-    set-id bits; the ACL sets the group bits).  The ACL is copied as
-    ``shutil.copystat`` copies it; one the temp file inherited from a default
-    ACL of the directory is removed when *target* has none.
-    """
-    if sys.platform == "win32":
-        return
-    import stat
-
-    if not stat.S_ISREG(old.st_mode):
-        return
-    if (old.st_uid, old.st_gid) != (os.getuid(), os.getgid()):
-        try:
-            os.fchown(fd, old.st_uid, old.st_gid)
-        except PermissionError:  # only root may give a file away; keep at least the group
-            with contextlib.suppress(PermissionError):
-                os.fchown(fd, -1, old.st_gid)
-    os.fchmod(fd, stat.S_IMODE(old.st_mode))
-    if not hasattr(os, "getxattr"):
-        return
-    try:
-        acl: bytes | None = os.getxattr(target, ACL_XATTR, follow_symlinks=False)
-    except OSError as exc:
-        if exc.errno not in (errno.ENODATA, errno.ENOTSUP, errno.EOPNOTSUPP):
-            raise
-        acl = None
-    try:
-        if acl is not None:
-            os.setxattr(fd, ACL_XATTR, acl)
-        else:
-            os.removexattr(fd, ACL_XATTR)
-    except OSError as exc:
-        if exc.errno not in (errno.ENODATA, errno.ENOTSUP, errno.EOPNOTSUPP):
-            raise
-
-
 def _create_temp(directory: str, base: str, mode: int) -> tuple[str, int]:
     """Create a new ``.<base>.<pid>.<hex>.tmp`` (*mode*) in *directory* with O_EXCL; path and fd.
 
@@ -462,13 +391,7 @@ def _create_temp(directory: str, base: str, mode: int) -> tuple[str, int]:
             fd = os.open(tmp, flags, mode)
         except FileExistsError:
             continue
-        if sys.platform != "win32":
-            import fcntl
-
-            # a new file: nobody else holds it (a cleaner skips live pids); if this
-            # failed anyway, the pid in the name still protects the file
-            with contextlib.suppress(OSError):
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        _osapi.hold_temp_file(fd)
         return tmp, fd
     raise FileExistsError(errno.EEXIST, "could not create a unique temporary file", directory)
 
@@ -504,8 +427,8 @@ def clean_temp_files(directory: str | os.PathLike[str], base: str | None = None)
     paths removed.  Only files that pass every test in the module docstring are
     removed; nothing is removed on Windows.  An unreadable *directory* raises OSError.
     """
-    if sys.platform == "win32":
-        return []
+    if not _osapi.pids_known():
+        return []  # (Windows) a live writer's pid cannot be judged
     folder = os.fspath(directory)
     removed = []
     with os.scandir(folder) as entries:
@@ -521,11 +444,10 @@ def clean_temp_files(directory: str | os.PathLike[str], base: str | None = None)
 
 def _remove_if_orphaned(path: str, pid: int) -> bool:
     """Remove the temp file *path* named for writer *pid* if that writer is gone; True if done."""
-    if sys.platform == "win32":
-        return False
-    import fcntl
     import stat
 
+    from ..perl.consts import LOCK_EX, LOCK_NB
+    from ..perl.flock import lock_fd
     from .owner import alive
     from .stale import identity
 
@@ -551,7 +473,7 @@ def _remove_if_orphaned(path: str, pid: int) -> bool:
         mine = os.fstat(fd)
         if (mine.st_dev, mine.st_ino) != (st.st_dev, st.st_ino):
             return False
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # busy: a writer still has it
+        lock_fd(fd, LOCK_EX | LOCK_NB)  # busy: a writer still has it
         now = os.lstat(path)
         if identity(now) != identity(os.fstat(fd)) or now.st_nlink != 1:
             return False

@@ -1,0 +1,115 @@
+"""The platform seam of ``locks/``: the OS operations the lock code needs, one module per platform.
+
+``osposix`` (Linux, the BSDs, macOS) and ``oswindows`` implement the same functions;
+this module picks one at import and is the one place in ``locks/`` that asks which
+platform this is (filelock's ``_unix``/``_windows``; ``perl.flock`` and
+``perl.flock_windows``).  The lock code calls them through this module
+(``from . import osapi as _osapi`` ... ``_osapi.open_file(...)``), so a test patches a
+function here to see how the lock code answers another platform's behaviour.  The
+POSIX import path never imports ``oswindows`` nor ctypes.
+
+Processes (``locks.owner``, ``locks.fork``):
+
+* ``nodename()``: this host's name; ``clock_ticks()``: ticks per second of /proc start times;
+* ``process_exists(pid)``: True/False, or None where a pid cannot be asked about (Windows:
+  ``os.kill`` would terminate it); ``pids_known()``: False where holders are judged by
+  age only;
+* ``boot_and_pidns()``: the Linux boot id and pid namespace ("" elsewhere);
+* ``fork_process()``: ``os.fork()``; OSError ENOSYS on Windows.
+
+Files (``locks.files``, ``locks.replace``, the methods):
+
+* ``open_file(path, flags, mode)``: ``os.open``; on Windows sharing delete and rename
+  with others (``CreateFileW``), so a reader never blocks the holder's release;
+* ``retry_busy(func, *args)``: a delete or rename, retried on Windows for
+  ``BUSY_PATIENCE`` s while another process holds the file; ``busy_create(path, exc)``:
+  True if a refused create met a deleted file others still hold open (Windows);
+* ``while_readers(patience, func, *args)``: a rename over a file, or a read of it, retried
+  on Windows while readers hold it; ``renames_open_files()``: False where an open file
+  cannot be renamed (Windows); ``renames_by_handle()``: True where two renamers of one
+  file can both succeed (Windows);
+* ``looks_can_be_refused()``: True where a stat or read of a file another process holds
+  open can fail or come back without a file id for a moment (Windows);
+* ``has_symlinks()``: False where making one needs a privilege (Windows);
+* ``changed_at(path, st)``: when the file last changed status (``st_ctime`` on POSIX; the
+  NTFS change time on Windows, where ``st_ctime`` is the creation time);
+  ``change_time(path)``: that NTFS time (None on POSIX);
+* ``read_at_zero(fd, limit)``, ``write_at_zero(fd, data)``: ``pread``/``pwrite`` at 0;
+* ``utime_open(fd, path)``: times to now through *fd* (by *path* on Windows);
+  ``touch(path, st)``: ``locks.files.touch``;
+* ``generation(path)``: the Linux inode generation (None elsewhere);
+  ``proc_locks_device(st)``: how ``/proc/locks`` names the file (None on Windows).
+
+Directories and temp files (``locks.guards``, ``locks.replace``):
+
+* ``open_directory(path)``: a descriptor to flock, None where a directory cannot be
+  opened (Windows) or read (mode 0733): the remover guard is then a ``.breaker`` file;
+* ``fsync_directory(path)``: after a rename (nothing on Windows);
+* ``hold_temp_file(fd)``: ``replace_file``'s live-writer flock on its temp file;
+  ``copy_owner_and_mode(fd, old, target)``: owner, mode and POSIX ACL (nothing on Windows).
+"""
+
+from __future__ import annotations
+
+import sys
+
+if sys.platform == "win32":
+    from .oswindows import (
+        BUSY_PATIENCE as BUSY_PATIENCE,
+        boot_and_pidns as boot_and_pidns,
+        busy_create as busy_create,
+        change_time as change_time,
+        changed_at as changed_at,
+        clock_ticks as clock_ticks,
+        copy_owner_and_mode as copy_owner_and_mode,
+        fork_process as fork_process,
+        fsync_directory as fsync_directory,
+        generation as generation,
+        has_symlinks as has_symlinks,
+        hold_temp_file as hold_temp_file,
+        looks_can_be_refused as looks_can_be_refused,
+        nodename as nodename,
+        open_directory as open_directory,
+        open_file as open_file,
+        pids_known as pids_known,
+        proc_locks_device as proc_locks_device,
+        process_exists as process_exists,
+        read_at_zero as read_at_zero,
+        renames_by_handle as renames_by_handle,
+        renames_open_files as renames_open_files,
+        retry_busy as retry_busy,
+        touch as touch,
+        utime_open as utime_open,
+        while_readers as while_readers,
+        write_at_zero as write_at_zero,
+    )
+else:
+    from .osposix import (
+        BUSY_PATIENCE as BUSY_PATIENCE,
+        boot_and_pidns as boot_and_pidns,
+        busy_create as busy_create,
+        change_time as change_time,
+        changed_at as changed_at,
+        clock_ticks as clock_ticks,
+        copy_owner_and_mode as copy_owner_and_mode,
+        fork_process as fork_process,
+        fsync_directory as fsync_directory,
+        generation as generation,
+        has_symlinks as has_symlinks,
+        hold_temp_file as hold_temp_file,
+        looks_can_be_refused as looks_can_be_refused,
+        nodename as nodename,
+        open_directory as open_directory,
+        open_file as open_file,
+        pids_known as pids_known,
+        proc_locks_device as proc_locks_device,
+        process_exists as process_exists,
+        read_at_zero as read_at_zero,
+        renames_by_handle as renames_by_handle,
+        renames_open_files as renames_open_files,
+        retry_busy as retry_busy,
+        touch as touch,
+        utime_open as utime_open,
+        while_readers as while_readers,
+        write_at_zero as write_at_zero,
+    )
