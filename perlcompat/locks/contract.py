@@ -220,14 +220,6 @@ def on_disk() -> list[type[Backend]]:
     return sorted(found, key=lambda cls: cls.catch_all)  # stable: catch-alls last
 
 
-def lstat(path: str) -> os.stat_result | None:
-    """``os.lstat(path)``, None if nothing is there (or it cannot be looked at)."""
-    try:
-        return os.lstat(path)
-    except OSError:
-        return None
-
-
 def detect(path: str | os.PathLike[str]) -> str | None:
     """Which lock method made the lock found at *path*; None if there is no lock there.
 
@@ -239,7 +231,12 @@ def detect(path: str | os.PathLike[str]) -> str | None:
     backends = on_disk()
     if any(cls.part_of(text) is not None for cls in backends):
         return None
-    st = lstat(text)
+    from .files import lstat  # (every on-disk method's module has imported it)
+
+    try:
+        st = lstat(text)
+    except OSError:  # cannot be looked at: each method looks for itself (OSError means no)
+        st = None
     for cls in backends:
         if cls.detect(text, st):
             return cls.method
