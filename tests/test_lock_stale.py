@@ -123,14 +123,14 @@ def test_five_step_race_does_remove_the_fresh_lock_with_seed_003s_check(tmp_path
 def test_a_release_waits_for_a_remover_that_holds_the_second_lock(tmp_path: Path) -> None:
     path = tmp_path / "lk"
     held = Lock(str(path)).acquire()
-    guard = _stale.guard(str(path), exclusive=True)  # a remover between its look and rmdir
+    guard = _guards.guard(str(path), exclusive=True)  # a remover between its look and rmdir
     assert guard is not None
-    assert _stale.guard(str(path), exclusive=True) is None  # a second remover gives up
+    assert _guards.guard(str(path), exclusive=True) is None  # a second remover gives up
     release = Child.python(
         "import sys\n"
-        "from perlcompat.locks import stale as _stale\n"
+        "from perlcompat.locks import guards as _guards\n"
         "print('start', flush=True)\n"
-        "fd = _stale.release_guard(sys.argv[1], patience=60)\n"
+        "fd = _guards.release_guard(sys.argv[1], patience=60)\n"
         "print('guarded', fd is not None, flush=True)\n",
         str(path),
     )
@@ -140,12 +140,12 @@ def test_a_release_waits_for_a_remover_that_holds_the_second_lock(tmp_path: Path
         ready, _, _ = select.select([release.proc.stdout], [], [], 0.3)
         assert not ready  # still waiting for the remover
     finally:
-        _stale.unguard(guard)
+        _guards.unguard(guard)
     release.expect("guarded True")
     assert release.wait()[0] == 0
-    shared = _stale.release_guard(str(path))
+    shared = _guards.release_guard(str(path))
     assert shared is not None
-    _stale.unguard(shared)
+    _guards.unguard(shared)
     held.release()
 
 
@@ -476,7 +476,7 @@ def test_a_refused_remover_flock_is_reported_not_taken_for_busy(
 
     monkeypatch.setattr(_guards, "_lock_fd", refuse_exclusive)
     backend = Lock(str(path), method=method, stale=60).backend
-    assert isinstance(_stale.remover_guard(str(path), os.lstat(path)), _stale.FlockGuard)
+    assert isinstance(_stale.remover_guard(str(path), os.lstat(path)), _guards.FlockGuard)
     with pytest.raises(OSError) as caught:
         backend.break_stale()
     assert caught.value.errno == number
@@ -494,11 +494,11 @@ def test_a_refused_remover_flock_is_reported_not_taken_for_busy(
 def test_a_busy_remover_flock_still_means_try_again(tmp_path: Path) -> None:
     path = tmp_path / "lk"
     plant_aged(path, "mkdir")
-    other = _stale.guard(str(path), exclusive=True)  # another remover at work
+    other = _guards.guard(str(path), exclusive=True)  # another remover at work
     try:
         assert Lock(str(path), stale=60).backend.break_stale() is False
     finally:
-        _stale.unguard(other)
+        _guards.unguard(other)
     assert Lock(str(path), stale=60).backend.break_stale() is True
 
 

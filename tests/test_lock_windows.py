@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from perlcompat.locks import owner as _owner, stale as _stale
+from perlcompat.locks import guards as _guards, owner as _owner, stale as _stale
 from perlcompat.locks.api import Lock, find_locks
 
 
@@ -42,13 +42,13 @@ def test_remover_lock_is_a_breaker_file_on_windows(
 ) -> None:
     path = str(tmp_path / "lk")
     monkeypatch.setattr(sys, "platform", "win32")
-    first = _stale.guard(path, exclusive=True)
+    first = _guards.guard(path, exclusive=True)
     assert first is not None
     try:
         assert (tmp_path / "lk.breaker").is_file()
-        assert _stale.guard(path, exclusive=True) is None  # one remover at a time
+        assert _guards.guard(path, exclusive=True) is None  # one remover at a time
     finally:
-        _stale.unguard(first)
+        _guards.unguard(first)
     monkeypatch.undo()
     held = Lock(path, method="excl").acquire()
     assert find_locks(tmp_path) == [(path, "excl")]  # the .breaker file is not a lock

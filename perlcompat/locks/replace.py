@@ -527,8 +527,8 @@ def _remove_if_orphaned(path: str, pid: int) -> bool:
     import fcntl
     import stat
 
-    from .owner import alive
     from .files import identity
+    from .owner import alive
 
     try:
         st = os.lstat(path)

@@ -80,37 +80,20 @@ import sys
 import time
 
 from ..perl.fsinfo import is_shared
-from ..perl.osflags import O_BINARY, O_CLOEXEC, O_NOFOLLOW, O_NONBLOCK
 from . import owner as _owner
 from .contract import Backend
 from .files import (
-    OTHERS_EMPTY_GRACE,
-    busy,
     identity,
-    is_record,
-    kind_error,
-    links_error,
     lstat,
-    not_a_lock,
-    open_error,
-    read_at_zero,
-    read_fd,
-    read_same,
     read_small,
     remove_same,
-    root_and_not_mine,
-    same,
     touch,
-    unlink_quietly,
-    write_at_zero,
 )
 from .guards import (
     BREAKER_SUFFIX,
-    RELEASE_WAIT,
     FlockGuard,
     RemoverGuard,
     count_removal,
-    guard,
     release_guard,
     unguard,
 )
@@ -119,49 +102,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from .files import Identity as Identity
+    from .files import Identity
 
     Owner = tuple["int | None", "str | None", "int | None"]
-
-#: what the lock methods take from here (the files and guards primitives re-exported).
-__all__ = [
-    "BREAKER_SUFFIX",
-    "FIRST_LOOK",
-    "OTHERS_EMPTY_GRACE",
-    "O_BINARY",
-    "O_CLOEXEC",
-    "O_NOFOLLOW",
-    "O_NONBLOCK",
-    "RELEASE_WAIT",
-    "RELOOK",
-    "SETTLE",
-    "FlockGuard",
-    "RemoverGuard",
-    "StaleBackend",
-    "Watch",
-    "busy",
-    "guard",
-    "identity",
-    "is_record",
-    "kind_error",
-    "links_error",
-    "lstat",
-    "not_a_lock",
-    "open_error",
-    "read_at_zero",
-    "read_fd",
-    "read_same",
-    "read_small",
-    "release_guard",
-    "remove_same",
-    "remover_guard",
-    "root_and_not_mine",
-    "same",
-    "touch",
-    "unguard",
-    "unlink_quietly",
-    "write_at_zero",
-]
 
 #: a waiter first checks a busy lock's owner after it has been held this long (s).
 FIRST_LOOK = 0.02

@@ -127,7 +127,7 @@ def _pid_max() -> int:
 def doubt(path: str, method: str) -> str:
     """Why a directory scan must not break the *method* lock found at *path*; "" if proven."""
     from ..locks import owner as _owner
-    from ..locks.stale import read_small
+    from ..locks.files import read_small
 
     name = os.path.basename(path)
     if method in ("excl", "toplock", "flock"):
@@ -251,7 +251,7 @@ def _why_kept(path: str) -> str:
     """Why a stale lock at *path* was not removed, as far as can be told from outside."""
     import stat
 
-    from ..locks import stale as _stale
+    from ..locks.guards import guard, unguard
 
     directory = os.path.dirname(path)
     geteuid = getattr(os, "geteuid", None)
@@ -270,12 +270,12 @@ def _why_kept(path: str) -> str:
             f"owner (uid {dst.st_uid}) or root may remove it"
         )
     try:
-        fd = _stale.guard(path, exclusive=True)
+        fd = guard(path, exclusive=True)
     except OSError as exc:
         return f"the remover lock cannot be taken here: {exc.strerror}"
     if fd is None:
         return "another process holds the remover lock (a flock on the directory)"
-    _stale.unguard(fd)
+    unguard(fd)
     return "it changed or could not be removed while being removed; try again"
 
 

@@ -52,24 +52,24 @@ import time
 from errno import EPERM
 
 from ...perl.fsinfo import is_shared
+from ...perl.osflags import O_BINARY, O_CLOEXEC, O_NOFOLLOW
 from .. import owner as _owner
 from ..contract import register
-from ..files import generation, identity, rewrite_record
-from ..stale import (
-    O_BINARY,
-    O_CLOEXEC,
-    O_NOFOLLOW,
+from ..files import (
     OTHERS_EMPTY_GRACE,
-    StaleBackend,
     busy,
+    generation,
+    identity,
     is_record,
     kind_error,
     links_error,
     not_a_lock,
     read_same,
     read_small,
+    rewrite_record,
     root_and_not_mine,
 )
+from ..stale import StaleBackend
 from ..winfile import busy_create, open_file, retry_busy
 
 TYPE_CHECKING = False

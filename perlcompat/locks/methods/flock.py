@@ -39,18 +39,10 @@ import time
 from ...perl.consts import LOCK_EX, LOCK_NB, LOCK_SH, LOCK_UN
 from ...perl.flock import lock_fd
 from ...perl.fsinfo import check_flock
+from ...perl.osflags import O_BINARY, O_CLOEXEC, O_NOFOLLOW, O_NONBLOCK
 from .. import owner as _owner
 from ..contract import Backend, register
-from ..stale import (
-    O_BINARY,
-    O_CLOEXEC,
-    O_NOFOLLOW,
-    O_NONBLOCK,
-    kind_error,
-    lstat,
-    open_error,
-    read_small,
-)
+from ..files import kind_error, lstat, open_error, read_small
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -42,22 +42,21 @@ import os
 import stat as stat_module
 from errno import EEXIST
 
+from ...perl.osflags import O_BINARY, O_CLOEXEC, O_NOFOLLOW
 from .. import owner as _owner
 from ..contract import register
-from ..files import read_same, rewrite_record
-from ..record import foreign, template
-from ..stale import (
-    O_BINARY,
-    O_CLOEXEC,
-    O_NOFOLLOW,
-    StaleBackend,
+from ..files import (
     busy,
     is_record,
     kind_error,
     not_a_lock,
+    read_same,
     read_small,
+    rewrite_record,
     unlink_quietly,
 )
+from ..record import foreign, template
+from ..stale import StaleBackend
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

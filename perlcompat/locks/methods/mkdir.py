@@ -55,16 +55,13 @@ import sys
 import time
 
 from ...perl.fsinfo import is_shared
+from ...perl.osflags import O_BINARY, O_CLOEXEC, O_NOFOLLOW, O_NONBLOCK
 from .. import owner as _owner
 from ..contract import register
-from ..files import generation, identity
-from ..stale import (
-    O_BINARY,
-    O_CLOEXEC,
-    O_NOFOLLOW,
-    O_NONBLOCK,
-    StaleBackend,
+from ..files import (
     busy,
+    generation,
+    identity,
     is_record,
     kind_error,
     lstat,
@@ -77,6 +74,7 @@ from ..stale import (
     unlink_quietly,
     write_at_zero,
 )
+from ..stale import StaleBackend
 from ..winfile import retry_busy
 
 TYPE_CHECKING = False

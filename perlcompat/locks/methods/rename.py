@@ -62,17 +62,11 @@ import sys
 import time
 
 from ...perl.fsinfo import check_method
+from ...perl.osflags import O_BINARY, O_CLOEXEC, O_NOFOLLOW, O_NONBLOCK
 from .. import owner as _owner
 from ..contract import register
-from ..stale import (
-    BREAKER_SUFFIX,
-    O_BINARY,
-    O_CLOEXEC,
-    O_NOFOLLOW,
-    O_NONBLOCK,
-    StaleBackend,
+from ..files import (
     busy,
-    guard,
     identity,
     is_record,
     kind_error,
@@ -84,14 +78,16 @@ from ..stale import (
     read_small,
     remove_same,
     root_and_not_mine,
-    unguard,
 )
+from ..guards import BREAKER_SUFFIX, guard, unguard
+from ..stale import StaleBackend
 from ..winfile import busy_create, change_time, open_file, retry_busy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from ..guards import RemoverGuard
     from ..record import Fields, Template
-    from ..stale import Owner, RemoverGuard
+    from ..stale import Owner
 
 #: default suffix of the marker's name while held.
 HELD_SUFFIX = ".locked"

@@ -47,7 +47,8 @@ import sys
 from ...perl.fsinfo import is_shared
 from .. import owner as _owner
 from ..contract import register
-from ..stale import StaleBackend, busy, kind_error, lstat
+from ..files import busy, kind_error, links_error, lstat
+from ..stale import StaleBackend
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -140,8 +141,6 @@ class SymlinkBackend(StaleBackend):
     def _check(self, st: os.stat_result) -> None:
         if not stat_module.S_ISLNK(st.st_mode):
             raise kind_error(self.path, st, "symlink")
-        from ..stale import links_error  # (imported here: keeps the import block as it was)
-
         problem = links_error(self.path, st, self.method)  # a hard link to a symlink: not ours
         if problem is not None:
             raise problem

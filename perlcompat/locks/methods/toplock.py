@@ -41,17 +41,12 @@ import time
 
 from ...perl.errno import fail
 from ...perl.fsinfo import check_method
+from ...perl.osflags import O_BINARY, O_CLOEXEC, O_NOFOLLOW, O_NONBLOCK
 from .. import owner as _owner
 from ..contract import register
 from ..errors import perl_sub
-from ..retry import deadline_after, tries
-from ..stale import (
-    O_BINARY,
-    O_CLOEXEC,
-    O_NOFOLLOW,
-    O_NONBLOCK,
+from ..files import (
     OTHERS_EMPTY_GRACE,
-    StaleBackend,
     kind_error,
     links_error,
     lstat,
@@ -60,18 +55,20 @@ from ..stale import (
     read_at_zero,
     read_same,
     read_small,
-    release_guard,
     root_and_not_mine,
-    unguard,
     unlink_quietly,
     write_at_zero,
 )
+from ..guards import release_guard, unguard
+from ..retry import deadline_after, tries
+from ..stale import StaleBackend
 from ..winfile import BUSY_PATIENCE, busy_create, open_file, retry_busy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..api import Lock
-    from ..stale import Identity, Owner
+    from ..files import Identity
+    from ..stale import Owner
 
 _APPEND = os.O_RDWR | os.O_APPEND | os.O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_BINARY | O_NONBLOCK
 
