@@ -505,29 +505,29 @@ def test_a_busy_remover_flock_still_means_try_again(tmp_path: Path) -> None:
 def test_a_refused_shared_storage_remover_lock_is_reported(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from perlcompat.locks import shared as _shared
+    from perlcompat.locks import netfs as _netfs
 
     path = tmp_path / "lk"
     plant_aged(path, "excl")
-    monkeypatch.setattr(_stale, "is_shared", lambda dev: True)  # as on NFS/sshfs
+    monkeypatch.setattr(_stale, "is_network", lambda dev: True)  # as on NFS/sshfs
 
     def refuse(lock_path: str, token: str) -> os.stat_result:
         raise OSError(errno.EROFS, os.strerror(errno.EROFS))
 
-    monkeypatch.setattr(_shared, "_create", refuse)
-    assert isinstance(_stale.remover_guard(str(path), os.lstat(path)), _shared.RemoverLock)
+    monkeypatch.setattr(_netfs, "_create", refuse)
+    assert isinstance(_stale.remover_guard(str(path), os.lstat(path)), _netfs.RemoverLock)
     with pytest.raises(OSError) as caught:
         Lock(str(path), method="excl", stale=60).backend.break_stale()
     assert caught.value.errno == errno.EROFS
     assert "remover lock" in str(caught.value)
     assert path.exists()
-    assert _shared.RemoverLock(str(path)).wait(0.05) is False  # a release decides by age
+    assert _netfs.RemoverLock(str(path)).wait(0.05) is False  # a release decides by age
 
     def stale_handle(lock_path: str, token: str) -> os.stat_result:
         raise OSError(errno.ESTALE, os.strerror(errno.ESTALE))
 
-    monkeypatch.setattr(_shared, "_create", stale_handle)
-    assert _shared.RemoverLock(str(path)).acquire() is False  # "not now": the next wait tries
+    monkeypatch.setattr(_netfs, "_create", stale_handle)
+    assert _netfs.RemoverLock(str(path)).acquire() is False  # "not now": the next wait tries
 
 
 # -- ESTALE while acquiring: "look again", never a failure (network file systems) ----------
@@ -622,7 +622,7 @@ def test_estale_on_the_moved_lock_puts_it_back(
     """Shared storage: a moved stale lock that cannot be looked at is put back, not removed."""
     path = tmp_path / "lk"
     plant_aged(path, "excl")
-    monkeypatch.setattr(_stale, "is_shared", lambda dev: True)  # as on NFS/sshfs
+    monkeypatch.setattr(_stale, "is_network", lambda dev: True)  # as on NFS/sshfs
     monkeypatch.setattr(_stale, "SETTLE", 0.0)  # judged twice without waiting
     backend = Lock(str(path), method="excl", stale=60).backend
     assert backend.break_stale() is False  # the first judgement

@@ -11,7 +11,7 @@ Modules:
 * ``stale``: race-free removal of stale locks (the ``StaleBackend`` of the file methods);
 * ``files``: the file primitives of the file methods (looks, ``remove_same``, refusals);
 * ``guards``: the remover guards (one remover at a time): the interface and the local flock;
-* ``shared``: stale-lock removal on storage other hosts share (NFS, SMB, sshfs);
+* ``netfs``: stale-lock removal on storage other hosts share (NFS, SMB, sshfs);
 * ``owner``: who holds a lock (pid, host, start time) and whether that holder still runs;
 * ``record``: the Perl side's lock format (``record=``/``target=`` templates): render, match;
 * ``cleanup``: the held locks released at exit and on a stopping signal;

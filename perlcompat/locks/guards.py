@@ -2,7 +2,7 @@
 
 A :class:`RemoverGuard` is what ``StaleBackend.break_stale`` serializes with;
 ``locks.stale.remover_guard`` chooses the kind, in one place, from the lock's
-file system: :class:`FlockGuard` on local storage, ``locks.shared.RemoverLock``
+file system: :class:`FlockGuard` on local storage, ``locks.netfs.RemoverLock``
 (an O_EXCL file on the storage itself) on shared storage.
 
 The local guard is an exclusive ``flock`` on the lock's directory, or on a
@@ -150,7 +150,7 @@ class RemoverGuard:
     """One remover at a time for one lock path: what ``break_stale`` serializes with.
 
     Two kinds, chosen in one place (``locks.stale.remover_guard``): :class:`FlockGuard`
-    on local storage, ``locks.shared.RemoverLock`` on shared storage.
+    on local storage, ``locks.netfs.RemoverLock`` on shared storage.
     :meth:`acquire` never waits: False if another remover holds the guard, and
     OSError if the guard cannot be taken at all here (a refused open or lock),
     so a stale lock is reported instead of silently never broken.

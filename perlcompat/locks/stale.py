@@ -45,11 +45,11 @@ stepped back between the two looks) and stalls for longer than
 at the lock (``lstat``, the open of its owner record) gets ESTALE when another
 host replaced or removed it as we looked the name up: ``break_stale`` then
 removes nothing and returns False, so the waiter tries again within its
-patience; a moved lock that cannot be looked at is put back (``locks.shared``).
+patience; a moved lock that cannot be looked at is put back (``locks.netfs``).
 A release that cannot look at its own lock still raises.
 
 The remover lock of rule 1 is a :class:`RemoverGuard` (``locks.guards``), chosen
-by :func:`remover_guard`: this flock locally, ``locks.shared.RemoverLock`` on
+by :func:`remover_guard`: this flock locally, ``locks.netfs.RemoverLock`` on
 shared storage.  One that cannot be taken at all (NFS refuses the flock) raises
 ``OSError``: the stale lock is reported, never silently left for ever.  The file
 primitives (looks, :func:`remove_same`) are in ``locks.files``.
@@ -79,7 +79,7 @@ import stat as stat_module
 import sys
 import time
 
-from ..perl.fsinfo import is_shared
+from ..perl.fsinfo import is_network
 from . import owner as _owner
 from .contract import Backend
 from .files import (
@@ -102,6 +102,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from .contract import Description
     from .files import Identity
 
     Owner = tuple["int | None", "str | None", "int | None"]
@@ -116,8 +117,8 @@ SETTLE = 1.0
 
 def remover_guard(path: str, st: os.stat_result) -> RemoverGuard:
     """The remover guard for the lock *st* at *path*: the one place its kind is chosen."""
-    if is_shared(st.st_dev):
-        from .shared import RemoverLock
+    if is_network(st.st_dev):
+        from .netfs import RemoverLock
 
         return RemoverLock(path)
     return FlockGuard(path)
@@ -227,12 +228,12 @@ class StaleBackend(Backend):
         """Remove our lock if the path still holds exactly it; False if it was broken.
 
         On shared storage a lock held past half its stale age is released under
-        the remover lock (``locks.shared``); a lock found gone at the last step was broken.
+        the remover lock (``locks.netfs``); a lock found gone at the last step was broken.
         """
         mine = self._mine
         if mine is None:
             return False
-        remover = self._shared_release_guard(mine)
+        remover = self._netfs_release_guard(mine)
         try:
             return self._release_local()
         except FileNotFoundError:  # removed under us (a cached look said it was there)
@@ -319,14 +320,14 @@ class StaleBackend(Backend):
 
         On shared storage the token alone decides: client inode numbers are not stable.
         """
-        if (st.st_dev, st.st_ino) != (mine.st_dev, mine.st_ino) and not is_shared(st.st_dev):
+        if (st.st_dev, st.st_ino) != (mine.st_dev, mine.st_ino) and not is_network(st.st_dev):
             return False
         if identity(st) == identity(mine):
             return True
         fields = _owner.parse(read_small(record_path) or b"", method)
         return fields is not None and fields.get("token") == self._token
 
-    # -- shared logic ----------------------------------------------------
+    # -- judging -----------------------------------------------------------
     #: identity of the last lock object that passed ``_check`` (it is not checked again)
     _passed: Identity | None = None
 
@@ -339,8 +340,8 @@ class StaleBackend(Backend):
 
     def _is_stale(self, st: os.stat_result, clock_ns: int | None = None) -> bool:
         age = self._age(st)
-        if clock_ns is not None:  # shared storage: the storage's clock judges (``locks.shared``)
-            from .shared import storage_age
+        if clock_ns is not None:  # shared storage: the storage's clock judges (``locks.netfs``)
+            from .netfs import storage_age
 
             age = storage_age(clock_ns, self._stamp_ns(st), age)
         if age > self.stale:
@@ -410,7 +411,7 @@ class StaleBackend(Backend):
         )
         return True
 
-    # -- shared storage (``locks.shared``): remover lock, storage clock, rename handshake --
+    # -- shared storage (``locks.netfs``): remover lock, storage clock, rename handshake --
     #: (fingerprint, monotonic time) of a lock judged stale once on shared storage
     _suspect: tuple[tuple[object, ...], float] | None = None
 
@@ -423,8 +424,8 @@ class StaleBackend(Backend):
         return b""
 
     def _fingerprint(self, path: str, st: os.stat_result) -> tuple[object, ...]:
-        """What must be unchanged between the judgement and the move (``locks.shared``)."""
-        from .shared import fingerprint
+        """What must be unchanged between the judgement and the move (``locks.netfs``)."""
+        from .netfs import fingerprint
 
         return fingerprint(path, st, self._record_extra())
 
@@ -437,17 +438,17 @@ class StaleBackend(Backend):
         os.unlink(moved)
 
     def _settling(self) -> bool:
-        """True within ``SETTLE`` s of judging a lock stale once (rule 3 of ``locks.shared``)."""
+        """True within ``SETTLE`` s of judging a lock stale once (rule 3 of ``locks.netfs``)."""
         suspect = self._suspect
         return suspect is not None and time.monotonic() - suspect[1] < SETTLE
 
     def _move_away(self, st: os.stat_result, remover: RemoverGuard) -> bool:
-        """The removal on shared storage, under *remover*: rules 3 and 4 of ``locks.shared``.
+        """The removal on shared storage, under *remover*: rules 3 and 4 of ``locks.netfs``.
 
         The lock *st*, judged stale, is removed only if it was judged so unchanged
         ``SETTLE`` seconds ago, and then by a rename handshake; True if removed.
         """
-        from .shared import moved_name, put_back
+        from .netfs import moved_name, put_back
 
         suspect = self._suspect
         held = self._held_path()
@@ -478,24 +479,24 @@ class StaleBackend(Backend):
         self._discard(moved, now)
         return True
 
-    def _shared_release_guard(self, mine: os.stat_result) -> Any:
+    def _netfs_release_guard(self, mine: os.stat_result) -> Any:
         """On shared storage, for a lock held past half its stale age: the remover lock.
 
-        Rule 5 of ``locks.shared``; None where not needed.  Raises OSError (the lock is
+        Rule 5 of ``locks.netfs``; None where not needed.  Raises OSError (the lock is
         kept) if a remover holds it longer than ``RELEASE_WAIT`` and the lock is stale.
         """
-        if self._age(mine) <= self.stale / 2 or not is_shared(mine.st_dev):
+        if self._age(mine) <= self.stale / 2 or not is_network(mine.st_dev):
             return None
-        from .shared import RELEASE_WAIT as SHARED_WAIT, RemoverLock
+        from .netfs import RELEASE_WAIT as NETFS_WAIT, RemoverLock
 
         remover = RemoverLock(self.path)
-        if remover.wait(SHARED_WAIT):
+        if remover.wait(NETFS_WAIT):
             return remover
         if self._age(mine) > self.stale:
             raise OSError(errno.EWOULDBLOCK, f"a remover is breaking the stale lock {self.path!r}")
         return None  # not stale: no remover judges it so
 
-    def describe(self) -> dict[str, Any] | None:
+    def describe(self) -> Description | None:
         """Describe the lock at the path (None if there is none), for ``perlcompat locks``."""
         st = self._lstat()
         if st is None:

@@ -373,7 +373,7 @@ _PRELOAD = (
     "perlcompat.locks.log",
     "perlcompat.locks.owner",
     "perlcompat.locks.replace",
-    "perlcompat.locks.shared",
+    "perlcompat.locks.netfs",
     "perlcompat.locks.stale",
     "perlcompat.perl.errno",
     "perlcompat.perl.flock",

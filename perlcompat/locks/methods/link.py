@@ -126,9 +126,9 @@ class LinkBackend(StaleBackend):
 
     def _still_mine(self, st: os.stat_result, mine: os.stat_result) -> bool:
         if (st.st_dev, st.st_ino) != (mine.st_dev, mine.st_ino):
-            from ...perl.fsinfo import is_shared
+            from ...perl.fsinfo import is_network
 
-            if not is_shared(st.st_dev):
+            if not is_network(st.st_dev):
                 return False  # client inode numbers are not stable on shared storage
         if (st.st_mtime_ns, st.st_size) == (mine.st_mtime_ns, mine.st_size):
             return True

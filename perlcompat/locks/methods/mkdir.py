@@ -54,7 +54,7 @@ import stat as stat_module
 import sys
 import time
 
-from ...perl.fsinfo import is_shared
+from ...perl.fsinfo import is_network
 from ...perl.osflags import O_BINARY, O_CLOEXEC, O_NOFOLLOW, O_NONBLOCK
 from .. import owner as _owner
 from ..contract import register
@@ -240,7 +240,7 @@ class MkdirBackend(StaleBackend):
         else the directory's identity (device, inode, mtime, ctime) unchanged; only on
         shared storage, where inode numbers are not stable, does our record's token.
         """
-        if is_shared(st.st_dev):
+        if is_network(st.st_dev):
             if self._template is not None:
                 return read_small(self.pid_path) == self._written
             return self._record_is_ours(st, mine, self.owner_path, self.method)
@@ -479,7 +479,7 @@ class MkdirBackend(StaleBackend):
             fields = self._template.match(read_small(self.pid_path) or b"")
             if fields is None:
                 return None, None, None  # no pid file yet: age only
-            if fields.host is None and is_shared(st.st_dev):
+            if fields.host is None and is_network(st.st_dev):
                 from .symlink import UNKNOWN_HOST
 
                 return fields.pid, UNKNOWN_HOST, None

@@ -9,7 +9,7 @@ followed.
 
 The target is only a pid, so the holder is assumed to be on this host, in the
 initial pid namespace: a process in another pid namespace (a container) and
-any process judging a link on shared storage (``perl.fsinfo.is_shared``) judge it
+any process judging a link on shared storage (``perl.fsinfo.is_network``) judge it
 by age only.  A lock is stale when its link is older than ``stale`` seconds,
 or at once when that pid is dead, a zombie, or now a process that started
 after the link was made (the pid was reused).  Stale links are removed by
@@ -44,7 +44,7 @@ import os
 import stat as stat_module
 import sys
 
-from ...perl.fsinfo import is_shared
+from ...perl.fsinfo import is_network
 from .. import owner as _owner
 from ..contract import register
 from ..files import busy, kind_error, links_error, lstat
@@ -166,7 +166,7 @@ class SymlinkBackend(StaleBackend):
             pid = _owner.pid_of(text[1:] if text and text.startswith("/") else text)
         if pid is None:
             return None, None, None
-        if is_shared(st.st_dev):
+        if is_network(st.st_dev):
             return pid, UNKNOWN_HOST, None  # any host may have made it: age only
         return pid, _owner.unnamed_host(), None
 

@@ -5,7 +5,7 @@ hold: a ``flock`` on the lock's directory excludes only removers of this host
 (each host's mount has its own), and ``lstat`` may answer from the client's
 cache, seconds old, so a remover can judge a lock that is gone and act on the
 fresh one that replaced it.  And hosts' clocks differ.  So there
-(``perl.fsinfo.is_shared``) a remover:
+(``perl.fsinfo.is_network``) a remover:
 
 1. **Takes the remover lock on the storage itself**: ``<lock>.breaking``,
    created with O_EXCL (the server lets one creator win, whatever the clients
