@@ -152,7 +152,7 @@ def test_no_import_circles() -> None:
 
 def test_the_checker_sees_lazy_and_relative_imports() -> None:
     edges = graph()
-    # perl.fs reads $^T from the top package; locks.api loads the cleanup module lazily
+    # perl.fs reads $^T from the top package; locks.api imports its siblings
     assert "perlcompat" in edges["perlcompat.perl.fs"]
     assert any(t.startswith("perlcompat.locks.") for t in edges["perlcompat.locks.api"])
     assert "perlcompat.tools.cli" in edges["perlcompat.__main__"]

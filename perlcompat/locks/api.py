@@ -80,7 +80,7 @@ from _thread import allocate_lock, get_ident
 
 from ..perl.clock import check_seconds
 from ..perl.errno import fail
-from . import retry as _retry
+from . import cleanup as _cleanup, retry as _retry
 from .contract import (
     DEFAULT_METHOD,
     URL_METHOD,
@@ -206,14 +206,13 @@ def resolve_path(name: str | os.PathLike[str], root: str | os.PathLike[str] | No
     return os.path.join(parent, os.path.basename(path))
 
 
-# (method, path) -> the Lock object of this process that owns it.
-_owned: dict[tuple[str, str], Lock] = {}
-
-
 def owned_here(method: str, path: str) -> Lock | None:
-    """The ``Lock`` by which this thread owns the lock *path* of *method*, else None."""
-    owner = _owned.get((method, path))
-    return owner if owner is not None and owner._owner_thread == get_ident() else None
+    """The ``Lock`` by which this thread owns the lock *path* of *method*, else None.
+
+    The registry of held locks is ``locks.cleanup``'s.
+    """
+    owner: Lock | None = _cleanup.holder(method, path)
+    return owner
 
 
 def _locate(
@@ -527,8 +526,6 @@ class Lock:
 
     def _take(self, me: int) -> bool:
         """One attempt (and, at most every ``BREAK_EVERY`` s, a stale break); True if taken."""
-        from . import cleanup as _cleanup
-
         backend = self._backend
         # a stopping signal waits until a lock just taken is tracked (then removed)
         _cleanup.enter()
@@ -545,7 +542,6 @@ class Lock:
                 self._count = 1
                 self._since = time.monotonic()
                 self._abandoned = 0
-                _owned[self.method, self.path] = self
                 _cleanup.track(self)
                 self._start_refresher()
         finally:
@@ -584,8 +580,6 @@ class Lock:
         if self._count > 1 and not force:
             self._count -= 1
             return
-        from . import cleanup as _cleanup  # imported by the acquire that made us owner
-
         _cleanup.enter()  # a stopping signal waits until the release is complete
         try:
             with self._mutex:  # not in the middle of a refresh
@@ -674,8 +668,6 @@ class Lock:
         """
         if self._owner_thread is None:
             raise NotLockedError(f"lock {self.path!r} is not held by this Lock")
-        from . import cleanup as _cleanup  # imported by the acquire that made us owner
-
         _cleanup.enter()  # a stopping signal's cleanup waits for the mutex we hold
         try:
             fresh = self._refresh_held()
@@ -867,11 +859,6 @@ class Lock:
         self._owner_thread = None
         self._count = 0
         self._stop_refresher()
-        key = (self.method, self.path)
-        if _owned.get(key) is self:
-            del _owned[key]
-        from . import cleanup as _cleanup  # imported by the acquire that made us owner
-
         _cleanup.untrack(self)
 
 
