@@ -2,7 +2,10 @@
 
 Modules:
 
-* ``api``: ``lock()``, ``unlock()`` and ``Lock``: patience, ownership, cleanup, for every method;
+* ``api``: ``Lock``: patience, ownership, cleanup, for every method;
+* ``acquired``: what ``Lock.acquire()`` returns (a context manager that releases once);
+* ``functions``: ``lock()`` and ``unlock()``, the mkdir lock sub's shape over ``Lock``;
+* ``options``: the arguments of ``Lock``, ``lock()``/``unlock()`` and ``Semaphore``, checked once;
 * ``contract``: the ``Backend`` contract every method implements, the method registry, ``detect()``;
 * ``errors``: ``LockError`` and its subclasses (``LockTimeout``, ``ExpiredLockError`` ...);
 * ``methods/``: one module per lock method (mkdir, symlink, rename, excl, link, flock,
@@ -14,7 +17,7 @@ Modules:
 * ``netfs``: stale-lock removal on storage other hosts share (NFS, SMB, sshfs);
 * ``owner``: who holds a lock (pid, host, start time) and whether that holder still runs;
 * ``record``: the Perl side's lock format (``record=``/``target=`` templates): render, match;
-* ``cleanup``: the held locks released at exit and on a stopping signal;
+* ``cleanup``: the one registry of held locks, released at exit and on a stopping signal;
 * ``fork``: Perl's ``fork()``, handing this thread's locks to the child;
 * ``winfile``: lock files on Windows (delete-sharing opens, busy retries);
 * ``log``: the ``perlcompat`` logger, imported only when there is something to log;

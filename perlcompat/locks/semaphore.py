@@ -29,17 +29,8 @@ from ..perl.consts import LOCK_EX, LOCK_NB, LOCK_UN
 from ..perl.errno import fail
 from ..perl.flock import lock_fd
 from . import retry as _retry
-from .api import (
-    UNSET,
-    DuplicateLockError,
-    LockTimeout,
-    NotLockedError,
-    _Unset,
-    check_timeout,
-    resolve_path,
-    retry_patience,
-)
-from .errors import perl_sub
+from .errors import DuplicateLockError, LockTimeout, NotLockedError, perl_sub
+from .options import UNSET, _Unset, check_timeout, resolve_path, retry_patience
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
