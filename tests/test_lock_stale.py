@@ -25,7 +25,7 @@ import pytest
 from perlutil import Child
 
 from perlcompat import OS_ERROR, ExpiredLockError, lock, unlock
-from perlcompat.locks import guards as _guards, owner as _owner, stale as _stale
+from perlcompat.locks import guards as _guards, owner as _owner, remover as _remover
 from perlcompat.locks.api import Lock
 from perlcompat.locks.methods.flock import is_flocked as flock_held
 
@@ -80,7 +80,7 @@ def test_five_step_race_leaves_the_fresh_lock_alone(
     path = tmp_path / "lk"
     if method == "rename":
         plant_dead_owner(path, method)
-        monkeypatch.setattr(_stale, "FIRST_LOOK", 0.0)
+        monkeypatch.setattr(_remover, "FIRST_LOOK", 0.0)
     else:
         plant_aged(path, method)
     a, b, c = (Lock(str(path), method=method, stale=60).backend for _ in range(3))
@@ -476,7 +476,7 @@ def test_a_refused_remover_flock_is_reported_not_taken_for_busy(
 
     monkeypatch.setattr(_guards, "_lock_fd", refuse_exclusive)
     backend = Lock(str(path), method=method, stale=60).backend
-    assert isinstance(_stale.remover_guard(str(path), os.lstat(path)), _guards.FlockGuard)
+    assert isinstance(_remover.remover_guard(str(path), os.lstat(path)), _guards.FlockGuard)
     with pytest.raises(OSError) as caught:
         backend.break_stale()
     assert caught.value.errno == number
@@ -509,13 +509,13 @@ def test_a_refused_shared_storage_remover_lock_is_reported(
 
     path = tmp_path / "lk"
     plant_aged(path, "excl")
-    monkeypatch.setattr(_stale, "is_network", lambda dev: True)  # as on NFS/sshfs
+    monkeypatch.setattr(_remover, "is_network", lambda dev: True)  # as on NFS/sshfs
 
     def refuse(lock_path: str, token: str) -> os.stat_result:
         raise OSError(errno.EROFS, os.strerror(errno.EROFS))
 
     monkeypatch.setattr(_netfs, "_create", refuse)
-    assert isinstance(_stale.remover_guard(str(path), os.lstat(path)), _netfs.RemoverLock)
+    assert isinstance(_remover.remover_guard(str(path), os.lstat(path)), _netfs.RemoverLock)
     with pytest.raises(OSError) as caught:
         Lock(str(path), method="excl", stale=60).backend.break_stale()
     assert caught.value.errno == errno.EROFS
@@ -622,8 +622,8 @@ def test_estale_on_the_moved_lock_puts_it_back(
     """Shared storage: a moved stale lock that cannot be looked at is put back, not removed."""
     path = tmp_path / "lk"
     plant_aged(path, "excl")
-    monkeypatch.setattr(_stale, "is_network", lambda dev: True)  # as on NFS/sshfs
-    monkeypatch.setattr(_stale, "SETTLE", 0.0)  # judged twice without waiting
+    monkeypatch.setattr(_remover, "is_network", lambda dev: True)  # as on NFS/sshfs
+    monkeypatch.setattr(_remover, "SETTLE", 0.0)  # judged twice without waiting
     backend = Lock(str(path), method="excl", stale=60).backend
     assert backend.break_stale() is False  # the first judgement
     moved = f"{path}.breaking."

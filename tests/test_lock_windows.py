@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from perlcompat.locks import guards as _guards, owner as _owner, stale as _stale
+from perlcompat.locks import guards as _guards, owner as _owner, remover as _remover
 from perlcompat.locks.api import Lock, find_locks
 
 
@@ -60,7 +60,7 @@ def test_windows_age_only_recovery(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     path.write_text(f"perlcompat excl pid=999999 host={_owner.hostname()} token=x\n")
     monkeypatch.setattr(sys, "platform", "win32")
     backend = Lock(str(path), method="excl", stale=60).backend
-    monkeypatch.setattr(_stale, "FIRST_LOOK", 0.0)
+    monkeypatch.setattr(_remover, "FIRST_LOOK", 0.0)
     assert backend.break_stale() is False  # a dead pid is not known dead on Windows
     os.utime(path, (1, 1))
     assert backend.break_stale() is True  # but age still recovers it

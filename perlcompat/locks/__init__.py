@@ -11,7 +11,8 @@ Modules:
 * ``methods/``: one module per lock method (mkdir, symlink, rename, excl, link, flock,
   toplock, redis);
 * ``retry``: the one retry loop of the waits (``lock()``, ``Semaphore``): jittered backoff;
-* ``stale``: race-free removal of stale locks (the ``StaleBackend`` of the file methods);
+* ``stale``: the hook protocol of the file methods (``StaleBackend``): release, refresh, describe;
+* ``remover``: race-free removal of stale locks, locally and on shared storage (``Remover``);
 * ``files``: the file primitives of the file methods (looks, ``remove_same``, refusals);
 * ``guards``: the remover guards (one remover at a time): the interface and the local flock;
 * ``netfs``: stale-lock removal on storage other hosts share (NFS, SMB, sshfs);

@@ -21,7 +21,7 @@ lives here, once:
 * **Staleness.** After a failed try (at most every ``BREAK_EVERY`` seconds) the
   backend is asked to recover a lock older than ``stale`` seconds, or one whose
   owner on this host is dead.  The
-  backend does that race-free (see ``locks.stale``); this loop only asks.
+  backend does that race-free (see ``locks.remover``); this loop only asks.
 * **Ownership.** A lock is held by one ``Lock`` object in one thread of one
   process.  The same ``Lock`` object taken again by the thread that holds it
   counts (filelock's re-entrancy: nested ``with lk:``), and the lock is

@@ -15,7 +15,7 @@ files.  There:
   lock, when the mount's options say ``local_lock=none``).  ``flock`` and
   ``Lock(method="flock")`` warn once per file system with
   :class:`SharedStorageWarning` where it does not exclude other hosts.
-* ``locks.stale`` removes stale locks with a remover lock and a rename handshake on
+* ``locks.remover`` removes stale locks with a remover lock and a rename handshake on
   the storage itself (``locks.netfs``) instead of a flock on the directory.
 """
 

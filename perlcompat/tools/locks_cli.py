@@ -59,7 +59,7 @@ if TYPE_CHECKING:
 
     from ..locks.safedir import Opened
 
-#: tries of break_stale per lock, and the pause between them (s): past ``locks.stale.FIRST_LOOK``.
+#: tries of break_stale per lock, and the pause between them (s): past ``locks.remover.FIRST_LOOK``.
 BREAK_TRIES = 4
 BREAK_PAUSE = 0.03
 

@@ -15,7 +15,7 @@ not a lock: root would remove it; a record proves a lock whoever owns it).
 A lock is stale when the file is older than ``stale`` seconds (mtime), or at
 once when its record names a dead process on this host (ESRCH, a zombie, or a
 pid reused by a process with another start time).  Stale files are removed by
-``locks.stale`` (one remover at a time, identity re-checked right before the
+``locks.remover`` (one remover at a time, identity re-checked right before the
 ``unlink``).  Release removes the file only if it is still the one this holder
 made.
 

@@ -23,7 +23,7 @@ directory made by Perl has none.
 
 A lock is stale when its mtime is older than ``stale`` (the mkdir lock column's
 ``(stat($dir))[9] < time - 180``), or at once when its record names a dead
-process on this host.  Stale locks are removed by ``locks.stale``: one remover at a
+process on this host.  Stale locks are removed by ``locks.remover``: one remover at a
 time, identity re-checked right before the ``rmdir``.  Release removes the
 directory only if it is still the one this holder made: on local storage its
 inode generation where the file system has one (ext4, XFS, btrfs), else its
@@ -512,10 +512,12 @@ class MkdirBackend(StaleBackend):
             return False
         return True
 
-    def _record_extra(self) -> bytes:
-        if self.pid_path:
-            return read_small(self.pid_path) or b""
-        return read_small(self.owner_path) or b""
+    def _fingerprint(self, path: str, st: os.stat_result) -> tuple[object, ...]:
+        # the owner data is kept beside the directory: the handshake compares it too
+        from ..netfs import fingerprint
+
+        record = read_small(self.pid_path or self.owner_path) or b""
+        return fingerprint(path, st, record)
 
     def _discard(self, moved: str, st: os.stat_result) -> None:
         if self.pidfile is not None:

@@ -13,7 +13,7 @@ any process judging a link on shared storage (``perl.fsinfo.is_network``) judge 
 by age only.  A lock is stale when its link is older than ``stale`` seconds,
 or at once when that pid is dead, a zombie, or now a process that started
 after the link was made (the pid was reused).  Stale links are removed by
-``locks.stale`` (one remover at a time, identity re-checked right before the
+``locks.remover`` (one remover at a time, identity re-checked right before the
 ``unlink``).  Release removes the
 link only if it is exactly the one this holder made (device, inode, mtime,
 ctime): the pid target cannot tell two threads of one process apart, and a

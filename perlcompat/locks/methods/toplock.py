@@ -24,7 +24,7 @@ A lock is stale when the time in its first line is older than ``stale``
 seconds (the article uses 600), or at once when that line's id names a dead
 process on this host.  That time is whole seconds, so the line was written up
 to 1 s after it: the age counts from the end of that second, never early.
-The remover (one at a time, ``locks.stale``) re-reads the first line and compares
+The remover (one at a time, ``locks.remover``) re-reads the first line and compares
 the file's device and inode right before the unlink.
 
 TOP?LOCK checks the lock again right before renaming its work file into place:
