@@ -12,7 +12,7 @@ The hooks, with their defaults:
 * **looking at the lock**: ``_lstat()`` (the lock object now, None if free),
   ``_check(st)`` (raise OSError if it is nothing this method makes), ``_owner(st)``
   (pid, host, start ticks), ``_age(st)`` (seconds since it was made; ``_stamp_ns``
-  the storage time stamp it counts from, ``_quick_age``/``_key`` a cheap look for a
+  the storage time stamp it counts from, ``_glance`` a cheap look for a
   busy wait);
 * **removing a stale one**: ``_remove(st)`` (unlink it if the path still holds
   exactly it); on shared storage ``_fingerprint`` (what must not change between
@@ -107,13 +107,9 @@ class StaleBackend(Backend):
         """Seconds since the lock *st* was made."""
         return time.time() - st.st_mtime
 
-    def _quick_age(self, st: os.stat_result) -> float:
-        """A cheap lower bound of :meth:`_age`, from *st* alone."""
-        return self._age(st)
-
-    def _key(self, st: os.stat_result) -> Identity:
-        """What stays the same while one holder holds (``locks.remover.Watch``)."""
-        return identity(st)
+    def _glance(self, st: os.stat_result) -> tuple[float, Identity]:
+        """A cheap look at *st*: a lower bound of :meth:`_age`, what one hold keeps the same."""
+        return self._age(st), identity(st)
 
     def _remove(self, st: os.stat_result) -> bool:
         """Remove the lock *st* if the path still holds exactly it; True if removed.

@@ -318,8 +318,9 @@ class ToplockBackend(StaleBackend):
         return bool(data) and is_toplock_data(data or b"", complete=st.st_size <= len(data or b""))
 
     # -- stale hooks -------------------------------------------------------
-    def _key(self, st: os.stat_result) -> Identity:
-        return (st.st_dev, st.st_ino, 0, 0)
+    def _glance(self, st: os.stat_result) -> tuple[float, Identity]:
+        # the mtime: never more than the first line's age; appends change it, not the holder
+        return time.time() - st.st_mtime, (st.st_dev, st.st_ino, 0, 0)
 
     def _judge(self, st: os.stat_result, data: bytes | None, complete: bool) -> None:
         """Raise OSError unless the file *st* (head *data*; None: unknown) is a TOP?LOCK file."""
@@ -348,9 +349,6 @@ class ToplockBackend(StaleBackend):
             self._judge(st, data, complete=data is not None and len(data) >= st.st_size)
         except BlockingIOError:
             pass  # another user's empty file, just made: judged again before any removal
-
-    def _quick_age(self, st: os.stat_result) -> float:
-        return time.time() - st.st_mtime  # never more than the first line's age
 
     def _age(self, st: os.stat_result) -> float:
         first = first_line(read_small(self.path))
