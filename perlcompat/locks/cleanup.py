@@ -111,8 +111,12 @@ def drop(kind: str, path: str) -> Any:
 
 
 def track(lock_: Lock) -> None:
-    """Remember that this thread holds *lock_*; install the handlers on first use."""
-    _held[lock_.method, lock_.path, get_ident()] = lock_
+    """Remember that its owner thread holds *lock_*; install the handlers on first use.
+
+    (An ``acquire_async`` attempt runs in a worker thread for the event loop's thread.)
+    """
+    owner = lock_._owner_thread
+    _held[lock_.method, lock_.path, get_ident() if owner is None else owner] = lock_
     if _installed_pid != os.getpid() or not _previous:
         _install()
 
