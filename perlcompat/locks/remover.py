@@ -27,22 +27,8 @@ removes C's.  Three rules close that here:
    ``stale``, that releases with a bare ``rmdir``/``unlink`` in the
    microseconds between that ``lstat`` and the removal.
 
-**A release never waits long.**  Other programs can hold a flock on a
-directory too (``flock -x DIR cmd``, a backup tool), for as long as they like,
-so a release polls for the shared flock for at most :data:`RELEASE_WAIT`
-seconds; a perlcompat remover holds it exclusively only for a look and a
-removal (microseconds).  If it is still busy then, or cannot be opened at all,
-the release looks at its lock again: if the path still holds exactly the
-holder's own lock and that lock is not older than ``stale``, it is released
-anyway, because no remover can be between its look and its removal of it (a
-remover removes only a stale lock, and a live holder's lock is stale only past
-``stale``; a lock's age only grows, so one not stale now was not stale when
-the remover looked).  A lock past ``stale`` is left in place and the release
-raises ``OSError``: it is breakable, so a remover may be about to remove it,
-and the next waiter breaks it once the flock is free.  What this gives up: a
-remover that uses a *smaller* ``stale`` than the holder (or a wall clock
-stepped back between the two looks) and stalls for longer than
-:data:`RELEASE_WAIT` between its look and its removal.
+**A release never waits long** for that flock: ``locks.stale`` says how it goes
+on when other programs hold it.
 
 **ESTALE while judging means "look again".**  On a network file system a look
 at the lock (``lstat``, the open of its owner record) gets ESTALE when another

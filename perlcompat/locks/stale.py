@@ -23,22 +23,22 @@ The hooks, with their defaults:
   ``_undo`` (remove it; required), ``_touch`` (make it young: a refresh) and
   ``_after_release``.
 
-**A release never waits long.**  Holders release under a shared flock on the
-lock's directory (rule 3 of ``locks.remover``), so no perlcompat remover is
-between its look and its removal.  Other programs can hold a directory's flock
-for as long as they like, so a release waits for it at most
-``locks.guards.RELEASE_WAIT`` seconds.  If it is still busy then, or cannot be
-opened at all, the release looks at its lock again: if the path still holds
-exactly the holder's own lock and that lock is not older than ``stale``, it is
-released anyway, because no remover can be between its look and its removal of
-it (a remover removes only a stale lock, and a lock's age only grows, so one not
-stale now was not stale when the remover looked).  A lock past ``stale`` is left
-in place and the release raises ``OSError``: it is breakable, so a remover may
-be about to remove it, and the next waiter breaks it once the flock is free.
-What this gives up: a remover that uses a *smaller* ``stale`` than the holder
-(or a wall clock stepped back between the two looks) and stalls for longer than
-``RELEASE_WAIT`` between its look and its removal.  A release that cannot look
-at its own lock raises.
+**A release never waits long.**  Holders release under a shared flock on the lock's
+directory (rule 3 of ``locks.remover``), so no perlcompat remover is between its
+look and its removal.  Other programs can hold a directory's flock too (``flock -x
+DIR cmd``, a backup tool), for as long as they like, so a release waits for it at
+most ``locks.guards.RELEASE_WAIT`` seconds (a perlcompat remover holds it
+exclusively only for a look and a removal: microseconds).  If it is still busy then,
+or cannot be opened at all, the release looks at its lock again: if the path still
+holds exactly the holder's own lock and that lock is not older than ``stale``, it is
+released anyway, because no remover can be between its look and its removal of it (a
+remover removes only a stale lock, and a lock's age only grows, so one not stale now
+was not stale when the remover looked).  A lock past ``stale`` is left in place and
+the release raises ``OSError``: it is breakable, so a remover may be about to remove
+it, and the next waiter breaks it once the flock is free.  What this gives up: a
+remover that uses a *smaller* ``stale`` than the holder (or a wall clock stepped
+back between the two looks) and stalls for longer than ``RELEASE_WAIT`` between its
+look and its removal.  A release that cannot look at its own lock raises.
 """
 
 from __future__ import annotations
