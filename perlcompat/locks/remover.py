@@ -70,7 +70,7 @@ import time
 
 from ..perl.fsinfo import is_network
 from .files import lstat
-from .guards import FlockGuard, count_removal
+from .guards import FlockGuard, count_removal, release_guard
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -97,6 +97,7 @@ if TYPE_CHECKING:
         def _is_stale(self, st: os.stat_result, clock_ns: int | None = None) -> bool: ...
         def _remove(self, st: os.stat_result) -> bool: ...
         def _held_path(self) -> str: ...
+        def _still_mine(self, st: os.stat_result, mine: os.stat_result) -> bool: ...
         def _fingerprint(self, path: str, st: os.stat_result) -> tuple[object, ...]: ...
         def _move_target(self) -> str | None: ...
         def _discard(self, moved: str, st: os.stat_result) -> None: ...
@@ -145,7 +146,9 @@ class Remover:
 
     The lock's hooks (``locks.stale.StaleBackend``) look and judge; this object takes
     the remover guard, judges again under it, removes (or, on shared storage, moves
-    away, compares and removes), and logs.
+    away, compares and removes), and logs.  It also gives the holder's release and
+    refresh their guards (:meth:`release_flock`, :meth:`release_netfs`), so that no
+    remover is between its look and its removal then.
     """
 
     __slots__ = ("lock", "suspect", "watch")
@@ -267,7 +270,24 @@ class Remover:
             lock._discard(moved, now)
         return True
 
-    def release_guard(self, mine: os.stat_result) -> RemoverLock | None:
+    # -- a holder's release or refresh: the guards no remover is inside of --
+    def release_flock(self, mine: os.stat_result) -> int | None:
+        """The release guard (rule 3) for a release or refresh of our lock *mine*; None: unguarded.
+
+        If the guard cannot be had, a lock not older than ``stale`` goes on
+        unguarded (no remover is about to remove it); a staler one raises the
+        OSError (a remover may be between its look and its removal).
+        """
+        lock = self.lock
+        try:
+            return release_guard(lock.path)
+        except OSError:
+            st = lstat(lock._held_path())
+            if st is not None and lock._still_mine(st, mine) and lock._age(st) > lock.stale:
+                raise
+            return None
+
+    def release_netfs(self, mine: os.stat_result) -> RemoverLock | None:
         """On shared storage, for a lock held past half its stale age: the remover lock.
 
         Rule 5 of ``locks.netfs``; None where not needed.  Raises OSError (the lock is

@@ -52,7 +52,7 @@ from ..perl.fsinfo import is_network
 from . import owner as _owner
 from .contract import Backend
 from .files import identity, lstat, read_small, remove_same, touch
-from .guards import BREAKER_SUFFIX, release_guard, unguard
+from .guards import BREAKER_SUFFIX, unguard
 from .remover import Remover
 
 TYPE_CHECKING = False
@@ -148,7 +148,7 @@ class StaleBackend(Backend):
         mine = self._mine
         if mine is None:
             return False
-        remover = self._remover.release_guard(mine)
+        remover = self._remover.release_netfs(mine)
         try:
             return self._release_local()
         except FileNotFoundError:  # removed under us (a cached look said it was there)
@@ -158,21 +158,6 @@ class StaleBackend(Backend):
         finally:
             if remover is not None:
                 remover.release()
-
-    def _owner_guard(self, mine: os.stat_result) -> int | None:
-        """The release guard for a release or refresh of our lock *mine*; None to go unguarded.
-
-        If the guard cannot be had, a lock not older than ``stale`` goes on
-        unguarded (no remover is about to remove it); a staler one raises the
-        OSError (a remover may be between its look and its removal).
-        """
-        try:
-            return release_guard(self.path)
-        except OSError:
-            st = lstat(self._held_path())
-            if st is not None and self._still_mine(st, mine) and self._age(st) > self.stale:
-                raise
-            return None
 
     def _release_local(self) -> bool:
         """The release under this host's remover flock.
@@ -184,7 +169,7 @@ class StaleBackend(Backend):
         mine = self._mine
         if mine is None:
             return False
-        fd = self._owner_guard(mine)
+        fd = self._remover.release_flock(mine)
         try:
             st = lstat(self._held_path())
             if st is None or not self._still_mine(st, mine):
@@ -211,7 +196,7 @@ class StaleBackend(Backend):
         mine = self._mine
         if mine is None:
             return False
-        fd = self._owner_guard(mine)
+        fd = self._remover.release_flock(mine)
         try:
             st = lstat(self._held_path())
             if st is None or not self._still_mine(st, mine):
