@@ -656,10 +656,10 @@ class Lock:
 
     def _disown(self) -> None:
         """This object no longer holds the lock: not owned, not tracked for cleanup."""
+        _cleanup.untrack(self)  # (by its owner thread: first)
         self._owner_thread = None
         self._count = 0
         self._stop_refresher()
-        _cleanup.untrack(self)
 
 
 def _keep_fresh(lock_: Lock, stop: Any, every: float) -> None:

@@ -122,10 +122,11 @@ def track(lock_: Lock) -> None:
 
 
 def untrack(lock_: Lock) -> None:
-    """Forget *lock_* (released normally)."""
-    for key, value in list(_held.items()):
-        if value is lock_:
-            del _held[key]
+    """Forget *lock_* (released normally; called while its owner thread is still set)."""
+    owner = lock_._owner_thread
+    key = (lock_.method, lock_.path, get_ident() if owner is None else owner)
+    if _held.get(key) is lock_:
+        del _held[key]
 
 
 def tracked() -> list[Lock]:
@@ -136,11 +137,10 @@ def tracked() -> list[Lock]:
 def release_all() -> None:
     """Release every lock this process holds, newest first; never raises."""
     while True:
-        locks = tracked()
-        if not locks:
+        keys = [key for key in _held if key[0] != SEMAPHORE]
+        if not keys:
             return
-        lock_ = locks[-1]
-        untrack(lock_)
+        lock_ = _held.pop(keys[-1])
         try:
             lock_._abandon()
         except Exception:  # cleanup must reach every lock
