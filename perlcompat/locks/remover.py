@@ -148,33 +148,33 @@ class Remover:
     the remover guard, judges again under it, removes (or, on shared storage, moves
     away, compares and removes), and logs.  It also gives the holder's release and
     refresh their guards (:meth:`release_flock`, :meth:`release_netfs`), so that no
-    remover is between its look and its removal then.
+    remover is between its look and its removal then.  One per lock, keeping what its
+    waits remember (:class:`Watch`, a judgement pending on shared storage); the lock
+    is passed to each call.
     """
 
-    __slots__ = ("lock", "suspect", "watch")
+    __slots__ = ("suspect", "watch")
 
-    def __init__(self, lock: Judged) -> None:
-        self.lock = lock
+    def __init__(self) -> None:
         self.watch = Watch()
         #: (fingerprint, monotonic time) of a lock judged stale once on shared storage
         self.suspect: tuple[tuple[object, ...], float] | None = None
 
-    def break_stale(self) -> bool:
-        """Remove the current lock if stale (age or dead owner), race-free; True if removed.
+    def break_stale(self, lock: Judged) -> bool:
+        """Remove the lock at *lock*'s path if stale (age or dead owner), race-free; True if so.
 
         A look that gets ESTALE (network file systems: the name was replaced or
         removed by another host as we looked it up) removes nothing: False, and
         the waiter looks again on its next try.
         """
         try:
-            return self._break()
+            return self._break(lock)
         except OSError as exc:
             if exc.errno != errno.ESTALE:
                 raise
             return False
 
-    def _break(self) -> bool:
-        lock = self.lock
+    def _break(self, lock: Judged) -> bool:
         st = lock._lstat()
         if st is None:
             return False
@@ -202,7 +202,7 @@ class Remover:
             pid, host, _start = lock._owner(st)
             if not lock._is_stale(st, guard.clock_ns):
                 return False
-            if not (self._move_away(st, guard) if guard.cached else lock._remove(st)):
+            if not (self._move_away(lock, st, guard) if guard.cached else lock._remove(st)):
                 return False
         finally:
             count_removal(-1)
@@ -227,7 +227,7 @@ class Remover:
         suspect = self.suspect
         return suspect is not None and time.monotonic() - suspect[1] < SETTLE
 
-    def _move_away(self, st: os.stat_result, guard: RemoverGuard) -> bool:
+    def _move_away(self, lock: Judged, st: os.stat_result, guard: RemoverGuard) -> bool:
         """The removal on shared storage, under *guard*: rules 3 and 4 of ``locks.netfs``.
 
         The lock *st*, judged stale, is removed only if it was judged so unchanged
@@ -236,7 +236,6 @@ class Remover:
         """
         from .netfs import moved_name, put_back
 
-        lock = self.lock
         target = lock._move_target()
         if target is None:
             return lock._remove(st)
@@ -271,14 +270,13 @@ class Remover:
         return True
 
     # -- a holder's release or refresh: the guards no remover is inside of --
-    def release_flock(self, mine: os.stat_result) -> int | None:
-        """The release guard (rule 3) for a release or refresh of our lock *mine*; None: unguarded.
+    def release_flock(self, lock: Judged, mine: os.stat_result) -> int | None:
+        """The release guard (rule 3) for a release or refresh of *lock* (ours: *mine*); or None.
 
         If the guard cannot be had, a lock not older than ``stale`` goes on
         unguarded (no remover is about to remove it); a staler one raises the
         OSError (a remover may be between its look and its removal).
         """
-        lock = self.lock
         try:
             return release_guard(lock.path)
         except OSError:
@@ -287,13 +285,12 @@ class Remover:
                 raise
             return None
 
-    def release_netfs(self, mine: os.stat_result) -> RemoverLock | None:
+    def release_netfs(self, lock: Judged, mine: os.stat_result) -> RemoverLock | None:
         """On shared storage, for a lock held past half its stale age: the remover lock.
 
         Rule 5 of ``locks.netfs``; None where not needed.  Raises OSError (the lock is
         kept) if a remover holds it longer than ``RELEASE_WAIT`` and the lock is stale.
         """
-        lock = self.lock
         if lock._age(mine) <= lock.stale / 2 or not is_network(mine.st_dev):
             return None
         from .netfs import RELEASE_WAIT as NETFS_WAIT, RemoverLock

@@ -73,7 +73,7 @@ class StaleBackend(Backend):
 
     def __init__(self, path: str, *, stale: float, shared: bool = False) -> None:
         super().__init__(path, stale=stale, shared=shared)
-        self._remover = Remover(self)
+        self._remover = Remover()
 
     # -- on disk: the breaker file beside a lock is a piece of it --------
     @classmethod
@@ -148,7 +148,7 @@ class StaleBackend(Backend):
         mine = self._mine
         if mine is None:
             return False
-        remover = self._remover.release_netfs(mine)
+        remover = self._remover.release_netfs(self, mine)
         try:
             return self._release_local()
         except FileNotFoundError:  # removed under us (a cached look said it was there)
@@ -169,7 +169,7 @@ class StaleBackend(Backend):
         mine = self._mine
         if mine is None:
             return False
-        fd = self._remover.release_flock(mine)
+        fd = self._remover.release_flock(self, mine)
         try:
             st = lstat(self._held_path())
             if st is None or not self._still_mine(st, mine):
@@ -196,7 +196,7 @@ class StaleBackend(Backend):
         mine = self._mine
         if mine is None:
             return False
-        fd = self._remover.release_flock(mine)
+        fd = self._remover.release_flock(self, mine)
         try:
             st = lstat(self._held_path())
             if st is None or not self._still_mine(st, mine):
@@ -256,7 +256,7 @@ class StaleBackend(Backend):
 
         The removal is the :class:`Remover`'s (``locks.remover``).
         """
-        return self._remover.break_stale()
+        return self._remover.break_stale(self)
 
     # -- shared storage (``locks.netfs``): what the remover's rename handshake needs --
     def _stamp_ns(self, st: os.stat_result) -> int:
