@@ -76,8 +76,8 @@ _EXPORTS = {
     "SIG": "perl.alarm",
     "local_sig": "perl.alarm",
     # lock()/unlock() and Lock
-    "lock": "locks.api",
-    "unlock": "locks.api",
+    "lock": "locks.functions",
+    "unlock": "locks.functions",
     "Lock": "locks.api",
     "fork": "locks.fork",
     "LockError": "locks.errors",
@@ -184,11 +184,7 @@ _START_TIME = int(_time())
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from .locks.api import (
-        Lock as Lock,
-        lock as lock,
-        unlock as unlock,
-    )
+    from .locks.api import Lock as Lock
     from .locks.errors import (
         DuplicateLockError as DuplicateLockError,
         ExpiredLockError as ExpiredLockError,
@@ -198,6 +194,7 @@ if TYPE_CHECKING:
         NotLockedError as NotLockedError,
     )
     from .locks.fork import fork as fork
+    from .locks.functions import lock as lock, unlock as unlock
     from .locks.methods.toplock import (
         rename_if_holding as rename_if_holding,
         still_holding as still_holding,

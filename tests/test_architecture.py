@@ -153,7 +153,7 @@ def test_no_import_circles() -> None:
 
 def test_the_checker_sees_lazy_and_relative_imports() -> None:
     edges = graph()
-    # perl.fs reads $^T from the top package; locks.api loads the cleanup module lazily
+    # perl.fs reads $^T from the top package; locks.api imports its siblings
     assert "perlcompat" in edges["perlcompat.perl.fs"]
     assert any(t.startswith("perlcompat.locks.") for t in edges["perlcompat.locks.api"])
     assert "perlcompat.tools.cli" in edges["perlcompat.__main__"]
@@ -234,3 +234,45 @@ def test_at_most_three_files_in_locks_branch_on_the_platform() -> None:
     assert len(branching - PLATFORM_ALLOWANCE) <= 3
     assert PLATFORM_NAMES.search('if sys.platform == "win32":')  # the pattern sees one
     assert PLATFORM_NAMES.search("_WINDOWS = True")
+
+
+def _defined_at_top(tree: ast.Module) -> set[str]:
+    """Names a module defines itself (def, class, assignment; also under ``if``), not imports."""
+    names: set[str] = set()
+    body = list(tree.body)
+    while body:
+        node = body.pop()
+        if isinstance(node, ast.If):
+            body.extend(node.body + node.orelse)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return names
+
+
+def test_the_lock_file_core_is_imported_from_where_each_name_is_defined() -> None:
+    # issue 26 item 4: stale.py re-exported 21 names of files/guards/osflags; each name
+    # of the file-lock core is imported from the module that defines it
+    core = {f"perlcompat.locks.{m}" for m in ("stale", "remover", "files", "guards", "netfs")}
+    found = modules()
+    defined = {m: _defined_at_top(ast.parse(found[m].read_text(encoding="utf-8"))) for m in core}
+    wrong = []
+    for name, path in found.items():
+        if not name.startswith("perlcompat.locks") and name != "perlcompat.tools.locks_cli":
+            continue
+        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ImportFrom) or not node.level:
+                continue
+            base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+            source = f"{base}.{node.module}" if node.module else base
+            if source in core:
+                wrong += [
+                    f"{name}: {alias.name} from {source}"
+                    for alias in node.names
+                    if alias.name not in defined[source]
+                ]
+    assert wrong == []

@@ -18,7 +18,7 @@ import pytest
 from perlutil import Child
 from redis_server import RedisServer
 
-from perlcompat import Lock, LockTimeout
+from perlcompat import DuplicateLockError, Lock, LockTimeout
 
 PERL_HOLDER = r"""
 my $dir = shift;
@@ -171,6 +171,9 @@ def test_async_with_a_redis_lock_keeps_the_loop_ticking(redis_url: str) -> None:
         async with lk:
             waited = time.monotonic() - started
             owned = lk._owner_thread == threading.get_ident()
+            # the registry of held locks knows the loop's thread holds it (not the worker's)
+            with pytest.raises(DuplicateLockError):
+                Lock("board", url=redis_url, stale=30).acquire(blocking=False)
         await releaser
         stop.set()
         await tick_task

@@ -12,7 +12,7 @@ import pytest
 from perlutil import CHILD_ENV
 
 from perlcompat import Lock, lock, unlock
-from perlcompat.locks import api as _api, contract
+from perlcompat.locks import api as _api, contract, files
 
 FILE_METHODS = [m for m in contract.names() if m not in contract.OFF_DISK]
 if sys.platform == "win32":
@@ -130,7 +130,7 @@ def test_each_method_detects_its_own_lock_and_no_other(tmp_path: Path) -> None:
         for method in FILE_METHODS:
             path = str(tmp_path / f"{method}.lk")
             assert contract.detect(path) == method
-            st = contract.lstat(path)
+            st = files.lstat(path)
             for other in FILE_METHODS:
                 cls = contract.backend_class(other)
                 if cls.catch_all and other != method:

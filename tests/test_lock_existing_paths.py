@@ -382,14 +382,14 @@ def test_breaking_a_stale_rename_lock_never_renames_onto_the_free_name(
 ) -> None:
     from perlutil import run_python
 
-    from perlcompat.locks import stale as _stale
+    from perlcompat.locks import remover as _remover
 
     path, held = tmp_path / "lk", tmp_path / "lk.locked"
     done = run_python(DIE_HOLDING, str(path))
     assert done.returncode == 0, done.stderr
     assert held.exists() and not path.exists()
     path.write_bytes(DATA)  # meanwhile a data file took the free name
-    monkeypatch.setattr(_stale, "FIRST_LOOK", 0.0)
+    monkeypatch.setattr(_remover, "FIRST_LOOK", 0.0)
     assert Lock(str(path), method="rename").backend.break_stale() is True
     assert path.read_bytes() == DATA  # not replaced by the stale marker
     assert not held.exists()  # the stale marker itself was removed

@@ -30,7 +30,7 @@ import pytest
 from perlutil import Child, as_unprivileged, shared_directory
 
 from perlcompat import OS_ERROR, NotLockedError, Semaphore, lock, unlock
-from perlcompat.locks import owner as _owner, stale as _stale
+from perlcompat.locks import guards as _guards, owner as _owner
 from perlcompat.locks.api import Lock
 
 FLOCK = shutil.which("flock") or "/usr/bin/flock"
@@ -213,7 +213,7 @@ def test_unlock_does_not_wait_for_another_programs_flock_on_the_directory(
         assert (unlock(path), int(OS_ERROR)) == (1, 0)
         took = time.monotonic() - began
     assert took < 5  # the old code waited for the other program: 15 s here
-    assert took >= _stale.RELEASE_WAIT  # it did wait for a remover first
+    assert took >= _guards.RELEASE_WAIT  # it did wait for a remover first
     assert not os.path.exists(path)  # not stale, so released unguarded (identity re-checked)
 
 
@@ -224,7 +224,7 @@ def test_a_stale_lock_is_left_when_the_remover_lock_stays_busy(tmp_path: Path) -
     with DirFlock(tmp_path):
         began = time.monotonic()
         assert (unlock(path), int(OS_ERROR)) == (0, errno.EWOULDBLOCK)
-        assert time.monotonic() - began < _stale.RELEASE_WAIT + 5
+        assert time.monotonic() - began < _guards.RELEASE_WAIT + 5
         assert os.path.isdir(path)  # a remover may be between its look and its removal
     # the release failed, so the lock is still held by its Lock: unlock again
     assert (unlock(path), int(OS_ERROR)) == (0, errno.ETIMEDOUT)  # released, but expired
@@ -296,23 +296,23 @@ def test_a_pending_release_is_busy_until_stale_then_dropped(
 
 def test_release_guard_waits_for_a_short_remover_and_is_bounded(tmp_path: Path) -> None:
     path = str(tmp_path / "lk")
-    remover = _stale.guard(path, exclusive=True)
+    remover = _guards.guard(path, exclusive=True)
     assert remover is not None
-    timer = threading.Timer(0.05, _stale.unguard, (remover,))
+    timer = threading.Timer(0.05, _guards.unguard, (remover,))
     timer.start()
-    shared = _stale.release_guard(path, patience=60)  # waits for the remover to finish
+    shared = _guards.release_guard(path, patience=60)  # waits for the remover to finish
     timer.join()
     assert shared is not None
-    _stale.unguard(shared)
-    remover = _stale.guard(path, exclusive=True)
+    _guards.unguard(shared)
+    remover = _guards.guard(path, exclusive=True)
     try:
         began = time.monotonic()
         with pytest.raises(OSError) as caught:
-            _stale.release_guard(path, patience=0.2)
+            _guards.release_guard(path, patience=0.2)
         assert caught.value.errno == errno.EWOULDBLOCK
         assert 0.2 <= time.monotonic() - began < 5
     finally:
-        _stale.unguard(remover)
+        _guards.unguard(remover)
 
 
 # -- 4. a directory that can be written but not read ------------------------------

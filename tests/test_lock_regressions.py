@@ -25,7 +25,7 @@ import pytest
 from perlutil import Child
 
 from perlcompat import ExpiredLockError, lock, unlock
-from perlcompat.locks import guards as _guards, owner as _owner, stale as _stale
+from perlcompat.locks import guards as _guards, owner as _owner
 from perlcompat.locks.api import Lock
 
 CATCHER = """
@@ -176,18 +176,18 @@ def test_a_stale_holder_waits_for_a_busy_remover_and_never_releases_unguarded(
     path = tmp_path / "lk"
     held = Lock(str(path), stale=0.2).acquire()
     time.sleep(0.3)  # past stale: a remover may judge it stale and remove it
-    guard = _stale.guard(str(path), exclusive=True)  # a remover between its look and rmdir
+    guard = _guards.guard(str(path), exclusive=True)  # a remover between its look and rmdir
     assert guard is not None
     try:
         began = time.monotonic()
         with pytest.raises(OSError) as caught:
             held.release()
-        assert time.monotonic() - began >= _stale.RELEASE_WAIT  # it waited for the remover
+        assert time.monotonic() - began >= _guards.RELEASE_WAIT  # it waited for the remover
         assert caught.value.errno == errno.EWOULDBLOCK
         assert "remover lock" in str(caught.value)
         assert path.is_dir() and held.is_locked  # left to the remover; still ours
     finally:
-        _stale.unguard(guard)
+        _guards.unguard(guard)
     with pytest.raises(ExpiredLockError):
         held.release()  # guarded now: removed, and reported as held past stale
     assert not path.exists()

@@ -25,7 +25,7 @@ import pytest
 from perlutil import Child
 
 from perlcompat import OS_ERROR, ExpiredLockError, lock, unlock
-from perlcompat.locks import guards as _guards, owner as _owner, stale as _stale
+from perlcompat.locks import guards as _guards, owner as _owner, remover as _remover
 from perlcompat.locks.api import Lock
 from perlcompat.locks.methods.flock import is_flocked as flock_held
 
@@ -80,7 +80,7 @@ def test_five_step_race_leaves_the_fresh_lock_alone(
     path = tmp_path / "lk"
     if method == "rename":
         plant_dead_owner(path, method)
-        monkeypatch.setattr(_stale, "FIRST_LOOK", 0.0)
+        monkeypatch.setattr(_remover, "FIRST_LOOK", 0.0)
     else:
         plant_aged(path, method)
     a, b, c = (Lock(str(path), method=method, stale=60).backend for _ in range(3))
@@ -123,14 +123,14 @@ def test_five_step_race_does_remove_the_fresh_lock_with_seed_003s_check(tmp_path
 def test_a_release_waits_for_a_remover_that_holds_the_second_lock(tmp_path: Path) -> None:
     path = tmp_path / "lk"
     held = Lock(str(path)).acquire()
-    guard = _stale.guard(str(path), exclusive=True)  # a remover between its look and rmdir
+    guard = _guards.guard(str(path), exclusive=True)  # a remover between its look and rmdir
     assert guard is not None
-    assert _stale.guard(str(path), exclusive=True) is None  # a second remover gives up
+    assert _guards.guard(str(path), exclusive=True) is None  # a second remover gives up
     release = Child.python(
         "import sys\n"
-        "from perlcompat.locks import stale as _stale\n"
+        "from perlcompat.locks import guards as _guards\n"
         "print('start', flush=True)\n"
-        "fd = _stale.release_guard(sys.argv[1], patience=60)\n"
+        "fd = _guards.release_guard(sys.argv[1], patience=60)\n"
         "print('guarded', fd is not None, flush=True)\n",
         str(path),
     )
@@ -140,12 +140,12 @@ def test_a_release_waits_for_a_remover_that_holds_the_second_lock(tmp_path: Path
         ready, _, _ = select.select([release.proc.stdout], [], [], 0.3)
         assert not ready  # still waiting for the remover
     finally:
-        _stale.unguard(guard)
+        _guards.unguard(guard)
     release.expect("guarded True")
     assert release.wait()[0] == 0
-    shared = _stale.release_guard(str(path))
+    shared = _guards.release_guard(str(path))
     assert shared is not None
-    _stale.unguard(shared)
+    _guards.unguard(shared)
     held.release()
 
 
@@ -476,7 +476,7 @@ def test_a_refused_remover_flock_is_reported_not_taken_for_busy(
 
     monkeypatch.setattr(_guards, "_lock_fd", refuse_exclusive)
     backend = Lock(str(path), method=method, stale=60).backend
-    assert isinstance(_stale.remover_guard(str(path), os.lstat(path)), _stale.FlockGuard)
+    assert isinstance(_remover.remover_guard(str(path), os.lstat(path)), _guards.FlockGuard)
     with pytest.raises(OSError) as caught:
         backend.break_stale()
     assert caught.value.errno == number
@@ -494,40 +494,40 @@ def test_a_refused_remover_flock_is_reported_not_taken_for_busy(
 def test_a_busy_remover_flock_still_means_try_again(tmp_path: Path) -> None:
     path = tmp_path / "lk"
     plant_aged(path, "mkdir")
-    other = _stale.guard(str(path), exclusive=True)  # another remover at work
+    other = _guards.guard(str(path), exclusive=True)  # another remover at work
     try:
         assert Lock(str(path), stale=60).backend.break_stale() is False
     finally:
-        _stale.unguard(other)
+        _guards.unguard(other)
     assert Lock(str(path), stale=60).backend.break_stale() is True
 
 
 def test_a_refused_shared_storage_remover_lock_is_reported(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from perlcompat.locks import shared as _shared
+    from perlcompat.locks import netfs as _netfs
 
     path = tmp_path / "lk"
     plant_aged(path, "excl")
-    monkeypatch.setattr(_stale, "is_shared", lambda dev: True)  # as on NFS/sshfs
+    monkeypatch.setattr(_remover, "is_network", lambda dev: True)  # as on NFS/sshfs
 
     def refuse(lock_path: str, token: str) -> os.stat_result:
         raise OSError(errno.EROFS, os.strerror(errno.EROFS))
 
-    monkeypatch.setattr(_shared, "_create", refuse)
-    assert isinstance(_stale.remover_guard(str(path), os.lstat(path)), _shared.RemoverLock)
+    monkeypatch.setattr(_netfs, "_create", refuse)
+    assert isinstance(_remover.remover_guard(str(path), os.lstat(path)), _netfs.RemoverLock)
     with pytest.raises(OSError) as caught:
         Lock(str(path), method="excl", stale=60).backend.break_stale()
     assert caught.value.errno == errno.EROFS
     assert "remover lock" in str(caught.value)
     assert path.exists()
-    assert _shared.RemoverLock(str(path)).wait(0.05) is False  # a release decides by age
+    assert _netfs.RemoverLock(str(path)).wait(0.05) is False  # a release decides by age
 
     def stale_handle(lock_path: str, token: str) -> os.stat_result:
         raise OSError(errno.ESTALE, os.strerror(errno.ESTALE))
 
-    monkeypatch.setattr(_shared, "_create", stale_handle)
-    assert _shared.RemoverLock(str(path)).acquire() is False  # "not now": the next wait tries
+    monkeypatch.setattr(_netfs, "_create", stale_handle)
+    assert _netfs.RemoverLock(str(path)).acquire() is False  # "not now": the next wait tries
 
 
 # -- ESTALE while acquiring: "look again", never a failure (network file systems) ----------
@@ -622,8 +622,8 @@ def test_estale_on_the_moved_lock_puts_it_back(
     """Shared storage: a moved stale lock that cannot be looked at is put back, not removed."""
     path = tmp_path / "lk"
     plant_aged(path, "excl")
-    monkeypatch.setattr(_stale, "is_shared", lambda dev: True)  # as on NFS/sshfs
-    monkeypatch.setattr(_stale, "SETTLE", 0.0)  # judged twice without waiting
+    monkeypatch.setattr(_remover, "is_network", lambda dev: True)  # as on NFS/sshfs
+    monkeypatch.setattr(_remover, "SETTLE", 0.0)  # judged twice without waiting
     backend = Lock(str(path), method="excl", stale=60).backend
     assert backend.break_stale() is False  # the first judgement
     moved = f"{path}.breaking."

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from perlcompat.locks import osapi, osposix, owner as _owner, stale as _stale
+from perlcompat.locks import guards as _guards, osapi, osposix, owner as _owner, remover as _remover
 from perlcompat.locks.api import Lock, find_locks
 
 LOCKS = Path(osapi.__file__).parent
@@ -64,13 +64,13 @@ def test_remover_lock_is_a_breaker_file_where_directories_cannot_be_opened(
 ) -> None:
     path = str(tmp_path / "lk")
     monkeypatch.setattr(osapi, "open_directory", lambda directory: None)
-    first = _stale.guard(path, exclusive=True)
+    first = _guards.guard(path, exclusive=True)
     assert first is not None
     try:
         assert (tmp_path / "lk.breaker").is_file()
-        assert _stale.guard(path, exclusive=True) is None  # one remover at a time
+        assert _guards.guard(path, exclusive=True) is None  # one remover at a time
     finally:
-        _stale.unguard(first)
+        _guards.unguard(first)
     held = Lock(path, method="excl").acquire()
     assert find_locks(tmp_path) == [(path, "excl")]  # the .breaker file is not a lock
     held.release()
@@ -82,7 +82,7 @@ def test_age_only_recovery_without_a_process_table(
     path = tmp_path / "lk"
     path.write_text(f"perlcompat excl pid=999999 host={_owner.hostname()} token=x\n")
     backend = Lock(str(path), method="excl", stale=60).backend
-    monkeypatch.setattr(_stale, "FIRST_LOOK", 0.0)
+    monkeypatch.setattr(_remover, "FIRST_LOOK", 0.0)
     calls = no_process_table(monkeypatch)
     assert backend.break_stale() is False  # a dead pid is not known dead there
     os.utime(path, (1, 1))

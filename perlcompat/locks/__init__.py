@@ -2,19 +2,23 @@
 
 Modules:
 
-* ``api``: ``lock()``, ``unlock()`` and ``Lock``: patience, ownership, cleanup, for every method;
+* ``api``: ``Lock``: patience, ownership, cleanup, for every method;
+* ``acquired``: what ``Lock.acquire()`` returns (a context manager that releases once);
+* ``functions``: ``lock()`` and ``unlock()``, the mkdir lock sub's shape over ``Lock``;
+* ``options``: the arguments of ``Lock``, ``lock()``/``unlock()`` and ``Semaphore``, checked once;
 * ``contract``: the ``Backend`` contract every method implements, the method registry, ``detect()``;
 * ``errors``: ``LockError`` and its subclasses (``LockTimeout``, ``ExpiredLockError`` ...);
 * ``methods/``: one module per lock method (mkdir, symlink, rename, excl, link, flock,
   toplock, redis);
 * ``retry``: the one retry loop of the waits (``lock()``, ``Semaphore``): jittered backoff;
-* ``stale``: race-free removal of stale locks (the ``StaleBackend`` of the file methods);
+* ``stale``: the hook protocol of the file methods (``StaleBackend``): release, refresh, describe;
+* ``remover``: race-free removal of stale locks, locally and on shared storage (``Remover``);
 * ``files``: the file primitives of the file methods (looks, ``remove_same``, refusals);
 * ``guards``: the remover guards (one remover at a time): the interface and the local flock;
-* ``shared``: stale-lock removal on storage other hosts share (NFS, SMB, sshfs);
+* ``netfs``: stale-lock removal on storage other hosts share (NFS, SMB, sshfs);
 * ``owner``: who holds a lock (pid, host, start time) and whether that holder still runs;
 * ``record``: the Perl side's lock format (``record=``/``target=`` templates): render, match;
-* ``cleanup``: the held locks released at exit and on a stopping signal;
+* ``cleanup``: the one registry of held locks, released at exit and on a stopping signal;
 * ``fork``: Perl's ``fork()``, handing this thread's locks to the child;
 * ``osapi``: the platform seam: the OS operations the lock code needs, picked at import
   from ``osposix`` (POSIX: ``kill(pid, 0)``, /proc, ``pread``, directory flocks) or

@@ -1,4 +1,7 @@
-"""``lock()``/``unlock()`` and ``Lock``: patience, ownership and cleanup, once for every method.
+"""``Lock``: patience, ownership and cleanup, once for every method.
+
+``lock()``/``unlock()`` (``locks.functions``) are the Perl-shaped calls over it, and
+``locks.options`` checks the arguments of both.
 
 A *method* is a ``Backend`` (``locks.contract``: the declared contract, the
 registry of methods and their on-disk detection) in a module of its own under
@@ -8,23 +11,17 @@ release only what it holds, and how to recover a stale lock (older than
 ``stale``, or its owner dead) without removing a successor's.  Everything else
 lives here, once:
 
-* **Patience.** ``lock()`` tries for ``(retry - 1) * wait`` seconds, as the
-  mkdir lock sub does (five tries with four one-second sleeps between them: 4 s;
-  ``retry`` 0 or 1: one try), then returns 0 with ``$!`` = EWOULDBLOCK.
-  ``Lock(timeout=...)``/``acquire(timeout=...)`` give the patience in seconds
-  instead (None or -1: without limit, filelock's convention); ``retry=None``
-  waits without limit too.  A time-out raises ``LockTimeout``, also a
-  ``TimeoutError``.  Between tries it sleeps a short, jittered, growing
-  interval capped well below ``wait``, so a released lock is taken within
-  milliseconds, not a second.  With ``poll=`` (or ``PERLCOMPAT_LOCK_POLL``) it
-  sleeps that many seconds instead (jittered +-50%, so waiters do not fall in
-  step), a Perl sub's cadence, so that Perl waiters beside it get their share
-  of hand-offs (docs/locks.md has the bench).  A pending
-  ``alarm()`` is honoured between tries.  The loop is ``locks.retry.tries``.
+* **Patience.** ``acquire()`` tries for ``timeout`` seconds (or the mkdir lock
+  sub's ``(retry - 1) * wait``: ``locks.options``), then raises ``LockTimeout``,
+  also a ``TimeoutError``.  Between tries it sleeps a short, jittered, growing
+  interval capped well below ``wait`` (a released lock is taken within
+  milliseconds), or ``poll`` seconds jittered +-50%, a Perl sub's cadence, fair to
+  Perl waiters (docs/locks.md has the bench).  A pending ``alarm()`` is honoured
+  between tries.  The loop is ``locks.retry.tries``.
 * **Staleness.** After a failed try (at most every ``BREAK_EVERY`` seconds) the
   backend is asked to recover a lock older than ``stale`` seconds, or one whose
   owner on this host is dead.  The
-  backend does that race-free (see ``locks.stale``); this loop only asks.
+  backend does that race-free (see ``locks.remover``); this loop only asks.
 * **Ownership.** A lock is held by one ``Lock`` object in one thread of one
   process.  The same ``Lock`` object taken again by the thread that holds it
   counts (filelock's re-entrancy: nested ``with lk:``), and the lock is
@@ -72,15 +69,14 @@ lives here, once:
 
 from __future__ import annotations
 
-import errno
 import os
 import sys
 import time
 from _thread import allocate_lock, get_ident
 
 from ..perl.clock import check_seconds
-from ..perl.errno import fail
-from . import retry as _retry
+from . import cleanup as _cleanup, retry as _retry
+from .acquired import Acquired
 from .contract import (
     DEFAULT_METHOD,
     URL_METHOD,
@@ -88,7 +84,6 @@ from .contract import (
     backend_class,
     detect as detect_method,
     find_locks,
-    names,
 )
 from .errors import (
     DuplicateLockError,
@@ -97,7 +92,18 @@ from .errors import (
     LockError,
     LockTimeout,
     NotLockedError,
-    perl_sub,
+)
+from .options import (
+    DEFAULT_RETRY,
+    UNSET,
+    _Unset,
+    check_retry,
+    check_timeout,
+    locate,
+    missing_directory,
+    perl_formats,
+    poll_seconds,
+    retry_patience,
 )
 
 TYPE_CHECKING = False
@@ -119,8 +125,6 @@ __all__ = [
     "NotLockedError",
     "detect_method",
     "find_locks",
-    "lock",
-    "unlock",
 ]
 
 #: largest pause between tries, in seconds (jittered +-50%; ``locks.retry``).
@@ -129,218 +133,13 @@ BACKOFF_MAX = _retry.MAX
 BREAK_EVERY = 0.005
 
 
-class _Unset:
-    """The type of :data:`UNSET`: an argument that was not given."""
-
-    def __repr__(self) -> str:
-        return "<default>"
-
-
-#: default of ``timeout=`` and ``retry=``: not given (-1 and None mean "wait for ever").
-UNSET = _Unset()
-#: the mkdir lock sub's tries: ``Lock``'s ``retry`` when neither it nor ``timeout`` is given.
-DEFAULT_RETRY = 5
-
-
-def check_timeout(value: object) -> float | None:
-    """Return *value* as seconds, None for ever (None or -1); ValueError otherwise."""
-    if value is None or (
-        not isinstance(value, bool) and isinstance(value, (int, float)) and value == -1
-    ):
-        return None
-    return check_seconds("timeout", value)
-
-
-def check_retry(retry: object) -> int | None:
-    """Return *retry* (a whole number of tries, or None); ValueError otherwise."""
-    if retry is None:
-        return None
-    if isinstance(retry, bool) or not isinstance(retry, int) or retry < 0:
-        raise ValueError(f"retry must be a whole number >= 0 or None, not {retry!r}")
-    if retry > 2**53:
-        raise ValueError(f"retry must be a whole number <= 2**53 or None, not {retry!r}")
-    return retry
-
-
-def retry_patience(retry: int | None, wait: float) -> float | None:
-    """Seconds of the mkdir lock sub: *retry* tries with ``retry - 1`` sleeps of *wait*."""
-    if retry is None:
-        return None
-    return check_seconds("(retry - 1) * wait", max(retry - 1, 0) * wait)
-
-
-def poll_seconds(poll: float | None) -> float | None:
-    """*poll* checked, or ``PERLCOMPAT_LOCK_POLL`` when *poll* is None (unset or empty: None)."""
-    if poll is None:
-        text = os.environ.get("PERLCOMPAT_LOCK_POLL", "").strip()
-        if not text:
-            return None
-        try:
-            value = float(text)
-        except ValueError:
-            raise ValueError(
-                f"PERLCOMPAT_LOCK_POLL must be a number of seconds > 0, not {text!r}"
-            ) from None
-        return check_seconds("PERLCOMPAT_LOCK_POLL", value, zero=False)
-    return check_seconds("poll", poll, zero=False)
-
-
-def resolve_path(name: str | os.PathLike[str], root: str | os.PathLike[str] | None) -> str:
-    """Return the absolute lock path for *name*, refusing empty names and escapes from *root*."""
-    text = os.fspath(name)
-    if not isinstance(text, str):
-        raise TypeError(f"lock name must be str or os.PathLike[str], not {type(text).__name__}")
-    if not text or not text.strip():
-        raise ValueError("lock name is empty")
-    if "\0" in text:
-        raise ValueError(f"lock name {text!r} contains a NUL byte")
-    if root is None:
-        root = os.environ.get("PERLCOMPAT_LOCK_ROOT") or None
-    if root is None:
-        return os.path.abspath(text)
-    base = os.path.realpath(os.fspath(root))
-    path = os.path.abspath(os.path.join(base, text))
-    parent = os.path.realpath(os.path.dirname(path))
-    if os.path.commonpath([base, parent]) != base or path == base:
-        raise ValueError(f"lock name {text!r} escapes the lock root {base!r}")
-    return os.path.join(parent, os.path.basename(path))
-
-
-# (method, path) -> the Lock object of this process that owns it.
-_owned: dict[tuple[str, str], Lock] = {}
-
-
 def owned_here(method: str, path: str) -> Lock | None:
-    """The ``Lock`` by which this thread owns the lock *path* of *method*, else None."""
-    owner = _owned.get((method, path))
-    return owner if owner is not None and owner._owner_thread == get_ident() else None
+    """The ``Lock`` by which this thread owns the lock *path* of *method*, else None.
 
-
-def _locate(
-    name: str | os.PathLike[str],
-    method: str | None,
-    url: str | None,
-    root: str | os.PathLike[str] | None,
-) -> tuple[str | None, str, str | None]:
-    """(method, lock path or key, url) of *name*, as ``Lock`` and ``unlock()`` read them.
-
-    ``url=`` (or ``PERLCOMPAT_LOCK_URL`` when neither ``method=`` nor ``url=``
-    is given) selects the redis method, whose key is *name* as given; any other
-    method locks the path :func:`resolve_path` makes of *name*.  The method
-    stays None when not given (``Lock`` takes the default, ``unlock()`` any).
+    The registry of held locks is ``locks.cleanup``'s.
     """
-    if url is None and method is None:
-        url = os.environ.get("PERLCOMPAT_LOCK_URL") or None
-    if url is None and method != URL_METHOD:
-        return method, resolve_path(name, root), None
-    if method not in (None, URL_METHOD):
-        raise ValueError(f"url= is for the {URL_METHOD} method, not {method!r}")
-    key = os.fspath(name)
-    if not key:
-        raise ValueError("lock name is empty")
-    return URL_METHOD, key, url
-
-
-#: the keywords that declare the Perl side's lock artefact (``locks.record``).
-PERL_FORMATS = ("record", "target", "pidfile")
-
-
-def perl_formats(
-    method: str | None,
-    takes: tuple[str, ...] | None,
-    record: str | None,
-    target: str | None,
-    pidfile: str | None,
-) -> dict[str, str]:
-    """The given ``record=``/``target=``/``pidfile=`` checked; ValueError naming the keyword.
-
-    A template must compile (``locks.record``); a pid file is a plain file name; the
-    method (whose backend *takes* these options) must be able to use each one.
-    """
-    given = {
-        key: value
-        for key, value in (("record", record), ("target", target), ("pidfile", pidfile))
-        if value is not None
-    }
-    for key, value in given.items():
-        if not isinstance(value, str):
-            raise ValueError(f"{key}= must be a str, not {type(value).__name__}")
-        if takes is not None and key not in takes:
-            users = {"record": "excl, mkdir (with pidfile=), link, rename", "target": "symlink"}
-            raise ValueError(
-                f"lock method {method!r} cannot use {key}={value!r}"
-                f" ({key}= is for {users.get(key, 'mkdir')})"
-            )
-        if key == "pidfile":
-            if value in ("", ".", "..") or "/" in value or "\\" in value or "\0" in value:
-                raise ValueError(
-                    f"pidfile= must be a file name inside the lock directory, not {value!r}"
-                )
-        else:
-            from . import record as _record
-
-            try:
-                _record.template(value)
-            except ValueError as exc:
-                raise ValueError(f"{key}={value!r}: {exc}") from None
-    return given
-
-
-class Acquired:
-    """What ``Lock.acquire()`` returns: the lock, as a context manager that releases it.
-
-    filelock's ``AcquireReturnProxy``: ``with lk.acquire(timeout=1):`` takes the
-    lock once and releases it once on exit.  Every other attribute is the lock's,
-    so ``held = lk.acquire(); ...; held.release()`` works as before, and it
-    passes for the lock that ``acquire()`` returned before: ``isinstance(held,
-    Lock)``, ``held == lk``, the same hash.
-    """
-
-    __slots__ = ("lock",)
-
-    def __init__(self, lock: Lock) -> None:
-        self.lock = lock
-
-    @property  # type: ignore[misc]
-    def __class__(self) -> type[Lock]:  # type: ignore[override]  # isinstance() reads it
-        return type(self.lock)
-
-    def __eq__(self, other: object) -> bool:
-        return self.lock == (other.lock if type(other) is Acquired else other)
-
-    def __hash__(self) -> int:
-        return hash(self.lock)
-
-    def __copy__(self) -> Acquired:
-        return Acquired(self.lock)
-
-    def __reduce__(self) -> tuple[type[Acquired], tuple[Lock]]:
-        return Acquired, (self.lock,)
-
-    def __enter__(self) -> Lock:
-        return self.lock
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.lock.release()
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "lock":  # not set yet (a copy in the making): no recursion through it
-            raise AttributeError(name)
-        return getattr(self.lock, name)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        if name == "lock":
-            object.__setattr__(self, name, value)
-        else:
-            setattr(self.lock, name, value)
-
-    def __repr__(self) -> str:
-        return repr(self.lock)
+    owner: Lock | None = _cleanup.holder(method, path)
+    return owner
 
 
 class Lock:
@@ -394,7 +193,7 @@ class Lock:
         else:
             self.timeout = check_timeout(timeout)
         self.poll = poll_seconds(poll)
-        method, path, url = _locate(name, method, url, root)
+        method, path, url = locate(name, method, url, root)
         method = method or DEFAULT_METHOD
         options: dict[str, Any] = {}
         if mode is not None:
@@ -527,8 +326,6 @@ class Lock:
 
     def _take(self, me: int) -> bool:
         """One attempt (and, at most every ``BREAK_EVERY`` s, a stale break); True if taken."""
-        from . import cleanup as _cleanup
-
         backend = self._backend
         # a stopping signal waits until a lock just taken is tracked (then removed)
         _cleanup.enter()
@@ -539,13 +336,12 @@ class Lock:
                     self._next_break = time.monotonic() + BREAK_EVERY
                     taken = backend.break_stale() and backend.try_acquire()
             except FileNotFoundError as exc:
-                raise _missing_directory(self, exc) from None
+                raise missing_directory(self.path, self.method, exc) from None
             if taken:
                 self._owner_thread = me
                 self._count = 1
                 self._since = time.monotonic()
                 self._abandoned = 0
-                _owned[self.method, self.path] = self
                 _cleanup.track(self)
                 self._start_refresher()
         finally:
@@ -584,8 +380,6 @@ class Lock:
         if self._count > 1 and not force:
             self._count -= 1
             return
-        from . import cleanup as _cleanup  # imported by the acquire that made us owner
-
         _cleanup.enter()  # a stopping signal waits until the release is complete
         try:
             with self._mutex:  # not in the middle of a refresh
@@ -674,8 +468,6 @@ class Lock:
         """
         if self._owner_thread is None:
             raise NotLockedError(f"lock {self.path!r} is not held by this Lock")
-        from . import cleanup as _cleanup  # imported by the acquire that made us owner
-
         _cleanup.enter()  # a stopping signal's cleanup waits for the mutex we hold
         try:
             fresh = self._refresh_held()
@@ -864,15 +656,10 @@ class Lock:
 
     def _disown(self) -> None:
         """This object no longer holds the lock: not owned, not tracked for cleanup."""
+        _cleanup.untrack(self)  # (by its owner thread: first)
         self._owner_thread = None
         self._count = 0
         self._stop_refresher()
-        key = (self.method, self.path)
-        if _owned.get(key) is self:
-            del _owned[key]
-        from . import cleanup as _cleanup  # imported by the acquire that made us owner
-
-        _cleanup.untrack(self)
 
 
 def _keep_fresh(lock_: Lock, stop: Any, every: float) -> None:
@@ -899,145 +686,9 @@ def _keep_fresh(lock_: Lock, stop: Any, every: float) -> None:
             return
 
 
-def _missing_directory(lock_: Lock, exc: FileNotFoundError) -> FileNotFoundError:
-    """*exc*, or a clearer one naming the lock's missing directory (never created for it).
-
-    filelock creates it; a Perl ``mkdir`` lock sub fails there, and so do we:
-    a missing directory is a wrong path (another working directory under the web
-    server, a typo), and a lock made elsewhere would exclude nobody.
-    """
-    directory = os.path.dirname(lock_.path)
-    if lock_.method == URL_METHOD or os.path.isdir(directory):
-        return exc
-    return FileNotFoundError(
-        errno.ENOENT,
-        f"the directory of lock {lock_.path!r} does not exist: {directory!r}"
-        " (perlcompat does not create it, as a Perl lock sub would not; create it"
-        " once at install time, or fix the path)",
-    )
-
-
 def _debug(message: str, *args: object) -> None:
     """A DEBUG record, only where the program imported ``logging`` (so never on a CGI's path)."""
     if "logging" in sys.modules:
         from . import log as _log
 
         _log.debug(message, *args)
-
-
-@perl_sub()
-def lock(
-    name: str | os.PathLike[str] = "lockdir",
-    *,
-    method: str | None = None,
-    retry: int | None = 5,
-    wait: float = 1.0,
-    stale: float = 180.0,
-    shared: bool = False,
-    root: str | os.PathLike[str] | None = None,
-    poll: float | None = None,
-    url: str | None = None,
-    mode: int | None = None,
-    held: str | os.PathLike[str] | None = None,
-    record: str | None = None,
-    target: str | None = None,
-    pidfile: str | None = None,
-    data: bool | None = None,
-) -> int:
-    """The mkdir lock sub: 1 once *name* is locked, 0 and ``$!`` after ``(retry-1)*wait`` s.
-
-    As the sub, ``retry`` tries ``wait`` seconds apart (``retry`` 0 or 1: one
-    try); ``poll`` seconds between tries (or ``PERLCOMPAT_LOCK_POLL``) waits at
-    the sub's cadence, fair to Perl waiters.  Bad arguments (empty name,
-    unknown method, a name escaping the lock root, an option the method does
-    not take) raise ``ValueError``/``TypeError`` naming what was wrong; a busy
-    lock or an OS failure (missing or unwritable directory, a symlink planted
-    at the lock path) returns 0 with ``$!`` set.  Never returns 1 without
-    holding the lock.  ``record=``/``target=``/``pidfile=`` declare what the Perl
-    side writes into its lock (``locks.record``; docs/locks.md).
-    """
-    Lock(
-        name,
-        method=method,
-        retry=retry,
-        wait=wait,
-        stale=stale,
-        shared=shared,
-        root=root,
-        poll=poll,
-        url=url,
-        mode=mode,
-        held=held,
-        record=record,
-        target=target,
-        pidfile=pidfile,
-        data=data,
-    ).acquire()
-    return 1
-
-
-@perl_sub()
-def unlock(
-    name: str | os.PathLike[str] = "lockdir",
-    *,
-    method: str | None = None,
-    root: str | os.PathLike[str] | None = None,
-    url: str | None = None,
-    record: str | None = None,
-    target: str | None = None,
-    pidfile: str | None = None,
-) -> int:
-    """The mkdir lock's ``sub unlock``: 1 when this thread's lock is released, else 0 with ``$!``.
-
-    Without ``method=``/``url=`` it releases the lock this thread holds at
-    *name* whatever its method.  Only a lock taken by ``lock()`` in this
-    process *and thread* is removed; someone else's lock (another process's,
-    another thread's) is never touched (``$!`` = ENOLCK, and a WARNING on the
-    ``perlcompat`` logger names the method the lock on disk looks like).  A
-    release that fails leaves the lock held (0, ``$!`` set), so ``unlock()``
-    may be called again.  ``record=``/``target=``/``pidfile=``, if given, must be
-    those the lock was taken with (ValueError otherwise).
-    """
-    method, path, url = _locate(name, method, url, root)
-    owners = (owned_here(m, path) for m in ([method] if method else names()))
-    found = [owner for owner in owners if owner is not None]
-    given = perl_formats(None, None, record, target, pidfile)
-    for key, value in given.items():
-        if found and found[0].formats.get(key) != value:
-            raise ValueError(
-                f"unlock({os.fspath(name)!r}, {key}={value!r}): the lock was taken with"
-                f" {key}={found[0].formats.get(key)!r}"
-            )
-    if not found:
-        if method != URL_METHOD:
-            _not_ours(path, method)
-        return fail(errno.ENOLCK)
-    found[0].release()
-    return 1
-
-
-def _not_ours(path: str, method: str | None) -> None:
-    """Log why ``unlock()`` of *path* found no lock of this thread (if one is on disk)."""
-    mine = [m for m in names() if owned_here(m, path) is not None]
-    try:
-        on_disk = detect_method(path)
-    except OSError:
-        on_disk = None
-    if not mine and on_disk is None:
-        return
-    from . import log as _log
-
-    if mine:
-        _log.warning(
-            "unlock(%r, method=%r): this thread holds it with method=%r; pass that",
-            path,
-            method,
-            mine[0],
-        )
-    else:
-        _log.warning(
-            "unlock(%r): this thread holds no lock there; the lock there looks like"
-            " a %s lock, taken by another process or thread",
-            path,
-            on_disk,
-        )

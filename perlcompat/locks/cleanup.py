@@ -1,7 +1,14 @@
-"""Release this process's locks when it is stopped (the Perl locking article's signal trap).
+"""The registry of held locks, released when this process is stopped (the Perl signal trap).
 
-``track(lock)`` and ``untrack(lock)`` (called by ``locks.api.Lock``) keep the set of
-locks this process holds; the package's exit hook (``perlcompat._at_exit``, registered
+**The registry.**  Every lock this process holds is in one place, here, by
+(method, path, holding thread): ``track(lock)`` and ``untrack(lock)`` (called by
+``locks.api.Lock``) add and drop a ``Lock``, :func:`holder` finds the one this
+thread holds at a path (``Lock``'s ownership checks, ``unlock()``), and
+``sem_acquire`` keeps its slots here under the kind :data:`SEMAPHORE`
+(:func:`hold`, :func:`drop`; the kernel frees a slot, so it is never released
+here).
+
+**Cleanup.**  The package's exit hook (``perlcompat._at_exit``, registered
 by ``import perlcompat``, so it runs after the script's own ``atexit`` handlers, as Perl runs
 END blocks first) calls :func:`release_all`.  The first ``track`` installs,
 from the main thread, a handler for each of SIGHUP, SIGINT, SIGPIPE,
@@ -56,7 +63,10 @@ else:  # the C module: ``signal`` would import ``enum`` on a CGI's every request
 #: the signals after which the Perl locking article removes its lock.
 SIGNALS = ("SIGHUP", "SIGINT", "SIGPIPE", "SIGQUIT", "SIGTERM")
 
-_tracked: dict[int, Lock] = {}
+#: the registry: (method or SEMAPHORE, path, holding thread) -> what holds it, oldest first
+_held: dict[tuple[str, str, int], Any] = {}
+#: the registry's kind for ``sem_acquire``'s slots (not a lock method: no ``Lock`` has it).
+SEMAPHORE = "semaphore"
 _previous: dict[int, Any] = {}
 _installed_pid = 0
 _atexit_done = False
@@ -85,27 +95,52 @@ def leave() -> None:
             _on_signal(signum, None)
 
 
+def hold(kind: str, path: str, holder_: object) -> None:
+    """Register *holder_* as what this thread holds at *path* (a lock of *kind*)."""
+    _held[kind, path, get_ident()] = holder_
+
+
+def holder(kind: str, path: str) -> Any:
+    """What this thread holds at *path* (a lock of *kind*: a ``Lock``, a semaphore), else None."""
+    return _held.get((kind, path, get_ident()))
+
+
+def drop(kind: str, path: str) -> Any:
+    """Forget what this thread holds at *path* (a lock of *kind*); it, or None."""
+    return _held.pop((kind, path, get_ident()), None)
+
+
 def track(lock_: Lock) -> None:
-    """Remember that this process holds *lock_*; install the handlers on first use."""
-    _tracked[id(lock_)] = lock_
+    """Remember that its owner thread holds *lock_*; install the handlers on first use.
+
+    (An ``acquire_async`` attempt runs in a worker thread for the event loop's thread.)
+    """
+    owner = lock_._owner_thread
+    _held[lock_.method, lock_.path, get_ident() if owner is None else owner] = lock_
     if _installed_pid != os.getpid() or not _previous:
         _install()
 
 
 def untrack(lock_: Lock) -> None:
-    """Forget *lock_* (released normally)."""
-    _tracked.pop(id(lock_), None)
+    """Forget *lock_* (released normally; called while its owner thread is still set)."""
+    owner = lock_._owner_thread
+    key = (lock_.method, lock_.path, get_ident() if owner is None else owner)
+    if _held.get(key) is lock_:
+        del _held[key]
 
 
 def tracked() -> list[Lock]:
-    """The locks tracked for cleanup (those this process holds), oldest first."""
-    return list(_tracked.values())
+    """The locks tracked for cleanup (the ``Lock`` objects this process holds), oldest first."""
+    return [value for key, value in _held.items() if key[0] != SEMAPHORE]
 
 
 def release_all() -> None:
     """Release every lock this process holds, newest first; never raises."""
-    while _tracked:
-        _key, lock_ = _tracked.popitem()
+    while True:
+        keys = [key for key in _held if key[0] != SEMAPHORE]
+        if not keys:
+            return
+        lock_ = _held.pop(keys[-1])
         try:
             lock_._abandon()
         except Exception:  # cleanup must reach every lock
@@ -178,7 +213,7 @@ def _forget_all() -> None:
     _pending.clear()
     if not keep:
         _depth = 0
-    for key, lock_ in list(_tracked.items()):
-        if key not in keep:
+    for lock_ in tracked():
+        if id(lock_) not in keep:
             lock_._forget()
-            _tracked.pop(key, None)
+            untrack(lock_)

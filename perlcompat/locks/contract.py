@@ -37,9 +37,30 @@ from abc import ABC, abstractmethod
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, ClassVar, TypeVar
+    from typing import ClassVar, TypedDict, TypeVar
 
     B = TypeVar("B", bound="type[Backend]")
+
+    class _Holder(TypedDict):
+        method: str
+        path: str
+        pid: int | None
+        host: str | None
+        alive: bool | None
+        age: float | None
+
+    class Description(_Holder, total=False):
+        """What ``Backend.describe()`` says of a held lock (``perlcompat locks`` shows it).
+
+        Every method gives the keys of ``_Holder``; the file methods add ``judged``
+        (how liveness is judged, ``owner.judged``), redis ``expires_in``, ``fence``, ``url``.
+        """
+
+        judged: str
+        expires_in: float | None
+        fence: int
+        url: str
+
 
 #: lock method name -> module of ``locks.methods`` that defines and registers it.
 METHODS = {
@@ -105,11 +126,11 @@ class Backend(ABC):
         """Remove the current lock if stale (age or dead owner), race-free; True if removed."""
 
     @abstractmethod
-    def describe(self) -> dict[str, Any] | None:
+    def describe(self) -> Description | None:
         """Describe the lock at the path for ``perlcompat locks``; None if there is none.
 
-        Keys: ``method``, ``path``, ``pid`` (int or None), ``host`` (str or None),
-        ``alive`` (True, False, or None when unknown) and ``age`` (seconds).
+        Keys (:class:`Description`): ``method``, ``path``, ``pid`` (int or None), ``host``
+        (str or None), ``alive`` (True, False, or None when unknown) and ``age`` (seconds).
         """
 
     # -- optional, with defaults -------------------------------------------
@@ -220,14 +241,6 @@ def on_disk() -> list[type[Backend]]:
     return sorted(found, key=lambda cls: cls.catch_all)  # stable: catch-alls last
 
 
-def lstat(path: str) -> os.stat_result | None:
-    """``os.lstat(path)``, None if nothing is there (or it cannot be looked at)."""
-    try:
-        return os.lstat(path)
-    except OSError:
-        return None
-
-
 def detect(path: str | os.PathLike[str]) -> str | None:
     """Which lock method made the lock found at *path*; None if there is no lock there.
 
@@ -239,7 +252,12 @@ def detect(path: str | os.PathLike[str]) -> str | None:
     backends = on_disk()
     if any(cls.part_of(text) is not None for cls in backends):
         return None
-    st = lstat(text)
+    from .files import lstat  # (every on-disk method's module has imported it)
+
+    try:
+        st = lstat(text)
+    except OSError:  # cannot be looked at: each method looks for itself (OSError means no)
+        st = None
     for cls in backends:
         if cls.detect(text, st):
             return cls.method

@@ -1,8 +1,8 @@
-"""The remover guards: one remover at a time for one lock path (rule 1 of ``locks.stale``).
+"""The remover guards: one remover at a time for one lock path (rule 1 of ``locks.remover``).
 
 A :class:`RemoverGuard` is what ``StaleBackend.break_stale`` serializes with;
-``locks.stale.remover_guard`` chooses the kind, in one place, from the lock's
-file system: :class:`FlockGuard` on local storage, ``locks.shared.RemoverLock``
+``locks.remover.remover_guard`` chooses the kind, in one place, from the lock's
+file system: :class:`FlockGuard` on local storage, ``locks.netfs.RemoverLock``
 (an O_EXCL file on the storage itself) on shared storage.
 
 The local guard is an exclusive ``flock`` on the lock's directory, or on a
@@ -146,8 +146,8 @@ def unguard(fd: int | None) -> None:
 class RemoverGuard:
     """One remover at a time for one lock path: what ``break_stale`` serializes with.
 
-    Two kinds, chosen in one place (``locks.stale.remover_guard``): :class:`FlockGuard`
-    on local storage, ``locks.shared.RemoverLock`` on shared storage.
+    Two kinds, chosen in one place (``locks.remover.remover_guard``): :class:`FlockGuard`
+    on local storage, ``locks.netfs.RemoverLock`` on shared storage.
     :meth:`acquire` never waits: False if another remover holds the guard, and
     OSError if the guard cannot be taken at all here (a refused open or lock),
     so a stale lock is reported instead of silently never broken.

@@ -356,9 +356,10 @@ def _old_file(target: str) -> os.stat_result | None:
     """``lstat`` of *target* (None if absent); OSError unless it is a regular file."""
     import stat
 
-    try:
-        old = os.lstat(target)
-    except FileNotFoundError:
+    from .files import lstat
+
+    old = lstat(target)
+    if old is None:
         return None
     if stat.S_ISREG(old.st_mode):
         return old
@@ -448,8 +449,8 @@ def _remove_if_orphaned(path: str, pid: int) -> bool:
 
     from ..perl.consts import LOCK_EX, LOCK_NB
     from ..perl.flock import lock_fd
+    from .files import identity
     from .owner import alive
-    from .stale import identity
 
     try:
         st = os.lstat(path)

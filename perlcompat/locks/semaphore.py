@@ -29,17 +29,8 @@ from ..perl.consts import LOCK_EX, LOCK_NB, LOCK_UN
 from ..perl.errno import fail
 from ..perl.flock import lock_fd
 from . import retry as _retry
-from .api import (
-    UNSET,
-    DuplicateLockError,
-    LockTimeout,
-    NotLockedError,
-    _Unset,
-    check_timeout,
-    resolve_path,
-    retry_patience,
-)
-from .errors import perl_sub
+from .errors import DuplicateLockError, LockTimeout, NotLockedError, perl_sub
+from .options import UNSET, _Unset, check_timeout, resolve_path, retry_patience
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -177,10 +168,6 @@ class Semaphore:
         self.release()
 
 
-# (path, thread id) -> the Semaphore sem_acquire took for that thread.
-_held: dict[tuple[str, int], Semaphore] = {}
-
-
 @perl_sub()
 def sem_acquire(
     name: str | os.PathLike[str],
@@ -195,23 +182,22 @@ def sem_acquire(
     A thread that already holds a slot of *name* gets 0 with ``$!`` = EDEADLK
     (release it first); all slots busy gives EWOULDBLOCK.
     """
-    import threading
+    from .cleanup import SEMAPHORE, hold, holder
 
     sem = Semaphore(name, n, retry=retry, wait=wait, root=root)
-    key = (sem.path, threading.get_ident())
-    if key in _held:
+    if holder(SEMAPHORE, sem.path) is not None:
         return fail(errno.EDEADLK)
     sem.acquire()
-    _held[key] = sem
+    hold(SEMAPHORE, sem.path, sem)
     return 1
 
 
 @perl_sub()
 def sem_release(name: str | os.PathLike[str], *, root: str | os.PathLike[str] | None = None) -> int:
     """Free the slot of *name* this thread took with ``sem_acquire``: 1, or 0 (``$!`` = ENOLCK)."""
-    import threading
+    from .cleanup import SEMAPHORE, drop
 
-    sem = _held.pop((resolve_path(name, root), threading.get_ident()), None)
+    sem: Semaphore | None = drop(SEMAPHORE, resolve_path(name, root))
     if sem is None:
         return fail(errno.ENOLCK)
     sem.release()

@@ -37,7 +37,7 @@ import sys
 from . import clock
 from .consts import LOCK_EX, LOCK_NB, LOCK_SH, LOCK_UN
 from .errno import errno_state, fail, fail_from, reraise_foreign
-from .fsinfo import check_flock, is_shared
+from .fsinfo import check_flock, is_network
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -151,7 +151,7 @@ def _check_storage(fd: int, name: object) -> None:
         dev = os.fstat(fd).st_dev
     except OSError:
         return
-    if is_shared(dev):
+    if is_network(dev):
         check_flock(fd, stacklevel=4)  # shared storage: other hosts are not excluded
     elif type(name) is str and os.path.isabs(name):
         if len(_LOCAL_NAMES) >= 256:

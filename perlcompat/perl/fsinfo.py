@@ -15,8 +15,8 @@ files.  There:
   lock, when the mount's options say ``local_lock=none``).  ``flock`` and
   ``Lock(method="flock")`` warn once per file system with
   :class:`SharedStorageWarning` where it does not exclude other hosts.
-* ``locks.stale`` removes stale locks with a remover lock and a rename handshake on
-  the storage itself (``locks.shared``) instead of a flock on the directory.
+* ``locks.remover`` removes stale locks with a remover lock and a rename handshake on
+  the storage itself (``locks.netfs``) instead of a flock on the directory.
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def fs_info(dev: int) -> tuple[str | None, str]:
     return found
 
 
-def is_shared(dev: int) -> bool:
+def is_network(dev: int) -> bool:
     """True if device *dev* is a network file system or FUSE (other hosts may share it)."""
     kind = fs_info(dev)[0]
     if kind is None:
@@ -97,7 +97,7 @@ def is_shared(dev: int) -> bool:
 
 def flock_is_local(dev: int) -> bool:
     """True if flock(2) on device *dev* excludes only processes of this mount (this host)."""
-    if not is_shared(dev):
+    if not is_network(dev):
         return False
     kind, options = fs_info(dev)
     if kind in ("nfs", "nfs4"):
@@ -141,7 +141,7 @@ def check_method(path: str, method: str, stacklevel: int = 3) -> None:
         dev = os.stat(os.path.dirname(path) or ".").st_dev
     except OSError:
         return
-    if (dev, method) in _warned_methods or not is_shared(dev):
+    if (dev, method) in _warned_methods or not is_network(dev):
         return
     _warned_methods.add((dev, method))
     import warnings

@@ -59,7 +59,7 @@ if TYPE_CHECKING:
 
     from ..locks.safedir import Opened
 
-#: tries of break_stale per lock, and the pause between them (s): past ``locks.stale.FIRST_LOOK``.
+#: tries of break_stale per lock, and the pause between them (s): past ``locks.remover.FIRST_LOOK``.
 BREAK_TRIES = 4
 BREAK_PAUSE = 0.03
 
@@ -127,7 +127,7 @@ def _pid_max() -> int:
 def doubt(path: str, method: str) -> str:
     """Why a directory scan must not break the *method* lock found at *path*; "" if proven."""
     from ..locks import owner as _owner
-    from ..locks.stale import read_small
+    from ..locks.files import read_small
 
     name = os.path.basename(path)
     if method in ("excl", "toplock", "flock"):
@@ -251,7 +251,7 @@ def _why_kept(path: str) -> str:
     """Why a stale lock at *path* was not removed, as far as can be told from outside."""
     import stat
 
-    from ..locks import stale as _stale
+    from ..locks.guards import guard, unguard
 
     directory = os.path.dirname(path)
     geteuid = getattr(os, "geteuid", None)
@@ -270,12 +270,12 @@ def _why_kept(path: str) -> str:
             f"owner (uid {dst.st_uid}) or root may remove it"
         )
     try:
-        fd = _stale.guard(path, exclusive=True)
+        fd = guard(path, exclusive=True)
     except OSError as exc:
         return f"the remover lock cannot be taken here: {exc.strerror}"
     if fd is None:
         return "another process holds the remover lock (a flock on the directory)"
-    _stale.unguard(fd)
+    unguard(fd)
     return "it changed or could not be removed while being removed; try again"
 
 
@@ -373,7 +373,7 @@ _PRELOAD = (
     "perlcompat.locks.log",
     "perlcompat.locks.owner",
     "perlcompat.locks.replace",
-    "perlcompat.locks.shared",
+    "perlcompat.locks.netfs",
     "perlcompat.locks.stale",
     "perlcompat.perl.errno",
     "perlcompat.perl.flock",

@@ -10,7 +10,7 @@
 * ``redis``: a lease on a key of one Redis server (``url=``; needs redis-py; a package).
 
 To add a method: write ``methods/NAME.py`` with a ``locks.contract.Backend``
-subclass (a file lock usually builds on ``locks.stale.StaleBackend``) that sets
+subclass (a file lock usually builds on ``locks.stale.StaleBackend``: its hooks) that sets
 ``method = "NAME"``, implements ``try_acquire``, ``release``, ``break_stale`` and
 ``describe``, declares what else it can do (``supports_extend``,
 ``waits_for_release``, ``forget``, ``why_busy``), recognises its own locks on disk

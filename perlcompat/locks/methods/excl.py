@@ -15,7 +15,7 @@ not a lock: root would remove it; a record proves a lock whoever owns it).
 A lock is stale when the file is older than ``stale`` seconds (mtime), or at
 once when its record names a dead process on this host (ESRCH, a zombie, or a
 pid reused by a process with another start time).  Stale files are removed by
-``locks.stale`` (one remover at a time, identity re-checked right before the
+``locks.remover`` (one remover at a time, identity re-checked right before the
 ``unlink``).  Release removes the file only if it is still the one this holder
 made.
 
@@ -51,25 +51,25 @@ import stat as stat_module
 import time
 from errno import EPERM
 
-from ...perl.fsinfo import is_shared
+from ...perl.fsinfo import is_network
+from ...perl.osflags import O_BINARY, O_CLOEXEC, O_NOFOLLOW
 from .. import owner as _owner
 from ..contract import register
-from ..files import generation, identity, rewrite_record
-from ..stale import (
-    O_BINARY,
-    O_CLOEXEC,
-    O_NOFOLLOW,
+from ..files import (
     OTHERS_EMPTY_GRACE,
-    StaleBackend,
     busy,
+    generation,
+    identity,
     is_record,
     kind_error,
     links_error,
     not_a_lock,
     read_same,
     read_small,
+    rewrite_record,
     root_and_not_mine,
 )
+from ..stale import StaleBackend
 from ..winfile import busy_create, open_file, retry_busy
 
 TYPE_CHECKING = False
@@ -157,7 +157,7 @@ class ExclBackend(StaleBackend):
         # record (a thread of ours, a template without {pid}) into a file that reuses our
         # inode number (ext4; overlayfs at once, and it has no generation).  So on local
         # storage the content counts only where the generation proves the inode is ours.
-        if is_shared(st.st_dev):  # inode numbers are not stable there: the content decides
+        if is_network(st.st_dev):  # inode numbers are not stable there: the content decides
             return identity(st) == identity(mine) or read_small(self.path) == self._written
         if (st.st_dev, st.st_ino) != (mine.st_dev, mine.st_ino):
             return False
@@ -259,7 +259,7 @@ class ExclBackend(StaleBackend):
         fields = self._fields()
         if fields is None:
             return _owner.owner_of(_owner.parse(read_small(self.path) or b"", self.method))
-        if fields.host is None and is_shared(st.st_dev):
+        if fields.host is None and is_network(st.st_dev):
             from .symlink import UNKNOWN_HOST
 
             return fields.pid, UNKNOWN_HOST, None  # any host may have written it: age only

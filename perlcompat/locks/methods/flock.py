@@ -39,22 +39,14 @@ import time
 from ...perl.consts import LOCK_EX, LOCK_NB, LOCK_SH, LOCK_UN
 from ...perl.flock import lock_fd
 from ...perl.fsinfo import check_flock
+from ...perl.osflags import O_BINARY, O_CLOEXEC, O_NOFOLLOW, O_NONBLOCK
 from .. import owner as _owner
 from ..contract import Backend, register
-from ..stale import (
-    O_BINARY,
-    O_CLOEXEC,
-    O_NOFOLLOW,
-    O_NONBLOCK,
-    kind_error,
-    lstat,
-    open_error,
-    read_small,
-)
+from ..files import kind_error, lstat, open_error, read_small
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from ..contract import Description
 
 #: O_NONBLOCK: opening a FIFO planted at the path must not block.
 #: how much of a file ``detect`` reads for a record.
@@ -160,7 +152,7 @@ class FlockBackend(Backend):
         record = _owner.parse(read_small(path, DETECT_LIMIT) or b"")
         return record is None or record["kind"] == cls.method
 
-    def describe(self) -> dict[str, Any] | None:
+    def describe(self) -> Description | None:
         """Describe the lock (None if the file is absent or nobody holds its flock)."""
         st = lstat(self.path)
         if st is None:

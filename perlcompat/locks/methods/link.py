@@ -42,22 +42,21 @@ import os
 import stat as stat_module
 from errno import EEXIST
 
+from ...perl.osflags import O_BINARY, O_CLOEXEC, O_NOFOLLOW
 from .. import owner as _owner
 from ..contract import register
-from ..files import read_same, rewrite_record
-from ..record import foreign, template
-from ..stale import (
-    O_BINARY,
-    O_CLOEXEC,
-    O_NOFOLLOW,
-    StaleBackend,
+from ..files import (
     busy,
     is_record,
     kind_error,
     not_a_lock,
+    read_same,
     read_small,
+    rewrite_record,
     unlink_quietly,
 )
+from ..record import foreign, template
+from ..stale import StaleBackend
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -127,9 +126,9 @@ class LinkBackend(StaleBackend):
 
     def _still_mine(self, st: os.stat_result, mine: os.stat_result) -> bool:
         if (st.st_dev, st.st_ino) != (mine.st_dev, mine.st_ino):
-            from ...perl.fsinfo import is_shared
+            from ...perl.fsinfo import is_network
 
-            if not is_shared(st.st_dev):
+            if not is_network(st.st_dev):
                 return False  # client inode numbers are not stable on shared storage
         if (st.st_mtime_ns, st.st_size) == (mine.st_mtime_ns, mine.st_size):
             return True

@@ -23,7 +23,7 @@ directory made by Perl has none.
 
 A lock is stale when its mtime is older than ``stale`` (the mkdir lock column's
 ``(stat($dir))[9] < time - 180``), or at once when its record names a dead
-process on this host.  Stale locks are removed by ``locks.stale``: one remover at a
+process on this host.  Stale locks are removed by ``locks.remover``: one remover at a
 time, identity re-checked right before the ``rmdir``.  Release removes the
 directory only if it is still the one this holder made: on local storage its
 inode generation where the file system has one (ext4, XFS, btrfs), else its
@@ -54,17 +54,14 @@ import stat as stat_module
 import sys
 import time
 
-from ...perl.fsinfo import is_shared
+from ...perl.fsinfo import is_network
+from ...perl.osflags import O_BINARY, O_CLOEXEC, O_NOFOLLOW, O_NONBLOCK
 from .. import owner as _owner
 from ..contract import register
-from ..files import generation, identity
-from ..stale import (
-    O_BINARY,
-    O_CLOEXEC,
-    O_NOFOLLOW,
-    O_NONBLOCK,
-    StaleBackend,
+from ..files import (
     busy,
+    generation,
+    identity,
     is_record,
     kind_error,
     lstat,
@@ -77,6 +74,7 @@ from ..stale import (
     unlink_quietly,
     write_at_zero,
 )
+from ..stale import StaleBackend
 from ..winfile import retry_busy
 
 TYPE_CHECKING = False
@@ -242,7 +240,7 @@ class MkdirBackend(StaleBackend):
         else the directory's identity (device, inode, mtime, ctime) unchanged; only on
         shared storage, where inode numbers are not stable, does our record's token.
         """
-        if is_shared(st.st_dev):
+        if is_network(st.st_dev):
             if self._template is not None:
                 return read_small(self.pid_path) == self._written
             return self._record_is_ours(st, mine, self.owner_path, self.method)
@@ -481,7 +479,7 @@ class MkdirBackend(StaleBackend):
             fields = self._template.match(read_small(self.pid_path) or b"")
             if fields is None:
                 return None, None, None  # no pid file yet: age only
-            if fields.host is None and is_shared(st.st_dev):
+            if fields.host is None and is_network(st.st_dev):
                 from .symlink import UNKNOWN_HOST
 
                 return fields.pid, UNKNOWN_HOST, None
@@ -514,10 +512,12 @@ class MkdirBackend(StaleBackend):
             return False
         return True
 
-    def _record_extra(self) -> bytes:
-        if self.pid_path:
-            return read_small(self.pid_path) or b""
-        return read_small(self.owner_path) or b""
+    def _fingerprint(self, path: str, st: os.stat_result) -> tuple[object, ...]:
+        # the owner data is kept beside the directory: the handshake compares it too
+        from ..netfs import fingerprint
+
+        record = read_small(self.pid_path or self.owner_path) or b""
+        return fingerprint(path, st, record)
 
     def _discard(self, moved: str, st: os.stat_result) -> None:
         if self.pidfile is not None:

@@ -8,7 +8,7 @@ the marker (``perlcompat rename pid=.. host=.. start=.. token=..``) and empties
 it again before giving it back, so a free marker names nobody.
 
 If neither name exists (first use), the marker is created already held, with
-O_EXCL under the remover lock of ``locks.stale``, and only after one listing of
+O_EXCL under the remover lock of ``locks.remover``, and only after one listing of
 the directory shows it under neither name (a rename waits for a listing in
 progress, so a marker on the move is seen under one of its names): a second
 marker would let two processes hold.
@@ -23,7 +23,7 @@ Release gives the marker back only if it still carries this holder's record.
 On Windows a rename opens the source and then renames the open file: two
 contenders that both opened the free marker both succeed (the second renames
 it onto the name it already has; seen under wine).  There acquirers take the
-remover lock of ``locks.stale`` exclusively around the rename, so they take turns;
+remover lock of ``locks.remover`` exclusively around the rename, so they take turns;
 a Windows Perl doing the Perl locking article's rename is not excluded by it.  Markers are
 opened with FILE_SHARE_DELETE (``locks.winfile``) so a waiter reading one never
 stops its holder renaming it back, and the age of a held marker is its NTFS
@@ -62,17 +62,11 @@ import sys
 import time
 
 from ...perl.fsinfo import check_method
+from ...perl.osflags import O_BINARY, O_CLOEXEC, O_NOFOLLOW, O_NONBLOCK
 from .. import owner as _owner
 from ..contract import register
-from ..stale import (
-    BREAKER_SUFFIX,
-    O_BINARY,
-    O_CLOEXEC,
-    O_NOFOLLOW,
-    O_NONBLOCK,
-    StaleBackend,
+from ..files import (
     busy,
-    guard,
     identity,
     is_record,
     kind_error,
@@ -84,14 +78,15 @@ from ..stale import (
     read_small,
     remove_same,
     root_and_not_mine,
-    unguard,
 )
+from ..guards import BREAKER_SUFFIX, guard, unguard
+from ..stale import StaleBackend
 from ..winfile import busy_create, change_time, open_file, retry_busy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..record import Fields, Template
-    from ..stale import Owner, RemoverGuard
+    from ..stale import Owner
 
 #: default suffix of the marker's name while held.
 HELD_SUFFIX = ".locked"
@@ -668,18 +663,13 @@ class RenameBackend(StaleBackend):
     def _stamp_ns(self, st: os.stat_result) -> int:
         return st.st_ctime_ns
 
-    def _move_target(self) -> str:
+    def _move_target(self) -> str | None:
         # the free name: moving the marker there is the removal, in one step, so there is
-        # never a moment with no marker under either name (a first use would make another)
-        return self.path
-
-    def _discard(self, moved: str, st: os.stat_result) -> None:
-        """Nothing: the move freed it.  Its old record counts for nobody (see ``locks.owner``)."""
-
-    def _move_away(self, st: os.stat_result, remover: RemoverGuard) -> bool:
+        # never a moment with no marker under either name (a first use would make another);
+        # its old record counts for nobody (see ``locks.owner``)
         if (self.data or self._pattern is not None) and lstat(self.path) is not None:
-            return self._remove(st)  # never moved onto the free name (EEXIST for a data file)
-        return super()._move_away(st, remover)
+            return None  # never moved onto the free name (EEXIST for a data file)
+        return self.path
 
     def _owner(self, st: os.stat_result) -> Owner:
         fields = self._name_fields(self._name_of(st))

@@ -9,11 +9,11 @@ followed.
 
 The target is only a pid, so the holder is assumed to be on this host, in the
 initial pid namespace: a process in another pid namespace (a container) and
-any process judging a link on shared storage (``perl.fsinfo.is_shared``) judge it
+any process judging a link on shared storage (``perl.fsinfo.is_network``) judge it
 by age only.  A lock is stale when its link is older than ``stale`` seconds,
 or at once when that pid is dead, a zombie, or now a process that started
 after the link was made (the pid was reused).  Stale links are removed by
-``locks.stale`` (one remover at a time, identity re-checked right before the
+``locks.remover`` (one remover at a time, identity re-checked right before the
 ``unlink``).  Release removes the
 link only if it is exactly the one this holder made (device, inode, mtime,
 ctime): the pid target cannot tell two threads of one process apart, and a
@@ -44,10 +44,11 @@ import os
 import stat as stat_module
 import sys
 
-from ...perl.fsinfo import is_shared
+from ...perl.fsinfo import is_network
 from .. import owner as _owner
 from ..contract import register
-from ..stale import StaleBackend, busy, kind_error, lstat
+from ..files import busy, kind_error, links_error, lstat
+from ..stale import StaleBackend
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -140,8 +141,6 @@ class SymlinkBackend(StaleBackend):
     def _check(self, st: os.stat_result) -> None:
         if not stat_module.S_ISLNK(st.st_mode):
             raise kind_error(self.path, st, "symlink")
-        from ..stale import links_error  # (imported here: keeps the import block as it was)
-
         problem = links_error(self.path, st, self.method)  # a hard link to a symlink: not ours
         if problem is not None:
             raise problem
@@ -167,7 +166,7 @@ class SymlinkBackend(StaleBackend):
             pid = _owner.pid_of(text[1:] if text and text.startswith("/") else text)
         if pid is None:
             return None, None, None
-        if is_shared(st.st_dev):
+        if is_network(st.st_dev):
             return pid, UNKNOWN_HOST, None  # any host may have made it: age only
         return pid, _owner.unnamed_host(), None
 

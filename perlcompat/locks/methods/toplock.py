@@ -24,7 +24,7 @@ A lock is stale when the time in its first line is older than ``stale``
 seconds (the article uses 600), or at once when that line's id names a dead
 process on this host.  That time is whole seconds, so the line was written up
 to 1 s after it: the age counts from the end of that second, never early.
-The remover (one at a time, ``locks.stale``) re-reads the first line and compares
+The remover (one at a time, ``locks.remover``) re-reads the first line and compares
 the file's device and inode right before the unlink.
 
 TOP?LOCK checks the lock again right before renaming its work file into place:
@@ -41,17 +41,12 @@ import time
 
 from ...perl.errno import fail
 from ...perl.fsinfo import check_method
+from ...perl.osflags import O_BINARY, O_CLOEXEC, O_NOFOLLOW, O_NONBLOCK
 from .. import owner as _owner
 from ..contract import register
 from ..errors import perl_sub
-from ..retry import deadline_after, tries
-from ..stale import (
-    O_BINARY,
-    O_CLOEXEC,
-    O_NOFOLLOW,
-    O_NONBLOCK,
+from ..files import (
     OTHERS_EMPTY_GRACE,
-    StaleBackend,
     kind_error,
     links_error,
     lstat,
@@ -60,18 +55,20 @@ from ..stale import (
     read_at_zero,
     read_same,
     read_small,
-    release_guard,
     root_and_not_mine,
-    unguard,
     unlink_quietly,
     write_at_zero,
 )
+from ..guards import release_guard, unguard
+from ..retry import deadline_after, tries
+from ..stale import StaleBackend
 from ..winfile import BUSY_PATIENCE, busy_create, open_file, retry_busy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..api import Lock
-    from ..stale import Identity, Owner
+    from ..files import Identity
+    from ..stale import Owner
 
 _APPEND = os.O_RDWR | os.O_APPEND | os.O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_BINARY | O_NONBLOCK
 
@@ -321,8 +318,9 @@ class ToplockBackend(StaleBackend):
         return bool(data) and is_toplock_data(data or b"", complete=st.st_size <= len(data or b""))
 
     # -- stale hooks -------------------------------------------------------
-    def _key(self, st: os.stat_result) -> Identity:
-        return (st.st_dev, st.st_ino, 0, 0)
+    def _glance(self, st: os.stat_result) -> tuple[float, Identity]:
+        # the mtime: never more than the first line's age; appends change it, not the holder
+        return time.time() - st.st_mtime, (st.st_dev, st.st_ino, 0, 0)
 
     def _judge(self, st: os.stat_result, data: bytes | None, complete: bool) -> None:
         """Raise OSError unless the file *st* (head *data*; None: unknown) is a TOP?LOCK file."""
@@ -351,9 +349,6 @@ class ToplockBackend(StaleBackend):
             self._judge(st, data, complete=data is not None and len(data) >= st.st_size)
         except BlockingIOError:
             pass  # another user's empty file, just made: judged again before any removal
-
-    def _quick_age(self, st: os.stat_result) -> float:
-        return time.time() - st.st_mtime  # never more than the first line's age
 
     def _age(self, st: os.stat_result) -> float:
         first = first_line(read_small(self.path))

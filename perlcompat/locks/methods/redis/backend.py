@@ -39,6 +39,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, ClassVar
 
+    from ...contract import Description
     from .scripts import _Script
 
 #: seconds: a release for cleanup at exit or on a signal gets this much.
@@ -211,7 +212,7 @@ class RedisBackend(Backend):
             return f"{self._held_off_text(seconds)}; {self._ways_out()}"
         return f"held by another owner for up to {seconds:.3g} s more"
 
-    def describe(self) -> dict[str, Any] | None:
+    def describe(self) -> Description | None:
         """Return the current holder (method, path, pid, host, alive, age ...), None if free."""
         reply = self._run(_DESCRIBE, (self.key, self._fence_key), (), "inspect", float("inf"))
         if not reply:

@@ -1,11 +1,11 @@
 """Stale-lock removal on shared storage (NFS, SMB, sshfs/FUSE), safe across hosts.
 
-On storage that other hosts use, two things ``locks.stale`` relies on locally do not
+On storage that other hosts use, two things ``locks.remover`` relies on locally do not
 hold: a ``flock`` on the lock's directory excludes only removers of this host
 (each host's mount has its own), and ``lstat`` may answer from the client's
 cache, seconds old, so a remover can judge a lock that is gone and act on the
 fresh one that replaced it.  And hosts' clocks differ.  So there
-(``perl.fsinfo.is_shared``) a remover:
+(``perl.fsinfo.is_network``) a remover:
 
 1. **Takes the remover lock on the storage itself**: ``<lock>.breaking``,
    created with O_EXCL (the server lets one creator win, whatever the clients
@@ -24,7 +24,7 @@ fresh one that replaced it.  And hosts' clocks differ.  So there
    Owner liveness counts only for a holder on this host, boot and pid namespace
    (``locks.owner``).
 3. **Judges twice**: a lock is removed only if it was judged stale, unchanged
-   (same :func:`fingerprint`), on two looks ``locks.stale.SETTLE`` seconds apart: a
+   (same :func:`fingerprint`), on two looks ``locks.remover.SETTLE`` seconds apart: a
    rename lock's marker keeps its old mtime from the holder's rename until it
    writes its record (sshfs reports no ctime), and a look may come from a cache.
 4. **Moves the lock away before removing it** (a rename handshake): the server
@@ -109,7 +109,7 @@ def storage_clock(path: str) -> int | None:
 class RemoverLock(RemoverGuard):
     """``<lock>.breaking``: one remover at a time among all hosts (rule 1).
 
-    The remover guard on shared storage (``locks.stale.remover_guard``).
+    The remover guard on shared storage (``locks.remover.remover_guard``).
     """
 
     __slots__ = ("clock_ns", "path", "token")

@@ -1,0 +1,186 @@
+"""The arguments of ``Lock``, ``lock()``/``unlock()`` and ``Semaphore``, checked once.
+
+The patience: ``timeout=`` seconds (None or -1: without limit, filelock's
+convention), or the mkdir lock sub's ``retry`` tries ``wait`` seconds apart
+(:func:`retry_patience`: five tries with four one-second sleeps, 4 s; ``retry`` 0 or 1:
+one try; None: without limit), never both; ``poll=`` seconds between tries (or
+``PERLCOMPAT_LOCK_POLL``, :func:`poll_seconds`); the lock path (:func:`resolve_path`: ``root=`` or
+``PERLCOMPAT_LOCK_ROOT``, never escaped), the method a name and ``url=`` select
+(:func:`locate`) and the Perl side's lock format (:func:`perl_formats`:
+``record=``/``target=``/``pidfile=``); a lock directory that is missing is a wrong path
+(:func:`missing_directory`).  Bad input raises ``ValueError``/``TypeError``
+naming what was wrong.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+
+from ..perl.clock import check_seconds
+from .contract import URL_METHOD
+
+
+class _Unset:
+    """The type of :data:`UNSET`: an argument that was not given."""
+
+    def __repr__(self) -> str:
+        return "<default>"
+
+
+#: default of ``timeout=`` and ``retry=``: not given (-1 and None mean "wait for ever").
+UNSET = _Unset()
+#: the mkdir lock sub's tries: ``Lock``'s ``retry`` when neither it nor ``timeout`` is given.
+DEFAULT_RETRY = 5
+
+
+def check_timeout(value: object) -> float | None:
+    """Return *value* as seconds, None for ever (None or -1); ValueError otherwise."""
+    if value is None or (
+        not isinstance(value, bool) and isinstance(value, (int, float)) and value == -1
+    ):
+        return None
+    return check_seconds("timeout", value)
+
+
+def check_retry(retry: object) -> int | None:
+    """Return *retry* (a whole number of tries, or None); ValueError otherwise."""
+    if retry is None:
+        return None
+    if isinstance(retry, bool) or not isinstance(retry, int) or retry < 0:
+        raise ValueError(f"retry must be a whole number >= 0 or None, not {retry!r}")
+    if retry > 2**53:
+        raise ValueError(f"retry must be a whole number <= 2**53 or None, not {retry!r}")
+    return retry
+
+
+def retry_patience(retry: int | None, wait: float) -> float | None:
+    """Seconds of the mkdir lock sub: *retry* tries with ``retry - 1`` sleeps of *wait*."""
+    if retry is None:
+        return None
+    return check_seconds("(retry - 1) * wait", max(retry - 1, 0) * wait)
+
+
+def poll_seconds(poll: float | None) -> float | None:
+    """*poll* checked, or ``PERLCOMPAT_LOCK_POLL`` when *poll* is None (unset or empty: None)."""
+    if poll is None:
+        text = os.environ.get("PERLCOMPAT_LOCK_POLL", "").strip()
+        if not text:
+            return None
+        try:
+            value = float(text)
+        except ValueError:
+            raise ValueError(
+                f"PERLCOMPAT_LOCK_POLL must be a number of seconds > 0, not {text!r}"
+            ) from None
+        return check_seconds("PERLCOMPAT_LOCK_POLL", value, zero=False)
+    return check_seconds("poll", poll, zero=False)
+
+
+def resolve_path(name: str | os.PathLike[str], root: str | os.PathLike[str] | None) -> str:
+    """Return the absolute lock path for *name*, refusing empty names and escapes from *root*."""
+    text = os.fspath(name)
+    if not isinstance(text, str):
+        raise TypeError(f"lock name must be str or os.PathLike[str], not {type(text).__name__}")
+    if not text or not text.strip():
+        raise ValueError("lock name is empty")
+    if "\0" in text:
+        raise ValueError(f"lock name {text!r} contains a NUL byte")
+    if root is None:
+        root = os.environ.get("PERLCOMPAT_LOCK_ROOT") or None
+    if root is None:
+        return os.path.abspath(text)
+    base = os.path.realpath(os.fspath(root))
+    path = os.path.abspath(os.path.join(base, text))
+    parent = os.path.realpath(os.path.dirname(path))
+    if os.path.commonpath([base, parent]) != base or path == base:
+        raise ValueError(f"lock name {text!r} escapes the lock root {base!r}")
+    return os.path.join(parent, os.path.basename(path))
+
+
+def locate(
+    name: str | os.PathLike[str],
+    method: str | None,
+    url: str | None,
+    root: str | os.PathLike[str] | None,
+) -> tuple[str | None, str, str | None]:
+    """(method, lock path or key, url) of *name*, as ``Lock`` and ``unlock()`` read them.
+
+    ``url=`` (or ``PERLCOMPAT_LOCK_URL`` when neither ``method=`` nor ``url=``
+    is given) selects the redis method, whose key is *name* as given; any other
+    method locks the path :func:`resolve_path` makes of *name*.  The method
+    stays None when not given (``Lock`` takes the default, ``unlock()`` any).
+    """
+    if url is None and method is None:
+        url = os.environ.get("PERLCOMPAT_LOCK_URL") or None
+    if url is None and method != URL_METHOD:
+        return method, resolve_path(name, root), None
+    if method not in (None, URL_METHOD):
+        raise ValueError(f"url= is for the {URL_METHOD} method, not {method!r}")
+    key = os.fspath(name)
+    if not key:
+        raise ValueError("lock name is empty")
+    return URL_METHOD, key, url
+
+
+#: the keywords that declare the Perl side's lock artefact (``locks.record``).
+PERL_FORMATS = ("record", "target", "pidfile")
+
+
+def perl_formats(
+    method: str | None,
+    takes: tuple[str, ...] | None,
+    record: str | None,
+    target: str | None,
+    pidfile: str | None,
+) -> dict[str, str]:
+    """The given ``record=``/``target=``/``pidfile=`` checked; ValueError naming the keyword.
+
+    A template must compile (``locks.record``); a pid file is a plain file name; the
+    method (whose backend *takes* these options) must be able to use each one.
+    """
+    given = {
+        key: value
+        for key, value in (("record", record), ("target", target), ("pidfile", pidfile))
+        if value is not None
+    }
+    for key, value in given.items():
+        if not isinstance(value, str):
+            raise ValueError(f"{key}= must be a str, not {type(value).__name__}")
+        if takes is not None and key not in takes:
+            users = {"record": "excl, mkdir (with pidfile=), link, rename", "target": "symlink"}
+            raise ValueError(
+                f"lock method {method!r} cannot use {key}={value!r}"
+                f" ({key}= is for {users.get(key, 'mkdir')})"
+            )
+        if key == "pidfile":
+            if value in ("", ".", "..") or "/" in value or "\\" in value or "\0" in value:
+                raise ValueError(
+                    f"pidfile= must be a file name inside the lock directory, not {value!r}"
+                )
+        else:
+            from . import record as _record
+
+            try:
+                _record.template(value)
+            except ValueError as exc:
+                raise ValueError(f"{key}={value!r}: {exc}") from None
+    return given
+
+
+def missing_directory(path: str, method: str, exc: FileNotFoundError) -> FileNotFoundError:
+    """*exc*, or a clearer one naming the missing directory of the lock *path* (never made).
+
+    filelock creates it; a Perl ``mkdir`` lock sub fails there, and so do we:
+    a missing directory is a wrong path (another working directory under the web
+    server, a typo), and a lock made elsewhere would exclude nobody.
+    """
+    directory = os.path.dirname(path)
+    if method == URL_METHOD or os.path.isdir(directory):
+        return exc
+    return FileNotFoundError(
+        errno.ENOENT,
+        f"the directory of lock {path!r} does not exist: {directory!r}"
+        " (perlcompat does not create it, as a Perl lock sub would not; create it"
+        " once at install time, or fix the path)",
+    )
