@@ -204,17 +204,8 @@ def test_every_module_is_named_where_a_newcomer_looks() -> None:
 
 #: the platform seam of locks/: the only files there that ask which platform this is.
 PLATFORM_SEAM = {"osapi.py", "osposix.py", "oswindows.py"}
-#: files still branching on the platform until the lock-core re-cut calls the seam
-#: (``osapi.pids_known``, ``utime_open``, ``looks_can_be_refused``, ``renames_by_handle``,
-#: ``changed_at``, ``has_symlinks``, ``proc_locks_device``): this list is to be emptied.
-PLATFORM_ALLOWANCE = {
-    "stale.py",
-    "methods/mkdir.py",
-    "methods/toplock.py",
-    "methods/rename.py",
-    "methods/symlink.py",
-    "methods/flock.py",
-}
+#: files allowed to branch on the platform besides the seam: none.
+PLATFORM_ALLOWANCE: set[str] = set()
 #: what "branches on the platform" means: any mention of these (code, comment or docstring).
 PLATFORM_NAMES = re.compile(
     r"\bsys\.platform\b|\bos\.name\b|\b_WINDOWS\w*"

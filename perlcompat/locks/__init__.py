@@ -24,7 +24,6 @@ Modules:
   from ``osposix`` (POSIX: ``kill(pid, 0)``, /proc, ``pread``, directory flocks) or
   ``oswindows`` (Windows: delete-sharing opens through kernel32, busy retries, no
   process table); the one place in ``locks/`` that asks which platform this is;
-* ``winfile``: the seam's Windows file calls under the name the lock methods import;
 * ``log``: the ``perlcompat`` logger, imported only when there is something to log;
 * ``safedir``: a lock directory opened without following others' symlinks, held by its descriptor;
 * ``semaphore``: counting semaphores (*n* flock slot files);

@@ -45,11 +45,10 @@ from __future__ import annotations
 
 import os
 import stat as stat_module
-import sys
 import time
 
 from ..perl.fsinfo import is_network
-from . import owner as _owner
+from . import osapi as _osapi, owner as _owner
 from .contract import Backend
 from .files import identity, lstat, read_small, remove_same, touch
 from .guards import BREAKER_SUFFIX, unguard
@@ -246,7 +245,7 @@ class StaleBackend(Backend):
             age = storage_age(clock_ns, self._stamp_ns(st), age)
         if age > self.stale:
             return True
-        if sys.platform == "win32":
+        if not _osapi.pids_known():
             return False  # owners are unknown there: do not even open the lock to read one
         pid, host, start = self._owner(st)
         return _owner.alive(pid, host, start, time.time() - age) is False

@@ -1,4 +1,4 @@
-"""perlcompat.locks.winfile: lock files that others may read while their holder removes them.
+"""perlcompat.locks.osapi (oswindows): lock files others may read while their holder removes them.
 
 Under Windows (scripts/test-windows.sh) this is the point: a file opened by
 ``open_file`` can be deleted and renamed by another handle, which a file opened
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from perlcompat.locks.winfile import busy_create, open_file, retry_busy
+from perlcompat.locks.osapi import busy_create, open_file, retry_busy
 
 WINDOWS = sys.platform == "win32"
 O_BINARY = getattr(os, "O_BINARY", 0)
@@ -121,7 +121,7 @@ def test_change_time_follows_a_rename_on_windows(tmp_path: Path) -> None:
     """The rename lock's age: NTFS ChangeTime moves on rename; st_ctime (creation) does not."""
     import time
 
-    from perlcompat.locks.winfile import change_time
+    from perlcompat.locks.osapi import change_time
 
     path, held = str(tmp_path / "lk"), str(tmp_path / "lk.locked")
     os.close(open_file(path, os.O_WRONLY | os.O_CREAT | O_BINARY))

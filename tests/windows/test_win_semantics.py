@@ -371,7 +371,9 @@ def test_shift_jis_decodes_with_encoding_cp932(tmp_path: Path) -> None:
 
 
 def test_symlink_method_refuses_on_windows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sys, "platform", "win32")
+    from perlcompat.locks import osapi
+
+    monkeypatch.setattr(osapi, "has_symlinks", lambda: False)
     with pytest.raises(ValueError, match=r"'symlink' does not work on Windows.*mkdir"):
         Lock(str(tmp_path / "lk"), method="symlink")
     assert list(tmp_path.iterdir()) == []

@@ -69,8 +69,8 @@ from ..files import (
     rewrite_record,
     root_and_not_mine,
 )
+from ..osapi import busy_create, open_file, retry_busy
 from ..stale import StaleBackend
-from ..winfile import busy_create, open_file, retry_busy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

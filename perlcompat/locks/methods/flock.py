@@ -33,14 +33,13 @@ from __future__ import annotations
 import errno
 import os
 import stat as stat_module
-import sys
 import time
 
 from ...perl.consts import LOCK_EX, LOCK_NB, LOCK_SH, LOCK_UN
 from ...perl.flock import lock_fd
 from ...perl.fsinfo import check_flock
 from ...perl.osflags import O_BINARY, O_CLOEXEC, O_NOFOLLOW, O_NONBLOCK
-from .. import owner as _owner
+from .. import osapi as _osapi, owner as _owner
 from ..contract import Backend, register
 from ..files import kind_error, lstat, open_error, read_small
 
@@ -217,14 +216,14 @@ def flock_holders(st: os.stat_result) -> list[int] | None:
     (``/proc/PID/fd``), or if its descriptors cannot be read.  A holder
     outside our pid namespace is listed as pid 0.
     """
-    if sys.platform == "win32":
-        return None
+    device = _osapi.proc_locks_device(st)
+    if device is None:
+        return None  # (Windows: no /proc/locks)
     try:
         with open(PROC_LOCKS, "rb") as stream:
             text = stream.read()
     except OSError:
         return None
-    device = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}".encode()
     inode = b":%d" % st.st_ino
     exact: list[int] = []
     maybe: list[int] = []

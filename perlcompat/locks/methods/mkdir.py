@@ -30,7 +30,7 @@ inode generation where the file system has one (ext4, XFS, btrfs), else its
 unchanged identity, so a Perl lock that reused the inode number after breaking
 ours is never removed.  On Windows a release
 whose ``rmdir`` meets a sharing violation (another process looking at the
-directory at that instant) retries it for a moment (``locks.winfile.retry_busy``).
+directory at that instant) retries it for a moment (``locks.osapi.retry_busy``).
 
 **A pid file inside** (``pidfile=``: the "mkdir + pid file inside" recipe,
 ``mkdir $d and print {open ">$d/pid"} "$$\n"``, stale when ``kill 0`` says the pid
@@ -51,12 +51,11 @@ from __future__ import annotations
 import errno
 import os
 import stat as stat_module
-import sys
 import time
 
 from ...perl.fsinfo import is_network
 from ...perl.osflags import O_BINARY, O_CLOEXEC, O_NOFOLLOW, O_NONBLOCK
-from .. import owner as _owner
+from .. import osapi as _osapi, owner as _owner
 from ..contract import register
 from ..files import (
     busy,
@@ -74,8 +73,8 @@ from ..files import (
     unlink_quietly,
     write_at_zero,
 )
+from ..osapi import retry_busy
 from ..stale import StaleBackend
-from ..winfile import retry_busy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -218,10 +217,7 @@ class MkdirBackend(StaleBackend):
             if not stat_module.S_ISREG(os.fstat(fd).st_mode):
                 return False
             if data == self._written:
-                if sys.platform == "win32":  # no utime through a descriptor there
-                    os.utime(self.pid_path)
-                else:
-                    os.utime(fd)
+                _osapi.utime_open(fd, self.pid_path)  # (by path on Windows)
                 return True
             os.ftruncate(fd, 0)
             write_at_zero(fd, data)

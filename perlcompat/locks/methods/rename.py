@@ -25,7 +25,7 @@ contenders that both opened the free marker both succeed (the second renames
 it onto the name it already has; seen under wine).  There acquirers take the
 remover lock of ``locks.remover`` exclusively around the rename, so they take turns;
 a Windows Perl doing the Perl locking article's rename is not excluded by it.  Markers are
-opened with FILE_SHARE_DELETE (``locks.winfile``) so a waiter reading one never
+opened with FILE_SHARE_DELETE (``locks.osapi.open_file``) so a waiter reading one never
 stops its holder renaming it back, and the age of a held marker is its NTFS
 change time (``st_ctime`` is the creation time there).
 
@@ -58,12 +58,11 @@ from __future__ import annotations
 import errno
 import os
 import stat as stat_module
-import sys
 import time
 
 from ...perl.fsinfo import check_method
 from ...perl.osflags import O_BINARY, O_CLOEXEC, O_NOFOLLOW, O_NONBLOCK
-from .. import owner as _owner
+from .. import osapi as _osapi, owner as _owner
 from ..contract import register
 from ..files import (
     busy,
@@ -80,8 +79,8 @@ from ..files import (
     root_and_not_mine,
 )
 from ..guards import BREAKER_SUFFIX, guard, unguard
+from ..osapi import busy_create, open_file, retry_busy
 from ..stale import StaleBackend
-from ..winfile import busy_create, change_time, open_file, retry_busy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -304,7 +303,7 @@ class RenameBackend(StaleBackend):
         Nothing is renamed onto an existing held name (rename would replace it):
         a marker at both names is busy until the held one is stale.
         """
-        if sys.platform == "win32":
+        if _osapi.renames_by_handle():
             # Windows renames by handle: open the source, then rename the open file.  Two
             # contenders that both opened the marker both "succeed" (the second renames
             # the file onto the name it already has), so acquirers take turns there.
@@ -650,10 +649,7 @@ class RenameBackend(StaleBackend):
         two is taken: a live holder is never broken before it is ``stale`` seconds old.
         """
         name = self._name_of(st)
-        if sys.platform == "win32":  # st_ctime is the creation time there, kept by rename
-            since = change_time(name) or st.st_mtime
-        else:
-            since = st.st_ctime
+        since = _osapi.changed_at(name, st)  # (st_ctime is the creation time on Windows)
         fields = self._name_fields(name)
         if fields is not None and fields.made is not None:
             made = fields.made + 1 if fields.made == int(fields.made) else fields.made

@@ -42,10 +42,9 @@ from __future__ import annotations
 import errno
 import os
 import stat as stat_module
-import sys
 
 from ...perl.fsinfo import is_network
-from .. import owner as _owner
+from .. import osapi as _osapi, owner as _owner
 from ..contract import register
 from ..files import busy, kind_error, links_error, lstat
 from ..stale import StaleBackend
@@ -76,7 +75,7 @@ class SymlinkBackend(StaleBackend):
     def __init__(
         self, path: str, *, stale: float, shared: bool = False, target: str | None = None
     ) -> None:
-        if sys.platform == "win32":
+        if not _osapi.has_symlinks():
             raise ValueError(
                 f"lock method 'symlink' does not work on Windows (lock {path!r}): symlinks "
                 "need a privilege there; use method='mkdir', Perl's mkdir lock, instead"

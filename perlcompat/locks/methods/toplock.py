@@ -36,13 +36,12 @@ from __future__ import annotations
 import errno
 import os
 import stat as stat_module
-import sys
 import time
 
 from ...perl.errno import fail
 from ...perl.fsinfo import check_method
 from ...perl.osflags import O_BINARY, O_CLOEXEC, O_NOFOLLOW, O_NONBLOCK
-from .. import owner as _owner
+from .. import osapi as _osapi, owner as _owner
 from ..contract import register
 from ..errors import perl_sub
 from ..files import (
@@ -60,9 +59,9 @@ from ..files import (
     write_at_zero,
 )
 from ..guards import release_guard, unguard
+from ..osapi import BUSY_PATIENCE, busy_create, open_file, retry_busy
 from ..retry import deadline_after, tries
 from ..stale import StaleBackend
-from ..winfile import BUSY_PATIENCE, busy_create, open_file, retry_busy
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -178,7 +177,7 @@ def _look(path: str) -> tuple[os.stat_result | None, bytes | None]:
     directory entry (no file id: ``st_ino`` 0) and refuse a read (sharing
     violation) for a moment: both are retried there for up to ``BUSY_PATIENCE``.
     """
-    if sys.platform != "win32":
+    if not _osapi.looks_can_be_refused():
         return lstat(path), read_small(path)
     # one look inside a judgement: an ALRM handler must not cut it (alarm=False)
     for _ in tries(deadline_after(BUSY_PATIENCE), poll=0.005, alarm=False):
