@@ -10,10 +10,10 @@ only the very object judged; :func:`touch` makes one young again (a refresh).
 :func:`busy` tells "taken" from "refused" after
 an exclusive create; the ``*_error`` functions build the errors for a lock path
 holding something a method did not make; :func:`open_flock_file` opens a
-``.lck`` or slot file another user may have planted.  :func:`generation` (the inode
-generation), :func:`read_at_zero`, :func:`write_at_zero` and :func:`open_file` are the
-platform seam's (``locks.osapi``), named here for the methods.  Imports the stdlib,
-``perl.osflags``, ``locks.owner`` and ``locks.osapi`` only.
+``.lck`` or slot file another user may have planted.  The inode generation, the reads
+and writes at offset 0 and the open with Windows sharing flags are the platform seam's
+(``locks.osapi``).  Imports the stdlib, ``perl.osflags``, ``locks.owner`` and
+``locks.osapi`` only.
 """
 
 from __future__ import annotations
@@ -24,12 +24,7 @@ import stat as stat_module
 
 from ..perl.osflags import O_BINARY, O_CLOEXEC, O_NOFOLLOW, O_NONBLOCK
 from . import osapi as _osapi, owner as _owner
-from .osapi import (
-    generation as generation,
-    open_file as open_file,
-    read_at_zero as read_at_zero,
-    write_at_zero as write_at_zero,
-)
+from .osapi import open_file, read_at_zero, write_at_zero
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -58,7 +58,6 @@ from ..contract import register
 from ..files import (
     OTHERS_EMPTY_GRACE,
     busy,
-    generation,
     identity,
     is_record,
     kind_error,
@@ -69,7 +68,7 @@ from ..files import (
     rewrite_record,
     root_and_not_mine,
 )
-from ..osapi import busy_create, open_file, retry_busy
+from ..osapi import busy_create, generation, open_file, retry_busy
 from ..stale import StaleBackend
 
 TYPE_CHECKING = False

@@ -59,7 +59,6 @@ from .. import osapi as _osapi, owner as _owner
 from ..contract import register
 from ..files import (
     busy,
-    generation,
     identity,
     is_record,
     kind_error,
@@ -71,9 +70,8 @@ from ..files import (
     remove_same,
     same,
     unlink_quietly,
-    write_at_zero,
 )
-from ..osapi import retry_busy
+from ..osapi import generation, retry_busy, write_at_zero
 from ..stale import StaleBackend
 
 TYPE_CHECKING = False

@@ -51,15 +51,13 @@ from ..files import (
     lstat,
     not_a_lock,
     open_error,
-    read_at_zero,
     read_same,
     read_small,
     root_and_not_mine,
     unlink_quietly,
-    write_at_zero,
 )
 from ..guards import release_guard, unguard
-from ..osapi import BUSY_PATIENCE, busy_create, open_file, retry_busy
+from ..osapi import BUSY_PATIENCE, busy_create, open_file, read_at_zero, retry_busy, write_at_zero
 from ..retry import deadline_after, tries
 from ..stale import StaleBackend
 
