@@ -37,7 +37,7 @@ import os
 import sys
 
 from .errno import errno_state, fail, reraise_foreign
-from .handle import PerlFile, _warn_closed
+from .perlio import PerlFile, _warn_closed
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -135,6 +135,14 @@ class _StdOut(PerlFile):
         """Write out what this handle and ``print()`` buffered."""
         self._check()
         self._flush()
+
+    def _seek(self, offset: int, whence: int) -> int:
+        self._flush()  # what print() buffered goes first
+        return PerlFile._seek(self, offset, whence)
+
+    def _truncate(self, length: int) -> None:
+        self._flush()
+        PerlFile._truncate(self, length)
 
     def flushed_fileno(self) -> int:
         """Flush, then return the descriptor (for ``flock``)."""

@@ -10,7 +10,7 @@ closed handle ``open_`` returns, with ``OS_ERROR`` set: ``O_CREAT|O_EXCL`` on an
 existing file gives 0 and EEXIST.
 
 The ``O_*`` numbers are this platform's (``os.O_*``), as Perl's Fcntl gives them;
-one a platform lacks is 0.  Imports ``perl.handle`` and ``perl.errno``.
+one a platform lacks is 0.  Imports ``perl.perlio`` and ``perl.errno``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import os
 import sys
 
 from .errno import errno_state, fail, fail_from
-from .handle import _DEFAULT_CRLF, _EXTRA_FLAGS, PerlFile
+from .perlio import _DEFAULT_CRLF, _EXTRA_FLAGS, PerlFile
 
 O_RDONLY: int = os.O_RDONLY
 O_WRONLY: int = os.O_WRONLY
