@@ -49,7 +49,7 @@ import sys
 from _weakref import ref as _weakref
 
 from .consts import SEEK_END, SEEK_SET
-from .errno import errno_state, fail, fail_from, reraise_foreign
+from .errno import ERRNO_STATE, fail, fail_from, reraise_foreign, set_errno
 from .layers import PERLQQ, apply_layers
 from .lists import PerlList as PerlList  # (its home was here)
 from .openfiles import OPEN, LostLockWarning, flush_all, open_handles, to_stderr
@@ -61,6 +61,7 @@ from .perlio import (
     _MODES,
     PerlFile,
     PerlWarning,
+    Unopened,
     _warn_closed,
 )
 
@@ -200,7 +201,7 @@ def open_(mode: str, path: str | os.PathLike[str] | None = None) -> PerlFile:
         except ValueError:  # a NUL in the name: Perl's open gives 0 with ENOENT
             fail(errno.ENOENT)
     # PerlFile._setup inlined (a call costs a tenth of the cycle): on every CGI request's path
-    fh: PerlFile = _new_handle(PerlFile)
+    fh: PerlFile = _new_handle(PerlFile if fd >= 0 else Unopened)
     fh._fd = fd
     fh.name = name
     fh.mode = mode_
@@ -213,13 +214,14 @@ def open_(mode: str, path: str | os.PathLike[str] | None = None) -> PerlFile:
     fh._rpos = 0
     fh._wbuf = []
     fh._flocked = 0
-    caller = _getframe(1)  # where it was opened: the line is worked out only if it is needed
-    fh._site = caller.f_code
-    fh._site_at = caller.f_lasti
     if fd < 0:  # the open failed: a closed handle, false ($! is set)
         fh._closed = fh._eof = True
         fh._pos = -1
+        fh._site = None
         return fh
+    caller = _getframe(1)  # where it was opened: the line is worked out only if it is needed
+    fh._site = caller.f_code
+    fh._site_at = caller.f_lasti
     fh._closed = fh._eof = False
     fh._pos = 0
     OPEN[fd] = _weakref(fh)
@@ -229,7 +231,8 @@ def open_(mode: str, path: str | os.PathLike[str] | None = None) -> PerlFile:
             fh._pos = _lseek(fd, 0, SEEK_END)  # Perl reports the end as the position
         except OSError:  # a pipe or terminal: no position
             pass
-    errno_state.errno = 0
+    if not ERRNO_STATE.zero:  # ($! = 0, in line)
+        set_errno(0)
     return fh
 
 
@@ -287,6 +290,9 @@ def print_(fh: PerlFile, *items: object) -> int:
 
 
 def _print_other(fh: object, items: tuple[object, ...]) -> int:
+    if type(fh) is Unopened:
+        _warn_closed(fh, "print", 3)
+        return fail(errno.EBADF)
     write = getattr(fh, "write", None)
     if write is None:
         return fail(errno.EBADF)
@@ -314,7 +320,7 @@ def printf(fh: PerlFile, fmt: str, *args: object) -> int:
 def seek(fh: PerlFile, position: int, whence: int = SEEK_SET) -> int:
     """Perl's ``seek``: 1 on success (even at position 0), else 0 with ``OS_ERROR`` set."""
     perl_file = type(fh) is PerlFile
-    if perl_file and fh._closed:
+    if (perl_file and fh._closed) or type(fh) is Unopened:
         _warn_closed(fh, "seek", 2)
         return fail(errno.EBADF)
     if type(position) is not int or whence not in (0, 1, 2) or not _MIN_OFF <= position <= _MAX_OFF:
@@ -344,6 +350,8 @@ def tell(fh: PerlFile) -> int:
             if not fh._closed:
                 return fh._tell()
             _warn_closed(fh, "tell", 2)
+        elif type(fh) is Unopened:
+            _warn_closed(fh, "tell", 2)
         return fh.tell()
     except (ValueError, AttributeError):
         fail(errno.EBADF)
@@ -360,14 +368,15 @@ def truncate(fh: PerlFile | int | str | os.PathLike[str], length: int) -> int:
     """
     bad_length = type(length) is not int or not 0 <= length <= _MAX_OFF  # (off_t: as Perl)
     if type(fh) is PerlFile and not fh._closed:
-        errno_state.errno = 0  # as Perl's: $! is cleared, then says why a flush failed
-        if bad_length:
-            return fail(errno.EINVAL)  # (beyond off_t: EINVAL, as Perl gives)
+        if not ERRNO_STATE.zero:  # as Perl's: $! is cleared (in line)
+            set_errno(0)
         try:
-            fh._truncate(length)
+            failed = fh._flush_remembered(None if bad_length else length)  # flush, then cut
+            if failed is not None:  # as Perl: cut anyway; $! says why, close reports it too
+                fail_from(failed)
         except OSError as exc:
             return fail_from(exc)
-        return 1
+        return fail(errno.EINVAL) if bad_length else 1  # (beyond off_t: EINVAL, as Perl)
     if isinstance(fh, (str, bytes, os.PathLike)):
         if bad_length:
             return fail(errno.EINVAL)
@@ -454,13 +463,14 @@ def readline(fh: PerlFile) -> Data | None:
     None also on a closed handle, or one whose ``open_`` failed (``$!`` untouched,
     as in Perl), and on a write-only handle (``$!`` = EBADF).
     """
-    if type(fh) is PerlFile and fh._closed:
+    kind = type(fh)
+    if (kind is PerlFile or kind is Unopened) and fh._closed:
         _warn_closed(fh, "readline", 2)
         return None
     try:  # (a write-only handle: the method sets the error flag, raises UnsupportedOperation)
         line: Data | None = fh.readline()
     except (ValueError, AttributeError):  # closed or not a handle (UnsupportedOperation too)
-        errno_state.errno = errno.EBADF
+        fail(errno.EBADF)
         return None
     return line or None
 

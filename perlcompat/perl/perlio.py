@@ -19,7 +19,7 @@ import warnings
 from _weakref import ref as _weakref
 
 from .consts import SEEK_CUR, SEEK_SET
-from .errno import errno_state, fail_from, reraise_foreign
+from .errno import fail, fail_from, reraise_foreign
 from .layers import PERLQQ, apply_layers
 from .lists import PerlList
 from .openfiles import OPEN, to_stderr, warn_lost_lock
@@ -282,7 +282,7 @@ class PerlFile:
         line = self._rbuf[self._rpos :]
         self._rbuf = b""
         self._rpos = 0
-        parts = [line]  # joined once: a long line must not be copied at every read
+        parts: list[bytes] = []  # the rest, joined once: a long line is not copied per read
         try:
             while not self._eof:
                 chunk = _read(self._fd, _BUFSIZE)
@@ -295,13 +295,19 @@ class PerlFile:
                 if end >= 0:
                     self._rbuf = chunk
                     self._rpos = end + 1
-                    parts.append(chunk[: end + 1])
-                    return b"".join(parts) if len(parts) > 2 else parts[0] + parts[1]
-                parts.append(chunk)
+                    chunk = chunk[: end + 1]
+                    if parts:
+                        parts.append(chunk)
+                        return line + b"".join(parts)
+                    return line + chunk if line else chunk
+                if line:
+                    parts.append(chunk)
+                else:  # (the common case: a line, or the file, in one read)
+                    line = chunk
         except BaseException:
-            self._rbuf = b"".join(parts)  # keep what was read for the next try
+            self._rbuf = line + b"".join(parts)  # keep what was read for the next try
             raise
-        return b"".join(parts) if len(parts) > 1 else line
+        return line + b"".join(parts) if parts else line
 
     def readline(self, size: int = -1) -> Data | None:
         """Read one line, newline included ('' or b'' at end of file).
@@ -325,7 +331,8 @@ class PerlFile:
                 line = self._readline_bytes()
             except OSError as exc:
                 reraise_foreign(exc)  # an ALRM handler's error propagates
-                self._error = errno_state.errno = exc.errno or errno.EIO
+                self._error = exc.errno or errno.EIO
+                fail(self._error)
                 return None
         if size is not None and 0 <= size < len(line):
             # keep the rest of the line buffered for the next read
@@ -361,7 +368,7 @@ class PerlFile:
         """
         if self._closed:
             _warn_closed(self, "read", 2)
-            errno_state.errno = errno.EBADF
+            fail(errno.EBADF)
             return None
         if not self._readable:
             self._unreadable()
@@ -429,10 +436,6 @@ class PerlFile:
             raise StopIteration
         return line
 
-    def __bool__(self) -> bool:
-        """False for the handle of a failed ``open_`` (``if not IN:``), else True."""
-        return self._fd >= 0
-
     def at_eof(self) -> bool:
         """True when the next read would return end of file (Perl's ``eof``), or when closed."""
         if self._closed:
@@ -479,22 +482,29 @@ class PerlFile:
         if self._rbuf:
             self._drop_read()
 
-    def _flush_remembered(self) -> OSError | None:
+    def _flush_remembered(self, cut: int | None = None) -> OSError | None:
         """Flush an open handle as Perl's ``(void)PerlIO_flush``: a failure is returned, not raised.
 
         The handle's error flag remembers it (``close`` reports it); an ALRM
-        handler's exception propagates.  (``flock``, ``truncate``, exit and fork.)
+        handler's exception propagates.  Then, for ``truncate()`` and Perl's
+        ``truncate``, cut the file at *cut* bytes (unless None), as Perl does
+        after a failed flush too (ftruncate(2)'s error raises).
+        (Also ``flock``, exit and fork.)
         """
-        try:
-            if self._wbuf:
-                self._flush_write()
-            if self._rbuf:
-                self._drop_read()
-        except OSError as exc:
-            reraise_foreign(exc)
-            self._error = exc.errno or errno.EIO
-            return exc
-        return None
+        failed = None
+        if self._wbuf or self._rbuf:
+            try:
+                if self._wbuf:
+                    self._flush_write()
+                if self._rbuf:
+                    self._drop_read()
+            except OSError as exc:
+                reraise_foreign(exc)
+                self._error = exc.errno or errno.EIO
+                failed = exc
+        if cut is not None:
+            _ftruncate(self._fd, cut)
+        return failed
 
     def flushed_fileno(self) -> int:
         """Flush as Perl's ``flock`` does, then return the descriptor; OSError(EBADF) if closed.
@@ -541,16 +551,10 @@ class PerlFile:
         self._check()
         if size is None:
             size = self._tell()
-        self._truncate(size)
+        failed = self._flush_remembered(size)
+        if failed is not None:  # as Perl: cut anyway; $! says why, close reports it too
+            fail_from(failed)
         return size
-
-    def _truncate(self, length: int) -> None:
-        """Perl's truncate of an open handle (``truncate()``, Perl's ``truncate``): flush, cut."""
-        if self._wbuf or self._rbuf:
-            failed = self._flush_remembered()
-            if failed is not None:  # as Perl: cut anyway; $! says why, close reports it too
-                fail_from(failed)
-        _ftruncate(self._fd, length)
 
     # -- state -----------------------------------------------------------
     def fileno(self) -> int:
@@ -669,3 +673,20 @@ class PerlFile:
 
 
 io.IOBase.register(PerlFile)
+
+
+class Unopened(PerlFile):
+    """The handle a failed ``open_`` or ``sysopen`` returns: closed, and false (``if not IN:``).
+
+    (A class of its own, so an open handle's truth costs no ``__bool__`` call.)
+    """
+
+    __slots__ = ()
+
+    def __bool__(self) -> bool:
+        return False
+
+
+_flock = sys.modules.get(__name__.rpartition(".")[0] + ".flock")
+if _flock is not None:  # flock's fast path (see flock._PerlFile)
+    _flock._PerlFile = PerlFile  # type: ignore[attr-defined]

@@ -36,7 +36,7 @@ import errno
 import os
 import sys
 
-from .errno import errno_state, fail, reraise_foreign
+from .errno import fail, reraise_foreign
 from .perlio import PerlFile, _warn_closed
 
 TYPE_CHECKING = False
@@ -140,9 +140,9 @@ class _StdOut(PerlFile):
         self._flush()  # what print() buffered goes first
         return PerlFile._seek(self, offset, whence)
 
-    def _truncate(self, length: int) -> None:
-        self._flush()
-        PerlFile._truncate(self, length)
+    def _flush_remembered(self, cut: int | None = None) -> OSError | None:
+        self._flush()  # (truncate: what print() buffered goes first)
+        return PerlFile._flush_remembered(self, cut)
 
     def flushed_fileno(self) -> int:
         """Flush, then return the descriptor (for ``flock``)."""
@@ -356,7 +356,8 @@ def read(fh: PerlFile, buf: Scalar, length: int, offset: int = 0) -> int | None:
         data = _read_crlf(fh, length) if fh._crlf and fh._text else _read_bytes(fh, length)
     except OSError as exc:
         reraise_foreign(exc)
-        fh._error = errno_state.errno = exc.errno or errno.EIO
+        fh._error = exc.errno or errno.EIO
+        fail(fh._error)
         return None
     # the part before *offset* (in the value's own units: characters of a str), NUL-padded
     if isinstance(old, str):
