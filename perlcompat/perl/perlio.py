@@ -282,7 +282,7 @@ class PerlFile:
         line = self._rbuf[self._rpos :]
         self._rbuf = b""
         self._rpos = 0
-        parts: list[bytes] = []  # the rest, joined once: a long line is not copied per read
+        parts = None  # the rest, joined once: a long line is not copied at every read
         try:
             while not self._eof:
                 chunk = _read(self._fd, _BUFSIZE)
@@ -296,18 +296,22 @@ class PerlFile:
                     self._rbuf = chunk
                     self._rpos = end + 1
                     chunk = chunk[: end + 1]
-                    if parts:
+                    if parts is not None:
                         parts.append(chunk)
                         return line + b"".join(parts)
                     return line + chunk if line else chunk
-                if line:
-                    parts.append(chunk)
-                else:  # (the common case: a line, or the file, in one read)
+                if not line:  # (the common case: a line, or the file, in one read)
                     line = chunk
+                elif parts is None:
+                    parts = [chunk]
+                else:
+                    parts.append(chunk)
         except BaseException:
-            self._rbuf = line + b"".join(parts)  # keep what was read for the next try
+            if parts is not None:  # keep what was read for the next try
+                line += b"".join(parts)
+            self._rbuf = line
             raise
-        return line + b"".join(parts) if parts else line
+        return line if parts is None else line + b"".join(parts)
 
     def readline(self, size: int = -1) -> Data | None:
         """Read one line, newline included ('' or b'' at end of file).
