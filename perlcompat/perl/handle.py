@@ -46,7 +46,7 @@ import errno
 import io
 import os
 import sys
-from _weakref import ref as _weakref
+from _weakref import proxy as _weakproxy
 
 from .consts import SEEK_END, SEEK_SET
 from .errno import ERRNO_STATE, fail, fail_from, reraise_foreign, set_errno
@@ -224,7 +224,7 @@ def open_(mode: str, path: str | os.PathLike[str] | None = None) -> PerlFile:
     fh._site_at = caller.f_lasti
     fh._closed = fh._eof = False
     fh._pos = 0
-    OPEN[fd] = _weakref(fh)
+    OPEN[fd] = _weakproxy(fh)
     if append:
         fh._pos = -1
         try:  # noqa: SIM105

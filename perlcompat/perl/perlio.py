@@ -16,7 +16,7 @@ import io
 import os
 import sys
 import warnings
-from _weakref import ref as _weakref
+from _weakref import proxy as _weakproxy
 
 from .consts import SEEK_CUR, SEEK_SET
 from .errno import fail, fail_from, reraise_foreign
@@ -156,7 +156,7 @@ class PerlFile:
         self._pos = 0
         self._flocked = 0  # LOCK_SH or LOCK_EX while flock() holds one through this handle
         if fd >= 0:
-            OPEN[fd] = _weakref(self)
+            OPEN[fd] = _weakproxy(self)
 
     #: STDIN, STDOUT, STDERR (``perl.stdio``): flushed at exit, never closed by it
     standard = False
