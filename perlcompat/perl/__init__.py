@@ -12,9 +12,9 @@ One module a group of perlfunc entries (the public names are exported lazily by
   ``readline``, ``seek``, ``tell``, ``truncate``, ``binmode``, ``eof``; every open handle
   flushed and closed at exit (``close_all``).
 * ``perlio``: ``PerlFile``, the handle ``open_`` returns (PerlIO's buffers; the Python file
-  methods and Perl's functions share its one implementation of each operation); ``PerlWarning``.
+  methods and Perl's functions share its one implementation of each operation).
 * ``layers``: the I/O layers (``:raw``, ``:crlf``, ``:encoding(NAME)``) and the PERLQQ fallback.
-* ``openfiles``: the registry of open handles (exit, fork) and ``LostLockWarning``.
+* ``openfiles``: the registry of open handles (exit, fork); ``LostLockWarning``, ``PerlWarning``.
 * ``stdio``: ``STDIN``, ``STDOUT``, ``STDERR`` as handles (made at first use) and
   ``read(FH, buf, length)`` filling a ``Scalar``.
 * ``flock``: ``flock`` on a handle, file object or fd (``PerlFile.flushed_fileno()``).

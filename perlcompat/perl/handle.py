@@ -52,7 +52,15 @@ from .consts import SEEK_END, SEEK_SET
 from .errno import ERRNO_STATE, fail, fail_from, reraise_foreign, set_errno
 from .layers import PERLQQ, apply_layers
 from .lists import PerlList as PerlList  # (its home was here)
-from .openfiles import OPEN, LostLockWarning, flush_all, open_handles, to_stderr
+from .openfiles import (
+    OPEN,
+    LostLockWarning,
+    PerlWarning,
+    _warn_closed,
+    flush_all,
+    open_handles,
+    to_stderr,
+)
 from .perlio import (
     _DEFAULT_CRLF,
     _EXTRA_FLAGS,
@@ -60,9 +68,7 @@ from .perlio import (
     _MIN_OFF,
     _MODES,
     PerlFile,
-    PerlWarning,
     Unopened,
-    _warn_closed,
 )
 
 __all__ = [

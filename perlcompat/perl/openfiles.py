@@ -1,4 +1,4 @@
-"""Every open ``PerlFile``, oldest first; the lock a dropped handle loses.
+"""Every open ``PerlFile``, oldest first; what ``perl -w`` and a lost lock warn about.
 
 The registry ``OPEN`` (descriptor -> weak proxy) is what Perl's global
 destruction walks: ``perl.handle.close_all`` flushes and closes every handle at
@@ -6,7 +6,8 @@ exit, ``flush_all`` writes every handle's output before ``os.fork`` as Perl does
 A handle garbage-collected while it holds a ``flock`` (a port's local where Perl
 had a global bareword handle) warns with :class:`LostLockWarning`, naming the
 handle and the line that opened it (worked out only then: ``open_`` keeps the
-calling code object and instruction).
+calling code object and instruction).  :class:`PerlWarning` is what ``perl -w`` says
+about a closed handle (``readline() on closed filehandle``), ignored by default.
 """
 
 from __future__ import annotations
@@ -20,6 +21,28 @@ if TYPE_CHECKING:
     from types import CodeType
 
     from .perlio import PerlFile
+
+
+class PerlWarning(UserWarning):
+    """What ``perl -w`` warns about (``readline() on closed filehandle``); ignored by default.
+
+    Enable like ``-w``: ``python -W default::perlcompat.PerlWarning``, or
+    ``warnings.simplefilter("default", perlcompat.PerlWarning)``.
+    """
+
+
+#: the default: ignored.  Appended, so -W options and filterwarnings() calls come first
+#: and win; put back if a ``warnings.catch_warnings()`` block dropped it.
+_IGNORE = ("ignore", None, PerlWarning, None, 0)
+warnings.filterwarnings("ignore", category=PerlWarning, append=True)
+
+
+def _warn_closed(fh: PerlFile, op: str, level: int) -> None:
+    """Warn as ``perl -w`` does about *op* on the closed handle *fh* (*level*: the caller's)."""
+    if _IGNORE not in warnings.filters:
+        warnings.filterwarnings("ignore", category=PerlWarning, append=True)
+    why = " (its open failed)" if fh._fd < 0 else ""
+    warnings.warn(f"{op}() on closed filehandle {fh.name!r}{why}", PerlWarning, level + 1)
 
 
 class LostLockWarning(UserWarning):

@@ -15,14 +15,13 @@ import errno
 import io
 import os
 import sys
-import warnings
 from _weakref import proxy as _weakproxy
 
 from .consts import SEEK_CUR, SEEK_SET
 from .errno import fail, fail_from, reraise_foreign
 from .layers import PERLQQ, apply_layers
 from .lists import PerlList
-from .openfiles import OPEN, to_stderr, warn_lost_lock
+from .openfiles import OPEN, _warn_closed, to_stderr, warn_lost_lock
 
 # the hot path's system calls, bound once (a module attribute lookup per call adds up)
 _read, _write, _lseek = os.read, os.write, os.lseek
@@ -53,28 +52,6 @@ _MODES = {
     "+>": (os.O_RDWR | os.O_CREAT | os.O_TRUNC, True, True, False),
     "+>>": (os.O_RDWR | os.O_CREAT | os.O_APPEND, True, True, True),
 }
-
-
-class PerlWarning(UserWarning):
-    """What ``perl -w`` warns about (``readline() on closed filehandle``); ignored by default.
-
-    Enable like ``-w``: ``python -W default::perlcompat.PerlWarning``, or
-    ``warnings.simplefilter("default", perlcompat.PerlWarning)``.
-    """
-
-
-#: the default: ignored.  Appended, so -W options and filterwarnings() calls come first
-#: and win; put back if a ``warnings.catch_warnings()`` block dropped it.
-_IGNORE = ("ignore", None, PerlWarning, None, 0)
-warnings.filterwarnings("ignore", category=PerlWarning, append=True)
-
-
-def _warn_closed(fh: PerlFile, op: str, level: int) -> None:
-    """Warn as ``perl -w`` does about *op* on the closed handle *fh* (*level*: the caller's)."""
-    if _IGNORE not in warnings.filters:
-        warnings.filterwarnings("ignore", category=PerlWarning, append=True)
-    why = " (its open failed)" if fh._fd < 0 else ""
-    warnings.warn(f"{op}() on closed filehandle {fh.name!r}{why}", PerlWarning, level + 1)
 
 
 class PerlFile:

@@ -37,7 +37,8 @@ import os
 import sys
 
 from .errno import fail, reraise_foreign
-from .perlio import PerlFile, _warn_closed
+from .openfiles import _warn_closed
+from .perlio import PerlFile
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
