@@ -132,14 +132,14 @@ def _parse_three_arg(spec: str) -> tuple[str, str]:
     raise ValueError(f"Unknown open() mode {spec!r}; use <, >, >>, +<, +> or +>>")
 
 
-#: parsed open_ arguments -> (mode, name, os.open flags, text, encoding, crlf, readable,
-#: writable, append); a CGI script opens the same few files the same way on every request
-_OPEN_CACHE: dict[object, tuple[str, str, int, bool, str, bool, bool, bool, bool]] = {}
+#: parsed open_ arguments -> (mode, name, name as bytes, os.open flags, text, encoding, crlf,
+#: readable, writable, append); a CGI script opens the same few files the same way each request
+_OPEN_CACHE: dict[object, tuple[str, str, bytes, int, bool, str, bool, bool, bool, bool]] = {}
 
 
 def _parse_open(
     mode: object, path: object
-) -> tuple[str, str, int, bool, str, bool, bool, bool, bool]:
+) -> tuple[str, str, bytes, int, bool, str, bool, bool, bool, bool]:
     """Parse ``open_``'s arguments (cached)."""
     key = mode if path is None else (mode, path)
     try:
@@ -164,7 +164,22 @@ def _parse_open(
     if layers:
         text, encoding, crlf = apply_layers(layers, text, encoding, crlf)
     flags, readable, writable, append = _MODES[mode_]
-    parsed = (mode_, name, flags | _EXTRA_FLAGS, text, encoding, crlf, readable, writable, append)
+    try:  # (os.open takes bytes as they are: a str is encoded at every call)
+        target = os.fsencode(name)
+    except UnicodeError:  # no file can have this name: ENOENT, as os.open's ValueError gave
+        target = b"\0"
+    parsed = (
+        mode_,
+        name,
+        target,
+        flags | _EXTRA_FLAGS,
+        text,
+        encoding,
+        crlf,
+        readable,
+        writable,
+        append,
+    )
     if len(_OPEN_CACHE) >= 256:
         _OPEN_CACHE.clear()
     try:  # noqa: SIM105  (contextlib costs 4 ms of import time)
@@ -189,11 +204,11 @@ def open_(mode: str, path: str | os.PathLike[str] | None = None) -> PerlFile:
     dies there too).
     """
     try:
-        mode_, name, flags, text, encoding, crlf, readable, writable, append = _OPEN_CACHE[
+        mode_, name, target, flags, text, encoding, crlf, readable, writable, append = _OPEN_CACHE[
             mode if path is None else (mode, path)
         ]
     except (KeyError, TypeError):
-        mode_, name, flags, text, encoding, crlf, readable, writable, append = _parse_open(
+        mode_, name, target, flags, text, encoding, crlf, readable, writable, append = _parse_open(
             mode, path
         )
     fd = -1
@@ -201,7 +216,7 @@ def open_(mode: str, path: str | os.PathLike[str] | None = None) -> PerlFile:
         fail(errno.ENOENT)
     else:
         try:
-            fd = _open(name, flags, _CREATE)
+            fd = _open(target, flags, _CREATE)
         except OSError as exc:
             fail_from(exc)
         except ValueError:  # a NUL in the name: Perl's open gives 0 with ENOENT
