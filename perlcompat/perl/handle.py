@@ -341,7 +341,7 @@ def printf(fh: PerlFile, fmt: str, *args: object) -> int:
 def seek(fh: PerlFile, position: int, whence: int = SEEK_SET) -> int:
     """Perl's ``seek``: 1 on success (even at position 0), else 0 with ``OS_ERROR`` set."""
     perl_file = type(fh) is PerlFile
-    if (perl_file and fh._closed) or type(fh) is Unopened:
+    if fh._closed if perl_file else type(fh) is Unopened:
         _warn_closed(fh, "seek", 2)
         return fail(errno.EBADF)
     if type(position) is not int or whence not in (0, 1, 2) or not _MIN_OFF <= position <= _MAX_OFF:
