@@ -111,3 +111,33 @@ def test_each_thread_has_its_own_value() -> None:
         thread.join()
     assert seen == {n: (n, os.strerror(n)) for n in numbers}
     assert OS_ERROR == errno.EACCES  # untouched by the workers
+
+
+def test_a_success_clears_only_the_calling_threads_value(tmp_path: object) -> None:
+    # open_, flock and truncate clear $! as Perl's do; they skip the store while every
+    # thread's $! is 0, so each thread's own value must still be cleared and kept apart
+    path = os.path.join(str(tmp_path), "data")
+    with open(path, "w") as fh:
+        fh.write("1")
+    in_main = threading.Event()
+    in_thread = threading.Event()
+    seen: list[int] = []
+
+    def worker() -> None:
+        assert not open_("<", path + ".missing")
+        in_thread.set()  # its $! is ENOENT now
+        in_main.wait()  # while the main thread's open_ succeeds
+        seen.append(int(OS_ERROR))
+        assert open_("<", path)
+        seen.append(int(OS_ERROR))
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    in_thread.wait()
+    set_errno(errno.EACCES)
+    assert open_("<", path)
+    assert int(OS_ERROR) == 0  # the main thread's, cleared
+    in_main.set()
+    thread.join()
+    assert seen == [errno.ENOENT, 0]  # the worker's kept, then cleared by its own success
+    assert int(OS_ERROR) == 0

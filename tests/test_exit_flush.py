@@ -213,17 +213,17 @@ def test_the_warning_can_be_made_an_error_without_breaking_the_close(tmp_path: P
 
 
 # Every write and close the handles make, in order, on standard error (the script's own
-# system calls, through the names perlcompat.perl.handle binds them to).
+# system calls, through the names perlcompat.perl.perlio binds them to).
 TRACE = (
-    "from perlcompat.perl import handle\n"
-    "_write, _close = handle._write, handle._close\n"
+    "from perlcompat.perl import perlio\n"
+    "_write, _close = perlio._write, perlio._close\n"
     "def write(fd, data):\n"
     '    os.write(2, b"write %d %s\\n" % (fd, bytes(data)))\n'
     "    return _write(fd, data)\n"
     "def close_fd(fd):\n"
     '    os.write(2, b"close %d\\n" % fd)\n'
     "    return _close(fd)\n"
-    "handle._write, handle._close = write, close_fd\n"
+    "perlio._write, perlio._close = write, close_fd\n"
 )
 
 

@@ -8,9 +8,13 @@ One module a group of perlfunc entries (the public names are exported lazily by
 * ``die``: ``die`` and ``warn`` (``Die``; an uncaught one exits as Perl does).
 * ``consts``: Fcntl's ``LOCK_SH/EX/NB/UN`` and ``SEEK_SET/CUR/END``, defined here only.
 * ``osflags``: the ``os.open`` flags (``O_NOFOLLOW``, ``O_CLOEXEC`` ...), 0 where absent.
-* ``handle``: ``open_`` and ``PerlFile`` (PerlIO's buffers and layers), ``close``,
-  ``print_``, ``printf``, ``readline``, ``seek``, ``tell``, ``truncate``, ``binmode``, ``eof``;
-  every open handle flushed and closed at exit (``close_all``); ``LostLockWarning``.
+* ``handle``: Perl's functions on handles: ``open_``, ``close``, ``print_``, ``printf``,
+  ``readline``, ``seek``, ``tell``, ``truncate``, ``binmode``, ``eof``; every open handle
+  flushed and closed at exit (``close_all``).
+* ``perlio``: ``PerlFile``, the handle ``open_`` returns (PerlIO's buffers; the Python file
+  methods and Perl's functions share its one implementation of each operation).
+* ``layers``: the I/O layers (``:raw``, ``:crlf``, ``:encoding(NAME)``) and the PERLQQ fallback.
+* ``openfiles``: the registry of open handles (exit, fork); ``LostLockWarning``, ``PerlWarning``.
 * ``stdio``: ``STDIN``, ``STDOUT``, ``STDERR`` as handles (made at first use) and
   ``read(FH, buf, length)`` filling a ``Scalar``.
 * ``flock``: ``flock`` on a handle, file object or fd (``PerlFile.flushed_fileno()``).

@@ -18,37 +18,70 @@ from __future__ import annotations
 
 import os
 import sys
-from _thread import _local
+from _thread import _local, get_ident
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import NoReturn
 
-#: the calling thread's ``$!`` number is ``errno_state.errno`` (0 when unset); the hot
-#: paths of ``perl.handle`` and ``perl.flock`` assign it directly, others call :func:`fail`.
-errno_state = _local()
+
+class _State:
+    """The main thread's ``$!``, and whether every thread's is 0."""
+
+    __slots__ = ("errno", "others", "zero")
+    errno: int  # the main thread's $! number
+    others: bool  # another thread has set a non-zero $! (kept in THREAD_ERRNO)
+    zero: bool  # every thread's $! is 0: setting it to 0 changes nothing
+
+
+def _main_thread() -> int:
+    threading = sys.modules.get("threading")  # (not imported here: a CGI script seldom has it)
+    return threading.main_thread().ident or get_ident() if threading else get_ident()
+
+
+#: ``$!``: the main thread's number in a plain slot (a ``_thread._local`` attribute costs
+#: ten times more to set), other threads' in ``THREAD_ERRNO``.  Functions that succeed
+#: clear it as Perl's do (``open``, ``flock``, ``truncate``); their hot paths clear it in
+#: line only when some thread's is not 0: ``if not ERRNO_STATE.zero: set_errno(0)``.
+ERRNO_STATE = _State()
+ERRNO_STATE.errno = 0
+ERRNO_STATE.others = False
+ERRNO_STATE.zero = True
+THREAD_ERRNO = _local()
+MAIN_THREAD = _main_thread()
 
 
 def get_errno() -> int:
     """Return the calling thread's ``$!`` number."""
-    number: int = getattr(errno_state, "errno", 0)
+    if get_ident() == MAIN_THREAD:
+        return ERRNO_STATE.errno
+    number: int = getattr(THREAD_ERRNO, "errno", 0)
     return number
 
 
 def set_errno(number: int) -> None:
     """Set the calling thread's ``$!`` number."""
-    errno_state.errno = int(number)
+    number = int(number)
+    state = ERRNO_STATE
+    if get_ident() == MAIN_THREAD:
+        state.errno = number
+        state.zero = not number and not state.others
+    else:
+        THREAD_ERRNO.errno = number
+        if number:
+            state.others = True  # (before zero: a main thread clearing meanwhile reads it)
+            state.zero = False
 
 
 def fail(number: int) -> int:
     """Set ``$!`` to *number* and return Perl's false value 0."""
-    errno_state.errno = number
+    set_errno(number)
     return 0
 
 
 def fail_from(exc: OSError) -> int:
     """Set ``$!`` from an ``OSError`` and return 0."""
-    errno_state.errno = exc.errno or 0
+    set_errno(exc.errno or 0)
     return 0
 
 

@@ -36,7 +36,7 @@ import errno
 import sys
 
 from .consts import SEEK_CUR, SEEK_END, SEEK_SET
-from .errno import errno_state, reraise_foreign
+from .errno import reraise_foreign, set_errno
 
 __all__ = [
     "F_GETLK",
@@ -201,7 +201,7 @@ class FcntlLock:
             number = exc.errno or errno.EIO
             self._errno = number
             self._error = _TEXTS.get(number) or f"Unexpected error: {_message(number)}"
-            errno_state.errno = number
+            set_errno(number)
             return None
         self._errno = self._error = None
         return ZERO_BUT_TRUE
@@ -286,7 +286,7 @@ def fcntl(fh: object, function: int, scalar: int | bytes | bytearray) -> int | s
             value = _fcntl.fcntl(fd, number, int(scalar))
     except OSError as exc:
         reraise_foreign(exc)
-        errno_state.errno = exc.errno or errno.EIO
+        set_errno(exc.errno or errno.EIO)
         return None
-    errno_state.errno = 0
+    set_errno(0)
     return ZERO_BUT_TRUE if value == 0 else value

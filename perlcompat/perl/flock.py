@@ -36,7 +36,7 @@ import sys
 
 from . import clock
 from .consts import LOCK_EX, LOCK_NB, LOCK_SH, LOCK_UN
-from .errno import errno_state, fail, fail_from, reraise_foreign
+from .errno import ERRNO_STATE, fail, fail_from, reraise_foreign, set_errno
 from .fsinfo import check_flock, is_network
 
 TYPE_CHECKING = False
@@ -53,6 +53,18 @@ if sys.platform == "win32":
     from .flock_windows import lock_fd
 else:
     from fcntl import flock as lock_fd  # Perl's numbers are the kernel's
+
+
+class _NotLoaded:
+    pass
+
+
+#: ``perl.perlio.PerlFile`` for the fast path; this module does not import it (``from
+#: perlcompat import flock`` stays cheap): whichever of the two is imported second fills it in.
+_PerlFile: type = _NotLoaded
+_perlio = sys.modules.get(__name__.rpartition(".")[0] + ".perlio")
+if _perlio is not None:
+    _PerlFile = _perlio.PerlFile
 
 # pauses while polling for timeout= or a cooperative alarm
 _POLL_FIRST = 0.0005
@@ -108,11 +120,19 @@ def flock(fh: object, operation: int, timeout: float | None = None) -> int:
         return fail(errno.EINVAL)
     if timeout is not None:
         timeout = clock.check_seconds("flock timeout", timeout)
+    perl_file = type(fh) is _PerlFile
     try:
-        try:  # a PerlFile, the common case: it flushes itself as Perl does
-            fd = fh.flushed_fileno()  # type: ignore[attr-defined]
-        except AttributeError:  # an fd or a Python file object
-            fd = _fileno(fh)
+        if perl_file:  # the common case: PerlFile.flushed_fileno, in line
+            if fh._closed:  # type: ignore[attr-defined]
+                return fail(errno.EBADF)
+            if fh._wbuf or fh._rbuf:  # type: ignore[attr-defined]
+                fh._flush_remembered()  # type: ignore[attr-defined]
+            fd = fh._fd  # type: ignore[attr-defined]
+        else:
+            try:  # a PerlFile subclass flushes itself as Perl does
+                fd = fh.flushed_fileno()  # type: ignore[attr-defined]
+            except AttributeError:  # an fd or a Python file object
+                fd = _fileno(fh)
         # (the middle test is _must_poll's common case, without the call)
         if (
             operation & (LOCK_NB | LOCK_UN)
@@ -123,15 +143,16 @@ def flock(fh: object, operation: int, timeout: float | None = None) -> int:
         elif not _poll(fd, operation, timeout):
             return fail(errno.EWOULDBLOCK)
         if not operation & LOCK_UN:
-            name = getattr(fh, "name", None)
+            name = fh.name if perl_file else getattr(fh, "name", None)  # type: ignore[attr-defined]
             if name not in _LOCAL_NAMES:
                 _check_storage(fd, name)
     except OSError as exc:
         reraise_foreign(exc)
         return fail_from(exc)
-    if getattr(fh, "_flocked", None) is not None:  # a PerlFile: it warns if dropped while held
+    if perl_file or getattr(fh, "_flocked", None) is not None:  # it warns if dropped while held
         fh._flocked = 0 if operation & LOCK_UN else operation & (LOCK_SH | LOCK_EX)  # type: ignore[attr-defined]
-    errno_state.errno = 0
+    if not ERRNO_STATE.zero:  # ($! = 0, in line)
+        set_errno(0)
     return 1
 
 

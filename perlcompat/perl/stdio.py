@@ -36,8 +36,9 @@ import errno
 import os
 import sys
 
-from .errno import errno_state, fail, reraise_foreign
-from .handle import PerlFile, _warn_closed
+from .errno import fail, reraise_foreign
+from .openfiles import _warn_closed
+from .perlio import PerlFile
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -135,6 +136,14 @@ class _StdOut(PerlFile):
         """Write out what this handle and ``print()`` buffered."""
         self._check()
         self._flush()
+
+    def _seek(self, offset: int, whence: int) -> int:
+        self._flush()  # what print() buffered goes first
+        return PerlFile._seek(self, offset, whence)
+
+    def _flush_remembered(self, cut: int | None = None) -> OSError | None:
+        self._flush()  # (truncate: what print() buffered goes first)
+        return PerlFile._flush_remembered(self, cut)
 
     def flushed_fileno(self) -> int:
         """Flush, then return the descriptor (for ``flock``)."""
@@ -348,7 +357,8 @@ def read(fh: PerlFile, buf: Scalar, length: int, offset: int = 0) -> int | None:
         data = _read_crlf(fh, length) if fh._crlf and fh._text else _read_bytes(fh, length)
     except OSError as exc:
         reraise_foreign(exc)
-        fh._error = errno_state.errno = exc.errno or errno.EIO
+        fh._error = exc.errno or errno.EIO
+        fail(fh._error)
         return None
     # the part before *offset* (in the value's own units: characters of a str), NUL-padded
     if isinstance(old, str):

@@ -10,7 +10,7 @@ closed handle ``open_`` returns, with ``OS_ERROR`` set: ``O_CREAT|O_EXCL`` on an
 existing file gives 0 and EEXIST.
 
 The ``O_*`` numbers are this platform's (``os.O_*``), as Perl's Fcntl gives them;
-one a platform lacks is 0.  Imports ``perl.handle`` and ``perl.errno``.
+one a platform lacks is 0.  Imports ``perl.perlio`` and ``perl.errno``.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import errno
 import os
 import sys
 
-from .errno import errno_state, fail, fail_from
-from .handle import _DEFAULT_CRLF, _EXTRA_FLAGS, PerlFile
+from .errno import fail, fail_from, set_errno
+from .perlio import _DEFAULT_CRLF, _EXTRA_FLAGS, PerlFile, Unopened
 
 O_RDONLY: int = os.O_RDONLY
 O_WRONLY: int = os.O_WRONLY
@@ -67,7 +67,7 @@ def sysopen(path: str | os.PathLike[str], flags: int, perms: int = 0o666) -> Per
             fail_from(exc)
         except ValueError:  # a NUL in the name: ENOENT, as Perl gives
             fail(errno.ENOENT)
-    fh: PerlFile = object.__new__(PerlFile)
+    fh: PerlFile = object.__new__(PerlFile if fd >= 0 else Unopened)
     fh._setup(fd, name, mode, readable, writable, append, True, "utf-8", _DEFAULT_CRLF)
     fh._pos = -1
     caller = sys._getframe(1)  # where it was opened, for LostLockWarning
@@ -81,5 +81,5 @@ def sysopen(path: str | os.PathLike[str], flags: int, perms: int = 0o666) -> Per
             fh._pos = os.lseek(fd, 0, os.SEEK_END)
         except OSError:  # a pipe or terminal: no position
             pass
-    errno_state.errno = 0
+    set_errno(0)
     return fh
