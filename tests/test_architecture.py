@@ -267,3 +267,17 @@ def test_the_lock_file_core_is_imported_from_where_each_name_is_defined() -> Non
                     if alias.name not in defined[source]
                 ]
     assert wrong == []
+
+
+#: issue 26: no module is a file a newcomer must read a thousand lines of
+MAX_MODULE_LINES = 700
+
+
+def test_no_module_is_over_700_lines() -> None:
+    """Big files are cut on their seams (issue 26, item 5): each module fits in 700 lines."""
+    sizes = {
+        path.relative_to(PACKAGE).as_posix(): len(path.read_text(encoding="utf-8").splitlines())
+        for path in PACKAGE.rglob("*.py")
+    }
+    assert len(sizes) > 50  # the package was found
+    assert {name: n for name, n in sizes.items() if n > MAX_MODULE_LINES} == {}
