@@ -205,13 +205,19 @@ def _forget_all() -> None:
 
     Only the locks :func:`handing_off` named (a ``perlcompat.fork()``) stay held.
     """
-    global _depth
-    keep = _handed if get_ident() == _handed_by else set()
+    global _depth, _main_ident
+    me = get_ident()
+    keep = _handed if me == _handed_by else set()
     # a child starts with no pending signal (POSIX), and in no step of the parent's main
     # thread (forked by another thread mid-step, it would hold its signals back for ever),
     # but for the hand-off of a ``perlcompat.fork()``, which it completes (``locks.fork``)
     _pending.clear()
-    if not keep:
+    if me != _main_ident:
+        # forked by another thread: that thread is the child's main thread (its signal
+        # handlers run there), and the hand-off its one step in progress
+        _main_ident = me
+        _depth = 1 if keep else 0
+    elif not keep:
         _depth = 0
     for lock_ in tracked():
         if id(lock_) not in keep:
