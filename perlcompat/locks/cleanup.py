@@ -6,7 +6,8 @@
 thread holds at a path (``Lock``'s ownership checks, ``unlock()``), and
 ``sem_acquire`` keeps its slots here under the kind :data:`SEMAPHORE`
 (:func:`hold`, :func:`drop`; the kernel frees a slot, so it is never released
-here).
+here).  A thread that ends holding a lock leaves it held until exit, no thread's: a
+later thread given the same ident (Python reuses them) does not hold it.
 
 **Cleanup.**  The package's exit hook (``perlcompat._at_exit``, registered
 by ``import perlcompat``, so it runs after the script's own ``atexit`` handlers, as Perl runs
@@ -48,7 +49,7 @@ child instead (:func:`handing_off`).
 from __future__ import annotations
 
 import os
-from _thread import get_ident
+from _thread import _local, get_ident
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -65,6 +66,10 @@ SIGNALS = ("SIGHUP", "SIGINT", "SIGPIPE", "SIGQUIT", "SIGTERM")
 
 #: the registry: (method or SEMAPHORE, path, holding thread) -> what holds it, oldest first
 _held: dict[tuple[str, str, int], Any] = {}
+#: the same keys -> the holding thread's token (thread idents are reused once a thread ends)
+_tokens: dict[tuple[str, str, int], object] = {}
+_thread = _local()  # ``token``: one object per thread, gone with it
+_orphans = 0  # the last key number given to what a thread that ended held (-1, -2, ...)
 #: the registry's kind for ``sem_acquire``'s slots (not a lock method: no ``Lock`` has it).
 SEMAPHORE = "semaphore"
 _previous: dict[int, Any] = {}
@@ -95,19 +100,59 @@ def leave() -> None:
             _on_signal(signum, None)
 
 
+def _token() -> object:
+    """This thread's token: a thread that reuses an ended thread's ident has another."""
+    try:
+        token: object = _thread.token
+        return token
+    except AttributeError:
+        token = _thread.token = object()
+        return token
+
+
 def hold(kind: str, path: str, holder_: object) -> None:
     """Register *holder_* as what this thread holds at *path* (a lock of *kind*)."""
-    _held[kind, path, get_ident()] = holder_
+    key = (kind, path, get_ident())
+    _held[key] = holder_
+    _tokens[key] = _token()
 
 
 def holder(kind: str, path: str) -> Any:
-    """What this thread holds at *path* (a lock of *kind*: a ``Lock``, a semaphore), else None."""
-    return _held.get((kind, path, get_ident()))
+    """What this thread holds at *path* (a lock of *kind*: a ``Lock``, a semaphore), else None.
+
+    What a thread that has ended held is not this thread's, though this one may have been
+    given the same ident: it is set apart (:func:`_orphan`), held until released at exit.
+    """
+    key = (kind, path, get_ident())
+    found = _held.get(key)
+    if found is not None:
+        token = _tokens.get(key)
+        if token is None:
+            _tokens[key] = _token()  # taken for this thread by a worker (``acquire_async``)
+        elif token is not _token():
+            _orphan(key)
+            return None
+    return found
+
+
+def _orphan(key: tuple[str, str, int]) -> None:
+    """Set apart what an ended thread held at *key*: no thread's, released at exit."""
+    global _orphans
+    _orphans -= 1
+    held = _held.pop(key)
+    _tokens.pop(key, None)
+    _held[key[0], key[1], _orphans] = held
+    if key[0] != SEMAPHORE:
+        held._owner_thread = _orphans  # its release() is refused: not the caller's
 
 
 def drop(kind: str, path: str) -> Any:
     """Forget what this thread holds at *path* (a lock of *kind*); it, or None."""
-    return _held.pop((kind, path, get_ident()), None)
+    if holder(kind, path) is None:
+        return None
+    key = (kind, path, get_ident())
+    _tokens.pop(key, None)
+    return _held.pop(key)
 
 
 def track(lock_: Lock) -> None:
@@ -115,8 +160,14 @@ def track(lock_: Lock) -> None:
 
     (An ``acquire_async`` attempt runs in a worker thread for the event loop's thread.)
     """
+    me = get_ident()
     owner = lock_._owner_thread
-    _held[lock_.method, lock_.path, get_ident() if owner is None else owner] = lock_
+    key = (lock_.method, lock_.path, me if owner is None else owner)
+    _held[key] = lock_
+    if key[2] == me:
+        _tokens[key] = _token()
+    else:
+        _tokens.pop(key, None)  # set by the owner thread's first look (:func:`holder`)
     if _installed_pid != os.getpid() or not _previous:
         _install()
 
@@ -127,11 +178,12 @@ def untrack(lock_: Lock) -> None:
     key = (lock_.method, lock_.path, get_ident() if owner is None else owner)
     if _held.get(key) is lock_:
         del _held[key]
+        _tokens.pop(key, None)
 
 
 def tracked() -> list[Lock]:
     """The locks tracked for cleanup (the ``Lock`` objects this process holds), oldest first."""
-    return [value for key, value in _held.items() if key[0] != SEMAPHORE]
+    return [value for key, value in list(_held.items()) if key[0] != SEMAPHORE]
 
 
 def release_all() -> None:
@@ -141,6 +193,7 @@ def release_all() -> None:
         if not keys:
             return
         lock_ = _held.pop(keys[-1])
+        _tokens.pop(keys[-1], None)
         try:
             lock_._abandon()
         except Exception:  # cleanup must reach every lock
