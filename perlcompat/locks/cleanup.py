@@ -41,8 +41,8 @@ complete (``enter``/``leave``), so no lock is left behind half-released.
 
 The handlers stay installed after the last release and then only chain.  A
 handler installed later by the program replaces ours (no cleanup then).  A
-child of ``os.fork()`` holds none of its parent's locks and never releases
-them; ``perlcompat.fork()`` (``locks.fork``) names the locks it hands to the
+child of ``os.fork()`` holds none of its parent's locks or semaphore slots and
+never releases them; ``perlcompat.fork()`` (``locks.fork``) names the locks it hands to the
 child instead (:func:`handing_off`).
 """
 
@@ -115,6 +115,7 @@ def hold(kind: str, path: str, holder_: object) -> None:
     key = (kind, path, get_ident())
     _held[key] = holder_
     _tokens[key] = _token()
+    _watch_forks()
 
 
 def holder(kind: str, path: str) -> Any:
@@ -200,12 +201,18 @@ def release_all() -> None:
             continue
 
 
-def _install() -> None:
-    global _installed_pid, _atexit_done, _main_ident
+def _watch_forks() -> None:
+    """Register :func:`_forget_all` to run in every forked child (once)."""
+    global _atexit_done
     if not _atexit_done:  # (release_all runs at exit from perlcompat._at_exit)
         if hasattr(os, "register_at_fork"):
             os.register_at_fork(after_in_child=_forget_all)
         _atexit_done = True
+
+
+def _install() -> None:
+    global _installed_pid, _main_ident
+    _watch_forks()
     _installed_pid = os.getpid()
     for name in SIGNALS:
         number = getattr(_signal, name, None)
@@ -256,7 +263,9 @@ def handing_off(locks: list[Lock]) -> None:
 def _forget_all() -> None:
     """In a forked child: the parent's locks are not ours; drop them without releasing.
 
-    Only the locks :func:`handing_off` named (a ``perlcompat.fork()``) stay held.
+    Only the locks :func:`handing_off` named (a ``perlcompat.fork()``) stay held.  The
+    semaphore slots are the parent's too: the child closes its copies of their
+    descriptors (the slot stays the parent's), so its ``sem_release`` cannot free one.
     """
     global _depth, _main_ident
     me = get_ident()
@@ -276,3 +285,8 @@ def _forget_all() -> None:
         if id(lock_) not in keep:
             lock_._forget()
             untrack(lock_)
+    for key, held in list(_held.items()):
+        if key[0] == SEMAPHORE:
+            del _held[key]
+            _tokens.pop(key, None)
+            held._forget()
