@@ -17,7 +17,7 @@ import pytest
 
 import perlcompat
 from perlcompat import OS_ERROR, replace_file
-from perlcompat.locks import osapi, owner as _owner, stale as _stale
+from perlcompat.locks import guards as _guards, osapi, owner as _owner, remover as _remover
 from perlcompat.locks.api import Lock, find_locks
 
 WINDOWS = sys.platform == "win32"
@@ -60,13 +60,13 @@ def test_host_name(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_remover_lock(tmp_path: Path) -> None:
     """Windows: a ``<lock>.breaker`` file (a directory cannot be opened); POSIX: the directory."""
     path = str(tmp_path / "lk")
-    first = _stale.guard(path, exclusive=True)
+    first = _guards.guard(path, exclusive=True)
     assert first is not None
     try:
         assert (tmp_path / "lk.breaker").is_file() is WINDOWS
-        assert _stale.guard(path, exclusive=True) is None  # one remover at a time
+        assert _guards.guard(path, exclusive=True) is None  # one remover at a time
     finally:
-        _stale.unguard(first)
+        _guards.unguard(first)
     held = Lock(path, method="excl").acquire()
     assert find_locks(tmp_path) == [(path, "excl")]  # a .breaker file is not a lock
     held.release()
@@ -77,7 +77,7 @@ def test_a_dead_holder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "lk"
     path.write_text(f"perlcompat excl pid=999999 host={_owner.hostname()} token=x\n")
     backend = Lock(str(path), method="excl", stale=60).backend
-    monkeypatch.setattr(_stale, "FIRST_LOOK", 0.0)
+    monkeypatch.setattr(_remover, "FIRST_LOOK", 0.0)
     assert backend.break_stale() is not WINDOWS
     if WINDOWS:
         os.utime(path, (1, 1))
