@@ -287,3 +287,70 @@ def test_a_parent_killed_mid_hand_off_leaves_fork_returning_0_in_the_child(
     done = run_python(code, str(path))
     assert done.returncode == -signal.SIGKILL  # the parent
     assert done.stdout.decode().splitlines() == ["child 0 True True", "released False"], done.stderr
+
+
+def test_a_child_forked_by_a_thread_while_main_is_mid_step_dies_by_sigterm(
+    tmp_path: Path,
+) -> None:
+    """``fork()`` by a thread holding a lock while the main thread is mid-step (inside a
+    release): in the child that thread is the main one; SIGTERM ends it and releases the
+    lock it took over (it was held back for ever: the child outlived it by its alarm)."""
+    code = (
+        "import os, signal, sys, threading\n"
+        "from perlcompat import fork, lock\n"
+        "from perlcompat.locks import cleanup\n"
+        "assert lock(sys.argv[1] + '.main') == 1\n"  # the handlers are installed
+        "cleanup.enter()\n"  # the main thread mid-step, as inside a release
+        "got = []\n"
+        "def forker():\n"
+        "    assert lock(sys.argv[1]) == 1\n"
+        "    pid = fork()\n"
+        "    if pid == 0:\n"
+        "        os.kill(os.getpid(), signal.SIGTERM)\n"
+        "        signal.alarm(5)\n"  # ends it only if SIGTERM was held back
+        "        signal.pause()\n"
+        "        os._exit(0)\n"
+        "    got.append(pid)\n"
+        "t = threading.Thread(target=forker)\n"
+        "t.start()\n"
+        "t.join()\n"
+        "cleanup.leave()\n"
+        "status = os.waitpid(got[0], 0)[1]\n"
+        "print(status & 0x7F, os.path.exists(sys.argv[1]), flush=True)\n"
+    )
+    done = run_python(code, str(tmp_path / "lk"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.decode().split() == [str(int(signal.SIGTERM)), "False"]
+
+
+def test_a_signal_to_a_threads_child_mid_take_over_waits_for_it(tmp_path: Path) -> None:
+    """As for the main thread's ``fork()``: SIGTERM to the child of a thread's ``fork()``
+    while it takes the lock over waits until it has; then the child's cleanup removes it
+    and the parent holds it no more (the child removed it while the parent kept it)."""
+    code = (
+        "import os, signal, sys, threading\n"
+        "from perlcompat import Lock, fork\n"
+        "import perlcompat.locks.fork as forkmod\n"
+        "Lock(sys.argv[1] + '.main').acquire()\n"  # the handlers are installed
+        "lk = Lock(sys.argv[1])\n"
+        "real = forkmod._take_over\n"
+        "def take_over(lock_):\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    real(lock_)\n"
+        "forkmod._take_over = take_over\n"
+        "got = []\n"
+        "def forker():\n"
+        "    lk.acquire()\n"
+        "    pid = fork()\n"
+        "    if pid == 0:\n"
+        "        os._exit(9)\n"  # not reached: the held-back SIGTERM ends the child first
+        "    got.append(pid)\n"
+        "t = threading.Thread(target=forker)\n"
+        "t.start()\n"
+        "t.join()\n"
+        "status = os.waitpid(got[0], 0)[1]\n"
+        "print(status & 0x7F, lk.is_locked, os.path.exists(sys.argv[1]), flush=True)\n"
+    )
+    done = run_python(code, str(tmp_path / "lk"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.decode().split() == [str(int(signal.SIGTERM)), "False", "False"]

@@ -23,14 +23,22 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from perlutil import Child, as_unprivileged, shared_directory
 
-from perlcompat import OS_ERROR, NotLockedError, Semaphore, lock, unlock
-from perlcompat.locks import guards as _guards, owner as _owner
+from perlcompat import (
+    OS_ERROR,
+    NotLockedError,
+    Semaphore,
+    lock,
+    sem_acquire,
+    sem_release,
+    unlock,
+)
+from perlcompat.locks import cleanup as _cleanup, guards as _guards, owner as _owner
 from perlcompat.locks.api import Lock
 
 FLOCK = shutil.which("flock") or "/usr/bin/flock"
@@ -70,6 +78,69 @@ def test_unlock_from_a_thread_that_does_not_hold_leaves_the_lock(tmp_path: Path)
     assert os.path.isdir(path)
     assert unlock(path) == 1  # A's own unlock still works
     assert not os.path.exists(path)
+
+
+def run_in_a_thread_with_the_ident_of(ident: int, work: Callable[[], None]) -> None:
+    """Run *work* in a new thread that has the ended thread *ident*'s ident (idents are reused)."""
+    for _ in range(200):
+        got: list[int] = []
+
+        def attempt(got: list[int]) -> None:
+            got.append(threading.get_ident())
+            if got[0] == ident:
+                work()
+
+        thread = threading.Thread(target=attempt, args=(got,))
+        thread.start()
+        thread.join()
+        if got[0] == ident:
+            return
+    pytest.fail("no new thread was given the ended thread's ident")
+
+
+def test_a_thread_given_an_ended_threads_ident_does_not_hold_its_locks(tmp_path: Path) -> None:
+    """A thread that ends holding a lock keeps it until exit; a later thread given the same
+    ident (Python reuses them) neither unlocks it nor takes it again as its holder."""
+    path = str(tmp_path / "lk")
+    shared = Lock(str(tmp_path / "obj"), timeout=0)
+    ended: list[int] = []
+
+    def take() -> None:
+        ended.append(threading.get_ident())
+        assert lock(path, retry=1) == 1
+        shared.acquire()
+        assert sem_acquire(str(tmp_path / "sem"), 1) == 1
+
+    thread = threading.Thread(target=take)
+    thread.start()
+    thread.join()
+    seen: dict[str, object] = {}
+
+    def reuse() -> None:
+        seen["lock"] = (lock(path, retry=1), int(OS_ERROR))
+        seen["unlock"] = (unlock(path), int(OS_ERROR))
+        with pytest.raises(NotLockedError):
+            shared.release()
+        with pytest.raises(TimeoutError):
+            shared.acquire()
+        seen["sem_release"] = (sem_release(str(tmp_path / "sem")), int(OS_ERROR))
+        seen["sem_acquire"] = (sem_acquire(str(tmp_path / "sem"), 1, retry=1), int(OS_ERROR))
+
+    run_in_a_thread_with_the_ident_of(ended[0], reuse)
+    assert seen == {
+        "lock": (0, errno.EAGAIN),
+        "unlock": (0, errno.ENOLCK),
+        "sem_release": (0, errno.ENOLCK),
+        "sem_acquire": (0, errno.EWOULDBLOCK),
+    }
+    assert os.path.isdir(path) and shared.is_locked
+    _cleanup.release_all()  # the exit hook releases what the ended thread held
+    assert not os.path.exists(path) and not shared.is_locked
+    assert _cleanup.tracked() == []
+    for key, slot in list(_cleanup._held.items()):  # (no cleanup frees a semaphore's slot)
+        if key[0] == _cleanup.SEMAPHORE and key[1] == str(tmp_path / "sem"):
+            slot.release()
+            del _cleanup._held[key]
 
 
 def test_lock_release_from_another_thread_raises_and_keeps_the_lock(tmp_path: Path) -> None:

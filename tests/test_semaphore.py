@@ -459,3 +459,54 @@ def test_semaphore_patience_is_retry_minus_one_waits_on_the_lock_clock(
     assert sum(pauses) == pytest.approx(4.0)
     assert tries[-1] - tries[0] == pytest.approx(4.0)
     assert max(pauses) <= _retry.MAX * 1.5 and len(tries) > 50
+
+
+def test_a_forked_child_neither_takes_nor_frees_its_parents_slot(tmp_path: Path) -> None:
+    """A child of ``os.fork()`` holds none of its parent's slots: its ``sem_acquire`` waits
+    like anyone's (not EDEADLK), its ``sem_release`` and ``release()`` free nothing, so a
+    Perl script still finds both one-slot semaphores held by the parent."""
+    code = (
+        "import os, sys\n"
+        "from perlcompat import OS_ERROR, NotLockedError, Semaphore, sem_acquire, sem_release\n"
+        "one, two = sys.argv[1], sys.argv[2]\n"
+        "assert sem_acquire(one, 1) == 1\n"
+        "sem = Semaphore(two, 1).acquire()\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    got = [sem_acquire(one, 1, retry=1), int(OS_ERROR)]\n"
+        "    got += [sem_release(one), int(OS_ERROR)]\n"
+        "    try:\n"
+        "        sem.release()\n"
+        "        got.append('released')\n"
+        "    except NotLockedError:\n"
+        "        got.append('refused')\n"
+        "    os.write(1, (' '.join(map(str, got)) + '\\n').encode())\n"
+        "    os._exit(0)\n"
+        "os.waitpid(pid, 0)\n"
+        "sys.stdout.flush()\n"
+        "print(sys.stdin.readline().strip(), flush=True)\n"  # the Perl side has looked
+        "sem_release(one)\n"
+        "sem.release()\n"
+    )
+    perl_try = (
+        "use Fcntl qw(:flock O_RDWR O_CREAT);"
+        ' for my $name (@ARGV) { sysopen(my $fh, "$name.0", O_RDWR|O_CREAT) or die $!;'
+        " print flock($fh, LOCK_EX|LOCK_NB) ? 'free ' : 'held '; close($fh) } print \"\\n\";"
+    )
+    one, two = str(tmp_path / "one"), str(tmp_path / "two")
+    child = Child.python(code, one, two)
+    assert child.readline().split() == [
+        "0",
+        str(errno.EWOULDBLOCK),
+        "0",
+        str(errno.ENOLCK),
+        "refused",
+    ]
+    looked = subprocess.run([PERL, "-e", perl_try, one, two], capture_output=True, check=True)
+    assert looked.stdout.decode().split() == ["held", "held"]
+    child.send("looked")
+    status, out, err = child.wait()
+    assert status == 0, err
+    assert out.strip() == "looked"
+    looked = subprocess.run([PERL, "-e", perl_try, one, two], capture_output=True, check=True)
+    assert looked.stdout.decode().split() == ["free", "free"]

@@ -295,7 +295,7 @@ class Lock:
         an :class:`Acquired`, so ``with lk.acquire(timeout=1):`` releases on exit.
         """
         me = get_ident()
-        if self._owner_thread == me:
+        if self._owner_thread == me and _cleanup.holder(self.method, self.path) is self:
             self._release_failed = None  # its holder takes it again: held, not pending
             self._count += 1
             _debug("lock %r taken again by its holder (count %d)", self.path, self._count)
@@ -375,7 +375,9 @@ class Lock:
                 self._abandoned = 0 if force else self._abandoned - 1
                 return
             raise NotLockedError(f"lock {self.path!r} is not held by this Lock")
-        if self._owner_thread != get_ident():
+        if (
+            self._owner_thread != get_ident() or _cleanup.holder(self.method, self.path) is not self
+        ):  # (an ended thread's lock is not that of a thread given the same ident)
             raise NotLockedError(f"lock {self.path!r} is held by another thread")
         if self._count > 1 and not force:
             self._count -= 1

@@ -6,7 +6,8 @@
 thread holds at a path (``Lock``'s ownership checks, ``unlock()``), and
 ``sem_acquire`` keeps its slots here under the kind :data:`SEMAPHORE`
 (:func:`hold`, :func:`drop`; the kernel frees a slot, so it is never released
-here).
+here).  A thread that ends holding a lock leaves it held until exit, no thread's: a
+later thread given the same ident (Python reuses them) does not hold it.
 
 **Cleanup.**  The package's exit hook (``perlcompat._at_exit``, registered
 by ``import perlcompat``, so it runs after the script's own ``atexit`` handlers, as Perl runs
@@ -40,15 +41,15 @@ complete (``enter``/``leave``), so no lock is left behind half-released.
 
 The handlers stay installed after the last release and then only chain.  A
 handler installed later by the program replaces ours (no cleanup then).  A
-child of ``os.fork()`` holds none of its parent's locks and never releases
-them; ``perlcompat.fork()`` (``locks.fork``) names the locks it hands to the
+child of ``os.fork()`` holds none of its parent's locks or semaphore slots and
+never releases them; ``perlcompat.fork()`` (``locks.fork``) names the locks it hands to the
 child instead (:func:`handing_off`).
 """
 
 from __future__ import annotations
 
 import os
-from _thread import get_ident
+from _thread import _local, get_ident
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -65,6 +66,10 @@ SIGNALS = ("SIGHUP", "SIGINT", "SIGPIPE", "SIGQUIT", "SIGTERM")
 
 #: the registry: (method or SEMAPHORE, path, holding thread) -> what holds it, oldest first
 _held: dict[tuple[str, str, int], Any] = {}
+#: the same keys -> the holding thread's token (thread idents are reused once a thread ends)
+_tokens: dict[tuple[str, str, int], object] = {}
+_thread = _local()  # ``token``: one object per thread, gone with it
+_orphans = 0  # the last key number given to what a thread that ended held (-1, -2, ...)
 #: the registry's kind for ``sem_acquire``'s slots (not a lock method: no ``Lock`` has it).
 SEMAPHORE = "semaphore"
 _previous: dict[int, Any] = {}
@@ -95,19 +100,60 @@ def leave() -> None:
             _on_signal(signum, None)
 
 
+def _token() -> object:
+    """This thread's token: a thread that reuses an ended thread's ident has another."""
+    try:
+        token: object = _thread.token
+        return token
+    except AttributeError:
+        token = _thread.token = object()
+        return token
+
+
 def hold(kind: str, path: str, holder_: object) -> None:
     """Register *holder_* as what this thread holds at *path* (a lock of *kind*)."""
-    _held[kind, path, get_ident()] = holder_
+    key = (kind, path, get_ident())
+    _held[key] = holder_
+    _tokens[key] = _token()
+    _watch_forks()
 
 
 def holder(kind: str, path: str) -> Any:
-    """What this thread holds at *path* (a lock of *kind*: a ``Lock``, a semaphore), else None."""
-    return _held.get((kind, path, get_ident()))
+    """What this thread holds at *path* (a lock of *kind*: a ``Lock``, a semaphore), else None.
+
+    What a thread that has ended held is not this thread's, though this one may have been
+    given the same ident: it is set apart (:func:`_orphan`), held until released at exit.
+    """
+    key = (kind, path, get_ident())
+    found = _held.get(key)
+    if found is not None:
+        token = _tokens.get(key)
+        if token is None:
+            _tokens[key] = _token()  # taken for this thread by a worker (``acquire_async``)
+        elif token is not _token():
+            _orphan(key)
+            return None
+    return found
+
+
+def _orphan(key: tuple[str, str, int]) -> None:
+    """Set apart what an ended thread held at *key*: no thread's, released at exit."""
+    global _orphans
+    _orphans -= 1
+    held = _held.pop(key)
+    _tokens.pop(key, None)
+    _held[key[0], key[1], _orphans] = held
+    if key[0] != SEMAPHORE:
+        held._owner_thread = _orphans  # its release() is refused: not the caller's
 
 
 def drop(kind: str, path: str) -> Any:
     """Forget what this thread holds at *path* (a lock of *kind*); it, or None."""
-    return _held.pop((kind, path, get_ident()), None)
+    if holder(kind, path) is None:
+        return None
+    key = (kind, path, get_ident())
+    _tokens.pop(key, None)
+    return _held.pop(key)
 
 
 def track(lock_: Lock) -> None:
@@ -115,8 +161,14 @@ def track(lock_: Lock) -> None:
 
     (An ``acquire_async`` attempt runs in a worker thread for the event loop's thread.)
     """
+    me = get_ident()
     owner = lock_._owner_thread
-    _held[lock_.method, lock_.path, get_ident() if owner is None else owner] = lock_
+    key = (lock_.method, lock_.path, me if owner is None else owner)
+    _held[key] = lock_
+    if key[2] == me:
+        _tokens[key] = _token()
+    else:
+        _tokens.pop(key, None)  # set by the owner thread's first look (:func:`holder`)
     if _installed_pid != os.getpid() or not _previous:
         _install()
 
@@ -127,11 +179,12 @@ def untrack(lock_: Lock) -> None:
     key = (lock_.method, lock_.path, get_ident() if owner is None else owner)
     if _held.get(key) is lock_:
         del _held[key]
+        _tokens.pop(key, None)
 
 
 def tracked() -> list[Lock]:
     """The locks tracked for cleanup (the ``Lock`` objects this process holds), oldest first."""
-    return [value for key, value in _held.items() if key[0] != SEMAPHORE]
+    return [value for key, value in list(_held.items()) if key[0] != SEMAPHORE]
 
 
 def release_all() -> None:
@@ -141,18 +194,25 @@ def release_all() -> None:
         if not keys:
             return
         lock_ = _held.pop(keys[-1])
+        _tokens.pop(keys[-1], None)
         try:
             lock_._abandon()
         except Exception:  # cleanup must reach every lock
             continue
 
 
-def _install() -> None:
-    global _installed_pid, _atexit_done, _main_ident
+def _watch_forks() -> None:
+    """Register :func:`_forget_all` to run in every forked child (once)."""
+    global _atexit_done
     if not _atexit_done:  # (release_all runs at exit from perlcompat._at_exit)
         if hasattr(os, "register_at_fork"):
             os.register_at_fork(after_in_child=_forget_all)
         _atexit_done = True
+
+
+def _install() -> None:
+    global _installed_pid, _main_ident
+    _watch_forks()
     _installed_pid = os.getpid()
     for name in SIGNALS:
         number = getattr(_signal, name, None)
@@ -203,17 +263,30 @@ def handing_off(locks: list[Lock]) -> None:
 def _forget_all() -> None:
     """In a forked child: the parent's locks are not ours; drop them without releasing.
 
-    Only the locks :func:`handing_off` named (a ``perlcompat.fork()``) stay held.
+    Only the locks :func:`handing_off` named (a ``perlcompat.fork()``) stay held.  The
+    semaphore slots are the parent's too: the child closes its copies of their
+    descriptors (the slot stays the parent's), so its ``sem_release`` cannot free one.
     """
-    global _depth
-    keep = _handed if get_ident() == _handed_by else set()
+    global _depth, _main_ident
+    me = get_ident()
+    keep = _handed if me == _handed_by else set()
     # a child starts with no pending signal (POSIX), and in no step of the parent's main
     # thread (forked by another thread mid-step, it would hold its signals back for ever),
     # but for the hand-off of a ``perlcompat.fork()``, which it completes (``locks.fork``)
     _pending.clear()
-    if not keep:
+    if me != _main_ident:
+        # forked by another thread: that thread is the child's main thread (its signal
+        # handlers run there), and the hand-off its one step in progress
+        _main_ident = me
+        _depth = 1 if keep else 0
+    elif not keep:
         _depth = 0
     for lock_ in tracked():
         if id(lock_) not in keep:
             lock_._forget()
             untrack(lock_)
+    for key, held in list(_held.items()):
+        if key[0] == SEMAPHORE:
+            del _held[key]
+            _tokens.pop(key, None)
+            held._forget()

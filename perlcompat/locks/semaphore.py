@@ -83,6 +83,7 @@ class Semaphore:
         self.wait = float(wait)
         self._fd: int | None = None
         self._slot: int | None = None
+        self._pid = 0  # the process that took the slot held
 
     @property
     def is_locked(self) -> bool:
@@ -126,6 +127,7 @@ class Semaphore:
                 raise
             self._fd = fd
             self._slot = index
+            self._pid = os.getpid()
             return True
         return False
 
@@ -145,16 +147,31 @@ class Semaphore:
         )
 
     def release(self) -> None:
-        """Free the slot (NotLockedError if this object holds none)."""
+        """Free the slot (NotLockedError if this object holds none).
+
+        In a forked child the slot is the parent's: NotLockedError, and the child's copy
+        of the descriptor is closed (the slot stays held by the parent).
+        """
         fd = self._fd
         if fd is None:
             raise NotLockedError(f"semaphore {self.path!r} is not held by this object")
+        if self._pid != os.getpid():
+            self._forget()
+            raise NotLockedError(
+                f"semaphore {self.path!r} is held by the parent process, not this forked child"
+            )
         self._fd = None
         self._slot = None
         try:
             lock_fd(fd, LOCK_UN)  # also frees it for a forked child sharing the descriptor
         finally:
             os.close(fd)
+
+    def _forget(self) -> None:
+        """In a forked child: the parent holds the slot; close our copy, unreleased."""
+        fd, self._fd, self._slot = self._fd, None, None
+        if fd is not None:
+            os.close(fd)  # (the flock stays: the parent's descriptor still holds it)
 
     def __enter__(self) -> Semaphore:
         return self.acquire()
