@@ -54,62 +54,34 @@ from __future__ import annotations
 import sys
 
 if sys.platform == "win32":
-    from .oswindows import (
-        BUSY_PATIENCE as BUSY_PATIENCE,
-        boot_and_pidns as boot_and_pidns,
-        busy_create as busy_create,
-        change_time as change_time,
-        changed_at as changed_at,
-        clock_ticks as clock_ticks,
-        copy_owner_and_mode as copy_owner_and_mode,
-        fork_process as fork_process,
-        fsync_directory as fsync_directory,
-        generation as generation,
-        has_symlinks as has_symlinks,
-        hold_temp_file as hold_temp_file,
-        looks_can_be_refused as looks_can_be_refused,
-        nodename as nodename,
-        open_directory as open_directory,
-        open_file as open_file,
-        pids_known as pids_known,
-        proc_locks_device as proc_locks_device,
-        process_exists as process_exists,
-        read_at_zero as read_at_zero,
-        renames_by_handle as renames_by_handle,
-        renames_open_files as renames_open_files,
-        retry_busy as retry_busy,
-        touch as touch,
-        utime_open as utime_open,
-        while_readers as while_readers,
-        write_at_zero as write_at_zero,
-    )
+    from . import oswindows as _platform
 else:
-    from .osposix import (
-        BUSY_PATIENCE as BUSY_PATIENCE,
-        boot_and_pidns as boot_and_pidns,
-        busy_create as busy_create,
-        change_time as change_time,
-        changed_at as changed_at,
-        clock_ticks as clock_ticks,
-        copy_owner_and_mode as copy_owner_and_mode,
-        fork_process as fork_process,
-        fsync_directory as fsync_directory,
-        generation as generation,
-        has_symlinks as has_symlinks,
-        hold_temp_file as hold_temp_file,
-        looks_can_be_refused as looks_can_be_refused,
-        nodename as nodename,
-        open_directory as open_directory,
-        open_file as open_file,
-        pids_known as pids_known,
-        proc_locks_device as proc_locks_device,
-        process_exists as process_exists,
-        read_at_zero as read_at_zero,
-        renames_by_handle as renames_by_handle,
-        renames_open_files as renames_open_files,
-        retry_busy as retry_busy,
-        touch as touch,
-        utime_open as utime_open,
-        while_readers as while_readers,
-        write_at_zero as write_at_zero,
-    )
+    from . import osposix as _platform
+
+BUSY_PATIENCE = _platform.BUSY_PATIENCE
+boot_and_pidns = _platform.boot_and_pidns
+busy_create = _platform.busy_create
+change_time = _platform.change_time
+changed_at = _platform.changed_at
+clock_ticks = _platform.clock_ticks
+copy_owner_and_mode = _platform.copy_owner_and_mode
+fork_process = _platform.fork_process
+fsync_directory = _platform.fsync_directory
+generation = _platform.generation
+has_symlinks = _platform.has_symlinks
+hold_temp_file = _platform.hold_temp_file
+looks_can_be_refused = _platform.looks_can_be_refused
+nodename = _platform.nodename
+open_directory = _platform.open_directory
+open_file = _platform.open_file
+pids_known = _platform.pids_known
+proc_locks_device = _platform.proc_locks_device
+process_exists = _platform.process_exists
+read_at_zero = _platform.read_at_zero
+renames_by_handle = _platform.renames_by_handle
+renames_open_files = _platform.renames_open_files
+retry_busy = _platform.retry_busy
+touch = _platform.touch
+utime_open = _platform.utime_open
+while_readers = _platform.while_readers
+write_at_zero = _platform.write_at_zero

@@ -173,20 +173,8 @@ def _read_shared(target: str) -> bytes:
 
 
 def _read_existing(target: str) -> bytes:
-    """The content of the regular file *target* (``FileNotFoundError`` if there is none),
-    opened with ``osapi.open_file`` (sharing delete on Windows), never through a symlink."""
-    if _old_file(target) is None:  # a symlink, directory or device raises here
-        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), target)
-    try:
-        fd = _osapi.open_file(target, os.O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_BINARY)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise _not_regular(target, errno.ELOOP, "a symlink") from None
-        raise
-    try:
-        return _read_all(fd, target)
-    finally:
-        os.close(fd)
+    """The content of the regular file *target*; ``FileNotFoundError`` if there is none."""
+    return _read(target, must_exist=True)
 
 
 def _lock_path(target: str, lock: object) -> str | None:
@@ -236,13 +224,14 @@ def _take_lock(lock_path: str, timeout: float | None) -> int:
 def _read(target: str, must_exist: bool = False) -> bytes:
     """The current content of *target*, b"" if it does not exist (unless *must_exist*).
 
-    Only a regular file is read: never through a symlink (``O_NOFOLLOW``).
+    Only a regular file is read: never through a symlink (``O_NOFOLLOW``); opened with
+    ``osapi.open_file`` (sharing delete on Windows).
     """
-    old = _old_file(target)
+    old = _old_file(target)  # (a symlink, directory or device raises here)
     if old is None and must_exist:
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), target)
     try:
-        fd = os.open(target, os.O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_BINARY)
+        fd = _osapi.open_file(target, os.O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_BINARY)
     except FileNotFoundError:
         if must_exist:
             raise
