@@ -650,6 +650,18 @@ def test_audit_tracks_at_most_max_held_locks_at_once_and_says_so() -> None:
 # -- the demo removes its temp directory on SIGTERM and SIGHUP, as on Ctrl-C --------
 
 
+def _a_row_has_started(tmp: Path) -> bool:
+    """True once a directory in *tmp* holds a row's data files (other entries come and go:
+    ``tempfile`` probes TMPDIR with a short-lived file before it makes the demo's directory)."""
+    for entry in tmp.iterdir():
+        try:
+            if any(p.name.startswith("row") for p in entry.iterdir()):
+                return True
+        except (NotADirectoryError, FileNotFoundError):
+            continue
+    return False
+
+
 @pytest.mark.parametrize("signum", [15, 1])
 def test_demo_removes_its_temp_directory_when_stopped(tmp_path: Path, signum: int) -> None:
     env = dict(ENV, TMPDIR=str(tmp_path))
@@ -662,7 +674,7 @@ def test_demo_removes_its_temp_directory_when_stopped(tmp_path: Path, signum: in
     try:
         deadline = time.monotonic() + 60
         # the first row's directory holds its data files once the writers run
-        while not any(p.name.startswith("row") for d in tmp_path.iterdir() for p in d.iterdir()):
+        while not _a_row_has_started(tmp_path):
             assert proc.poll() is None and time.monotonic() < deadline
             time.sleep(0.01)  # polled: the demo signals nothing before its first row ends
         proc.send_signal(signum)
