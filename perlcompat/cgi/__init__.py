@@ -27,7 +27,12 @@ first use, as CGI.pm's.  Checked against CGI.pm 4.x by tests/test_cgi.py:
   exactly CGI.pm's string.
 * A file upload's value is an :class:`Upload`: a str (the client's file name,
   as CGI.pm's handle stringifies) with ``.file`` (a binary file object over the
-  content), ``.content`` (bytes) and ``.headers`` (``uploadInfo``).
+  content: a temporary file past 1 MiB), ``.content`` (bytes) and ``.headers``
+  (``uploadInfo``).
+* ``url()`` (``relative``, ``absolute``, ``full``, ``path_info``, ``query``: CGI.pm's
+  ``-relative`` ...), ``self_url()``, ``remote_host()``, ``start_html()``, ``end_html()``;
+  the settings ``POST_MAX``, ``DISABLE_UPLOADS`` and ``XHTML`` of this module are
+  CGI.pm's ``$CGI::POST_MAX`` ... (``cgi.POST_MAX = 1024``).
 * ``header()`` is CGI.pm's: ``Content-Type: text/html; charset=ISO-8859-1`` and
   CR LF line ends by default, ``status``, ``cookie``, ``expires`` (``"+1d"``),
   ``charset``, ``attachment``, ``nph``, any other keyword as a header.
@@ -44,12 +49,14 @@ The query object and the ``:standard`` functions are here; beside them:
 - ``body``: the request body on STDIN: ``CONTENT_LENGTH``, :class:`Upload`, and a
   line-for-line port of CGI.pm's ``MultipartBuffer`` (~100 lines).
 - ``header``: ``header()`` and ``redirect``'s header; ``cookie``: CGI::Cookie.
+- ``request``: ``url()``, ``self_url()``, ``remote_host()`` and CGI.pm's other views of the
+  environment (a part of the query object); ``page``: ``start_html()``.
 - ``cgilib``: cgi-lib.pl's ``ReadParse`` and its multipart loop.
 
 ``import perlcompat.cgi`` loads nothing beyond ``os``, ``re``, perlcompat's own
-handles, ``util`` and ``body`` (a CGI process per request pays for it); ``header``
-and ``cookie`` load at the first ``header()`` or cookie, ``cgilib`` at the first
-``ReadParse``.  The multipart parser is CGI.pm's own, not the ``multipart``
+handles, ``util``, ``body`` and ``request`` (a CGI process per request pays for it);
+``header`` and ``cookie`` load at the first ``header()`` or cookie, ``page`` at the
+first ``start_html()``, ``cgilib`` at the first ``ReadParse``.  The multipart parser is CGI.pm's own, not the ``multipart``
 package, which parses differently from CGI.pm and imported ~4x slower
 (``python -X importtime``, after ``re``: ``perlcompat.cgi`` with its handles
 3.2 ms, ``multipart`` 2.0.1 12.1 ms).
