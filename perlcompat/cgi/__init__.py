@@ -56,9 +56,9 @@ The query object and the ``:standard`` functions are here; beside them:
 ``import perlcompat.cgi`` loads nothing beyond ``os``, ``re``, perlcompat's own
 handles, ``util``, ``body`` and ``request`` (a CGI process per request pays for it);
 ``header`` and ``cookie`` load at the first ``header()`` or cookie, ``page`` at the
-first ``start_html()``, ``cgilib`` at the first ``ReadParse``.  The multipart parser is CGI.pm's own, not the ``multipart``
-package, which parses differently from CGI.pm and imported ~4x slower
-(``python -X importtime``, after ``re``: ``perlcompat.cgi`` with its handles
+first ``start_html()``, ``cgilib`` at the first ``ReadParse``.  The multipart parser is
+CGI.pm's own, not the ``multipart`` package, which parses differently from CGI.pm and
+imported ~4x slower (``python -X importtime``, after ``re``: ``perlcompat.cgi`` with its handles
 3.2 ms, ``multipart`` 2.0.1 12.1 ms).
 """
 
