@@ -515,3 +515,72 @@ def test_a_big_upload_is_spooled_to_a_file_not_held_in_memory(tmp_path: Path) ->
     grown = int(after) - int(before)  # KiB
     assert grown < 8 * 1024, f"peak RSS grew by {grown} KiB reading a 16 MiB upload"
     assert list(tmp_path.iterdir()) == [tmp_path / "body"]  # (the temporary file is gone)
+
+
+def perl_value(value: object) -> str:
+    """*value* as a Perl literal: str, int, None, list, dict (CGI.pm takes ``-src`` or ``src``)."""
+    if value is None:
+        return "undef"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    if isinstance(value, list):
+        return "[" + ", ".join(perl_value(v) for v in value) + "]"
+    assert isinstance(value, dict)
+    return "{" + ", ".join(f"'{k}' => {perl_value(v)}" for k, v in value.items()) + "}"
+
+
+START_OPTIONS: dict[str, list[object]] = {
+    "title": ["", "0", "T <&>", "Guest'book"],
+    "author": ["a@b.c", "x y"],
+    "base": [0, 1],
+    "xbase": ["http://x.example/"],
+    "target": ["_top"],
+    "meta": [{"k": "v"}, {"b": "2", "a": "1"}],
+    "head": ["<link />", ["<x />", "<meta http-equiv='Content-Type' content='x' />"]],
+    "style": ["/a.css", {"src": "/s.css", "media": "print"}, {"code": "p{}", "type": "text/x"},
+              [{"src": ["/a.css", "/b.css"], "title": "t"}, "/c.css"], {"verbatim": ["a", "b"]}],
+    "script": ["go()", {"src": "/a.js", "charset": "utf-8", "type": "text/vbscript"},
+               [{"code": "x", "language": "PerlScript"}, "y()"], {"language": "JavaScript1.2"}],
+    "noscript": ["no js"],
+    "dtd": [1, "nonsense", "-//W3C//DTD HTML 3.2 Final//EN", ["-//W3C//DTD XHTML 1.1//EN", "http://x/xhtml11.dtd"],
+            ["-//W3C//DTD HTML 4.01//EN", "http://www.w3.org/TR/html4/strict.dtd"]],
+    "lang": ["", "ja", "0"],
+    "encoding": ["", "utf-8"],
+    "declare_xml": [0, 1],
+    "bgcolor": ["#fff"],
+    "onLoad": ["f()"],
+    "x_y": [None],
+    "class": ['a"b'],
+}  # fmt: skip
+
+
+@st.composite
+def start_html_call(draw: st.DrawFn) -> tuple[str, Callable[[cgi.CGI], object]]:
+    keys = draw(st.lists(st.sampled_from(sorted(START_OPTIONS)), max_size=7, unique=True))
+    options = {key: draw(st.sampled_from(START_OPTIONS[key])) for key in keys}
+    charset = draw(st.sampled_from([None, "Shift_JIS"]))
+    perl = "start_html(" + ", ".join(f"'-{k}' => {perl_value(v)}" for k, v in options.items()) + ")"
+    if charset is None:
+        return perl, lambda q: q.start_html(**options)
+    return (
+        f"charset('{charset}') . $q->{perl}",
+        lambda q: q.charset(charset) + q.start_html(**options),
+    )
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck), phases=NO_SHRINK)
+@given(calls=st.lists(start_html_call(), min_size=40, max_size=40))
+def test_generated_start_html_like_cgi_pm(
+    calls: list[tuple[str, Callable[[cgi.CGI], object]]],
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    tmp = tmp_path_factory.mktemp("html")
+    env = FIXED_ENVS[1]
+    want = run_perl_calls([env], [perl for perl, _ in calls], tmp, HTML_PERL)[0].split(b"\0")
+    got = [run_python_calls([env], [call], monkeypatch, tmp)[0] for _, call in calls]
+    assert len(want) == len(got)
+    for (perl, _), w, g in zip(calls, want, got):
+        assert g == w, perl
