@@ -587,3 +587,9 @@ def test_generated_start_html_like_cgi_pm(
     assert len(want) == len(got)
     for (perl, _), w, g in zip(calls, want, got):
         assert g == w, perl
+
+
+def test_an_upload_is_made_from_a_file_or_from_bytes() -> None:
+    made = cgi.Upload("a.txt", b"hello", {"Content-Type": "text/plain"})
+    assert (str(made), made.file.read(), made.content) == ("a.txt", b"hello", b"hello")
+    assert made.file.tell() == 5  # (.content keeps the position)

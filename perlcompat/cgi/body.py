@@ -74,8 +74,12 @@ class Upload(str):
     headers: dict[str, str]
     file: IO[bytes]
 
-    def __new__(cls, filename: str, file: IO[bytes], headers: dict[str, str]) -> Upload:
+    def __new__(cls, filename: str, file: IO[bytes] | bytes, headers: dict[str, str]) -> Upload:
         self = super().__new__(cls, filename)
+        if isinstance(file, bytes):  # (the content itself, as before uploads were spooled)
+            import io
+
+            file = io.BytesIO(file)
         self.file = file
         self.headers = headers
         return self
