@@ -27,7 +27,12 @@ first use, as CGI.pm's.  Checked against CGI.pm 4.x by tests/test_cgi.py:
   exactly CGI.pm's string.
 * A file upload's value is an :class:`Upload`: a str (the client's file name,
   as CGI.pm's handle stringifies) with ``.file`` (a binary file object over the
-  content), ``.content`` (bytes) and ``.headers`` (``uploadInfo``).
+  content: a temporary file past 1 MiB), ``.content`` (bytes) and ``.headers``
+  (``uploadInfo``).
+* ``url()`` (``relative``, ``absolute``, ``full``, ``path_info``, ``query``: CGI.pm's
+  ``-relative`` ...), ``self_url()``, ``remote_host()``, ``start_html()``, ``end_html()``;
+  the settings ``POST_MAX``, ``DISABLE_UPLOADS`` and ``XHTML`` of this module are
+  CGI.pm's ``$CGI::POST_MAX`` ... (``cgi.POST_MAX = 1024``).
 * ``header()`` is CGI.pm's: ``Content-Type: text/html; charset=ISO-8859-1`` and
   CR LF line ends by default, ``status``, ``cookie``, ``expires`` (``"+1d"``),
   ``charset``, ``attachment``, ``nph``, any other keyword as a header.
@@ -44,14 +49,16 @@ The query object and the ``:standard`` functions are here; beside them:
 - ``body``: the request body on STDIN: ``CONTENT_LENGTH``, :class:`Upload`, and a
   line-for-line port of CGI.pm's ``MultipartBuffer`` (~100 lines).
 - ``header``: ``header()`` and ``redirect``'s header; ``cookie``: CGI::Cookie.
+- ``request``: ``url()``, ``self_url()``, ``remote_host()`` and CGI.pm's other views of the
+  environment (a part of the query object); ``page``: ``start_html()``.
 - ``cgilib``: cgi-lib.pl's ``ReadParse`` and its multipart loop.
 
 ``import perlcompat.cgi`` loads nothing beyond ``os``, ``re``, perlcompat's own
-handles, ``util`` and ``body`` (a CGI process per request pays for it); ``header``
-and ``cookie`` load at the first ``header()`` or cookie, ``cgilib`` at the first
-``ReadParse``.  The multipart parser is CGI.pm's own, not the ``multipart``
-package, which parses differently from CGI.pm and imported ~4x slower
-(``python -X importtime``, after ``re``: ``perlcompat.cgi`` with its handles
+handles, ``util``, ``body`` and ``request`` (a CGI process per request pays for it);
+``header`` and ``cookie`` load at the first ``header()`` or cookie, ``page`` at the
+first ``start_html()``, ``cgilib`` at the first ``ReadParse``.  The multipart parser is
+CGI.pm's own, not the ``multipart`` package, which parses differently from CGI.pm and
+imported ~4x slower (``python -X importtime``, after ``re``: ``perlcompat.cgi`` with its handles
 3.2 ms, ``multipart`` 2.0.1 12.1 ms).
 """
 
@@ -60,7 +67,7 @@ from __future__ import annotations
 import os
 import re
 
-from ..perl.text import truth
+from ..perl.text import num, truth
 from .body import (
     FILENAME,
     NO_LIMIT,
@@ -70,7 +77,9 @@ from .body import (
     content_length,
     mp_value_parse,
     read_stdin,
+    spool,
 )
+from .request import Request
 from .util import escapeHTML, to_bytes, to_text, unescape, unescape_bytes, unescape_html
 
 TYPE_CHECKING = False
@@ -90,22 +99,38 @@ __all__ = [
     "Vars",
     "cookie",
     "delete",
+    "end_html",
     "escapeHTML",
     "header",
     "multi_param",
     "param",
     "redirect",
+    "remote_host",
+    "self_url",
+    "start_html",
     "unescape",
     "upload",
+    "url",
 ]
+
+# -- module settings (CGI.pm's globals) --------------------------------------------
+#: ``$CGI::POST_MAX``: a request whose CONTENT_LENGTH is over this many bytes is not
+#: read; ``cgi_error()`` is then "413 Request entity too large" (-1: no limit)
+POST_MAX = -1
+#: ``$CGI::DISABLE_UPLOADS``: true, a file sent in a form is read and dropped (its
+#: field has no value)
+DISABLE_UPLOADS = 0
+#: ``$CGI::XHTML``: ``start_html()`` writes XHTML 1.0; an HTML 2.0/3.2/4.01 ``dtd`` turns
+#: it off for the rest of the process, as in CGI.pm (``use CGI qw(-no_xhtml)``: 0)
+XHTML = 1
 
 
 # -- the query object -------------------------------------------------------------
 #: the first request parsed in this process: a second CGI() starts from it, as CGI.pm's does
-_saved: tuple[list[str], dict[str, list[Value]]] | None = None
+_saved: tuple[list[str], dict[str, list[Value]], list[str]] | None = None
 
 
-class CGI:
+class CGI(Request):
     """CGI.pm's query object: ``CGI()`` is ``CGI->new`` (reads the request once).
 
     ``CGI("a=1&b=2")`` (a query string) or ``CGI({"a": "1"})`` starts from the
@@ -120,8 +145,11 @@ class CGI:
         self._charset = "ISO-8859-1"
         self._cache = False
         self._cookies: dict[str, Cookie] | None = None
-        if initializer is None and _saved is not None:
-            names, params = _saved
+        self._fieldnames: list[str] = []  # (.cgifields: query_string() names them)
+        self._path_info: str | None = None
+        self._script_name: str | None = None
+        if initializer is None and _saved is not None and _saved[0]:
+            names, params, self._fieldnames = _saved
             self._names = list(names)
             self._params = {name: list(values) for name, values in params.items()}
             for values in self._params.values():
@@ -131,7 +159,11 @@ class CGI:
             return
         self._init(initializer)
         if initializer is None:
-            _saved = (list(self._names), {k: list(v) for k, v in self._params.items()})
+            _saved = (
+                list(self._names),
+                {k: list(v) for k, v in self._params.items()},
+                list(self._fieldnames),
+            )
 
     # -- reading the request (CGI.pm's init) --
     def _init(self, initializer: str | bytes | dict[str, object] | None) -> None:
@@ -140,7 +172,17 @@ class CGI:
         length = content_length()
         ctype = env.get("CONTENT_TYPE")
         query: bytes | None = b""
-        if isinstance(initializer, dict):
+        if num(POST_MAX) > 0 and num(env.get("CONTENT_LENGTH", 0)) > num(POST_MAX):
+            self._error = "413 Request entity too large"  # (the body is left unread)
+            query = None
+            if (
+                method in ("POST", "PUT", "PATCH")
+                and ctype is not None
+                and not ctype.startswith("application/x-www-form-urlencoded")
+                and not ctype.startswith("multipart/form-data")
+            ):
+                self._add(method + "DATA", "")  # (CGI.pm's XML handler still runs)
+        elif isinstance(initializer, dict):
             for name in sorted(initializer):
                 value = initializer[name]
                 values = value if isinstance(value, (list, tuple)) else [value]
@@ -184,6 +226,7 @@ class CGI:
                 self._params["keywords"] = [to_text(w) for w in words]
         if truth(self.param(".defaults")):
             self.delete_all()
+        self._fieldnames = [str(v) for v in self._params.get(".cgifields", ())]
         self.delete(".submit")
         self.delete(".cgifields")
 
@@ -199,14 +242,16 @@ class CGI:
                     break
         return query
 
-    @staticmethod
-    def _query_from_argv() -> bytes:
+    def _query_from_argv(self) -> bytes:
         import sys
 
         words = [w.replace("\\=", "%3D").replace("\\&", "%26") for w in sys.argv[1:]]
         query = "&".join(words) if "=" in " ".join(words) else "+".join(words)
         match = re.match(r"(.*?)\?(.*)\Z", query, re.S)
-        return to_bytes(match[2] if match else query)
+        if match is None:
+            return to_bytes(query)
+        self.path_info(match[1])  # `script.cgi /extra/path?a=1`: the path after the script
+        return to_bytes(match[2])
 
     def _add(self, name: str, value: Value) -> None:
         values = self._params.get(name)
@@ -246,11 +291,14 @@ class CGI:
                 filename = quoted[1]
             ctype = header.get(b"Content-Type")
             mixed = ctype is not None and b"multipart/mixed" in ctype
-            if name not in self._params:
+            if not self._params.get(name):  # (CGI.pm lists a name again while it has no value)
                 self._names.append(name)
                 self._params[name] = []
             if not filename and not mixed:
                 self._params[name].append(to_text(buffer.read_body()))
+                continue
+            if DISABLE_UPLOADS:  # read and dropped: the field has no value
+                buffer.skip_body()
                 continue
             if not filename:
                 filename = b"multipart/mixed"
@@ -260,7 +308,7 @@ class CGI:
             info = {to_text(k): to_text(v) for k, v in header.items()}
             # a file named "0" reads ""
             shown = to_text(filename) if truth(to_text(filename)) else ""
-            upload = Upload(shown, head + buffer.read_body(), info)
+            upload = Upload(shown, spool(buffer, head), info)
             self._params[name].append(upload)
 
     # -- CGI.pm's methods --
@@ -278,7 +326,7 @@ class CGI:
                 v if isinstance(v, str) else str(v) for v in values if v is not None
             ]
             if kept:
-                if name not in self._params:
+                if not self._params.get(name):
                     self._names.append(name)
                 self._params[name] = kept
         found = self._params.get(name)
@@ -300,7 +348,7 @@ class CGI:
         """Remove the named parameters."""
         for name in names:
             if self._params.pop(name, None) is not None:
-                self._names.remove(name)
+                self._names = [n for n in self._names if n != name]
 
     def delete_all(self) -> None:
         """Remove every parameter (``Delete_all``)."""
@@ -383,6 +431,21 @@ class CGI:
         found = self._fetch_cookies().get(name)
         return list(found.value) if found is not None else []
 
+    def start_html(self, *args: object, **options: object) -> str:
+        """CGI.pm's ``start_html``: ``start_html(title="T", bgcolor="#ffffff")`` (see ``page``)."""
+        global XHTML
+        from .page import start_html
+
+        text, xhtml = start_html(self, args, options, truth(XHTML))
+        if not xhtml:
+            XHTML = 0
+        return text
+
+    @staticmethod
+    def end_html() -> str:
+        """``"\\n</body>\\n</html>"``."""
+        return "\n</body>\n</html>"
+
     def _fetch_cookies(self) -> dict[str, Cookie]:
         if self._cookies is None:
             from .cookie import parse_cookies
@@ -446,6 +509,31 @@ def cookie(
 ) -> Cookie | str | list[str] | None:
     """``cookie(...)`` on the default query object (see :meth:`CGI.cookie`)."""
     return _q().cookie(name, value, **options)
+
+
+def url(**options: object) -> str:
+    """``url(...)`` on the default query object (see :meth:`CGI.url`)."""
+    return _q().url(**options)
+
+
+def self_url(**options: object) -> str:
+    """``self_url()`` on the default query object."""
+    return _q().self_url(**options)
+
+
+def remote_host() -> str:
+    """``REMOTE_HOST``, else ``REMOTE_ADDR``, else ``"localhost"``."""
+    return _q().remote_host()
+
+
+def start_html(*args: object, **options: object) -> str:
+    """``start_html(...)`` on the default query object (see :meth:`CGI.start_html`)."""
+    return _q().start_html(*args, **options)
+
+
+def end_html() -> str:
+    """``"\\n</body>\\n</html>"``."""
+    return CGI.end_html()
 
 
 if os.name == "nt":  # `use CGI` on Windows binmodes the three handles (CGI.pm's _set_binmode)

@@ -56,33 +56,71 @@ def binmode_std() -> None:
 
 
 # -- uploads -----------------------------------------------------------------
+#: an upload longer than this (bytes) goes to a temporary file as it is read, as CGI.pm
+#: writes every upload to one; a shorter one stays in memory
+SPOOL_SIZE = 1 << 20
+
+
 class Upload(str):
     """An uploaded file: the str is the client's file name, as CGI.pm's handle stringifies.
 
     ``.file`` is a binary file object at the start of the content (``upload()``
-    gives it too), ``.content`` the bytes, ``.headers`` the part's headers
-    (CGI.pm's ``uploadInfo``, e.g. ``headers["Content-Type"]``).
+    gives it too): a temporary file, deleted when closed, for an upload over
+    :data:`SPOOL_SIZE` bytes.  ``.content`` reads the whole content as bytes;
+    ``.headers`` are the part's headers (CGI.pm's ``uploadInfo``, e.g.
+    ``headers["Content-Type"]``).
     """
 
-    content: bytes
     headers: dict[str, str]
-    _file: IO[bytes] | None
+    file: IO[bytes]
 
-    def __new__(cls, filename: str, content: bytes, headers: dict[str, str]) -> Upload:
+    def __new__(cls, filename: str, file: IO[bytes] | bytes, headers: dict[str, str]) -> Upload:
         self = super().__new__(cls, filename)
-        self.content = content
+        if isinstance(file, bytes):  # (the content itself, as before uploads were spooled)
+            import io
+
+            file = io.BytesIO(file)
+        self.file = file
         self.headers = headers
-        self._file = None
         return self
 
     @property
-    def file(self) -> IO[bytes]:
-        """A binary file object over the content (one per upload, as CGI.pm's temp file)."""
-        if self._file is None:
-            import io
+    def content(self) -> bytes:
+        """The whole content (the file's position is kept)."""
+        at = self.file.tell()
+        self.file.seek(0)
+        data = self.file.read()
+        self.file.seek(at)
+        return data
 
-            self._file = io.BytesIO(self.content)
-        return self._file
+
+def spool(buffer: MultipartBuffer, head: bytes = b"") -> IO[bytes]:
+    """*head* and the part's body read from *buffer*, in a file object at its start.
+
+    In memory up to :data:`SPOOL_SIZE` bytes; past it, in a ``tempfile.TemporaryFile``
+    (unlinked at once on POSIX, on close on Windows), so a 50 MB upload never sits in
+    memory whole.
+    """
+    import io
+
+    memory = io.BytesIO()
+    memory.write(head)
+    out: IO[bytes] = memory
+    size = len(head)
+    while True:
+        data = buffer.read()
+        if data is None:
+            break
+        size += len(data)
+        if out is memory and size > SPOOL_SIZE:
+            import tempfile
+
+            out = tempfile.TemporaryFile()  # noqa: SIM115 (the upload keeps it open)
+            out.write(memory.getvalue())
+            memory = io.BytesIO()  # (drop the copy)
+        out.write(data)
+    out.seek(0)
+    return out
 
 
 # -- CGI.pm's MultipartBuffer, line for line -------------------------------------------
@@ -145,6 +183,11 @@ class MultipartBuffer:
             if data is None:
                 return b"".join(parts)
             parts.append(data)
+
+    def skip_body(self) -> None:
+        """Read the part's body and keep none of it (CGI.pm's ``$DISABLE_UPLOADS``)."""
+        while self.read() is not None:
+            pass
 
     def read(self, nbytes: int = 0) -> bytes | None:
         nbytes = nbytes or self.fillunit

@@ -26,6 +26,7 @@ from .rules import (
     unchecked_result,
     unknown_sub,
     unlink_before_rename,
+    write_under_shared_lock,
 )
 from .rules.common import Judge
 
@@ -45,6 +46,7 @@ POLICIES: tuple[Policy, ...] = (
     read_write.UNLOCKED_WRITE,
     read_write.UNLOCKED_UPDATE,
     ex_on_readonly.POLICY,
+    write_under_shared_lock.POLICY,
     append_no_seek.POLICY,
     unchecked_result.POLICY,
     swallowed_flock.POLICY,
@@ -65,6 +67,7 @@ SCOPE_CHECKS: tuple[Callable[[Result, Judge], Iterable[Finding]], ...] = (
     truncate_before_lock.check,
     check_then_create.check,
     ex_on_readonly.check,
+    write_under_shared_lock.check,
     append_no_seek.check,
     unchecked_result.check,
     swallowed_flock.check,

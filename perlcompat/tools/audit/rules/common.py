@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..model import Ev, Inst, Open, Path, Program, Result
+from ..model import LOCK_EX, LOCK_SH, LOCK_UN, Ev, Inst, Open, Path, Program, Result
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -78,3 +78,37 @@ def style_inst(res: Result, key: str) -> Inst | None:
         if inst.key == key and (inst.retry or inst.wait):
             return inst
     return None
+
+
+def shared_writes(res: Result) -> dict[int, tuple[Ev, Ev]]:
+    """Each ``flock(F, LOCK_SH)`` (1 or 5) of the scope under which F is written.
+
+    Inst id of the shared flock -> (its flock event, the first write made while it is
+    held): a ``print``, ``printf``, ``syswrite`` or ``truncate`` of the same handle, or a
+    ``truncate`` of its file by name.  Locks of unknown value are left out.
+    """
+    shared: dict[int, Ev] = {}
+    for ev in res.events:
+        if (
+            ev.kind == "flock"
+            and ev.inst is not None
+            and ev.value is not None
+            and ev.value & LOCK_SH
+            and not ev.value & (LOCK_EX | LOCK_UN)
+        ):
+            shared[ev.inst.id] = ev
+    found: dict[int, tuple[Ev, Ev]] = {}
+    if not shared:
+        return found
+    for ev in res.events:
+        if ev.kind != "write" or ev.via == "rename":
+            continue
+        for inst_id in ev.held & shared.keys():
+            lock = shared[inst_id]
+            assert lock.open is not None and lock.inst is not None
+            same = ev.open is lock.open or (
+                ev.open is None and ev.path is not None and ev.path.key == lock.open.path.key
+            )
+            if same and inst_id not in found and not ev.exclusive(lock):
+                found[inst_id] = (lock, ev)
+    return found

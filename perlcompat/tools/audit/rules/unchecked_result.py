@@ -8,10 +8,10 @@ return 0.  A ``flock`` inside an ignored ``eval`` is swallowed-flock's.
 from __future__ import annotations
 
 from ..findings import Finding, Policy
-from ..model import LOCK_NB, Ev, Result
+from ..model import LOCK_EX, LOCK_NB, LOCK_SH, Ev, Result
 from ..source import display
 from ..suggest import cant, lock_call, py_flock, py_name
-from .common import Judge
+from .common import Judge, shared_writes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -22,6 +22,7 @@ POLICY = Policy("unchecked-result", "warning", "``open``/``flock``/lock sub resu
 
 
 def check(res: Result, judge: Judge) -> Iterator[Finding]:
+    written = shared_writes(res)  # (their suggestion takes LOCK_EX: write-under-shared-lock)
     for ev in res.events:
         if ev.result not in ("ignored", "oror"):
             continue
@@ -29,6 +30,9 @@ def check(res: Result, judge: Judge) -> Iterator[Finding]:
             yield _open(res, ev)
         elif ev.kind == "flock" and ev.inst is not None and ev.open is not None:
             handle = py_name(ev.open.handle)
+            value = ev.value
+            if value is not None and ev.inst.id in written:
+                value = value & ~LOCK_SH | LOCK_EX
             yield POLICY.finding(
                 res.source.name,
                 ev.line,
@@ -39,7 +43,7 @@ def check(res: Result, judge: Judge) -> Iterator[Finding]:
                     else "when it fails (a handle that did not open, EINTR, EBADF) it returns 0"
                 )
                 + ", and the script goes on without the lock",
-                f'flock({handle}, {py_flock(ev.value)}) or die(f"Can\'t flock: {{OS_ERROR}}")',
+                f'flock({handle}, {py_flock(value)}) or die(f"Can\'t flock: {{OS_ERROR}}")',
             )
         elif (
             ev.kind == "acquire"
