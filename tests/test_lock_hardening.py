@@ -11,13 +11,16 @@ minutes, and a ``held=`` name outside ``root=``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from perlcompat import lock
+from perlcompat import Lock, lock
 from perlcompat.locks.record import KNOWN, Template
 
 # -- a rendered record the template cannot read back ------------------------------------
@@ -166,3 +169,66 @@ def test_a_trailing_any_still_reads_only_up_to_the_trailing_blanks() -> None:
     assert fields is not None and fields.pid == 42
     assert fields.text["any"] == "some text"
     assert Template("{pid} {any}\n").match("42 \n").text["any"] == ""  # type: ignore[union-attr]
+
+
+# -- held= is resolved and confined as lock names are ------------------------------------
+
+
+@contextlib.contextmanager
+def rename_lock(root: Path, name: str, **keywords: Any) -> Iterator[str]:
+    """Hold the rename lock *name* under *root*; yields where its marker is held."""
+    lk = Lock(name, method="rename", root=str(root), **keywords)
+    with lk.acquire(timeout=0):
+        yield lk.backend.held_path  # type: ignore[attr-defined]
+
+
+def _tree(tmp_path: Path) -> tuple[Path, Path]:
+    root = tmp_path / "root"
+    (root / "db").mkdir(parents=True)
+    return root, tmp_path
+
+
+@pytest.mark.parametrize("where", ["relative", "absolute"])
+def test_held_outside_root_is_refused(where: str, tmp_path: Path) -> None:
+    """Before: the marker was created (held) at ``root/../escaped.locked`` or at the
+    absolute path, outside ``root=``, for the whole hold."""
+    root, outside = _tree(tmp_path)
+    held = "../escaped.locked" if where == "relative" else str(outside / "escaped.locked")
+    with pytest.raises(ValueError, match=r"held name .* escapes the lock root"):
+        lock("x.lock", method="rename", root=str(root), held=held, retry=0)
+    assert sorted(os.listdir(outside)) == ["root"]
+    assert os.listdir(root) == ["db"]
+
+
+def test_held_outside_the_root_of_the_environment_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, outside = _tree(tmp_path)
+    monkeypatch.setenv("PERLCOMPAT_LOCK_ROOT", str(root))
+    with pytest.raises(ValueError, match=r"held name .* escapes the lock root"):
+        lock("db/x.lock", method="rename", held="db/../../escaped.locked", retry=0)
+    assert sorted(os.listdir(outside)) == ["root"]
+
+
+def test_held_inside_root_is_resolved_as_the_lock_name_is(tmp_path: Path) -> None:
+    """``lock("db/data.txt", held="db/data.lock", root=R)`` (Perl's ``rename("db/data.txt",
+    "db/data.lock")`` run in R) holds ``R/db/data.lock``; before, ``R/db/db/data.lock``."""
+    root, _outside = _tree(tmp_path)
+    (root / "db" / "data.txt").write_text("42\n")
+    with rename_lock(root, "db/data.txt", held="db/data.lock", data=True) as held:
+        assert held == str(root / "db" / "data.lock")
+        assert os.listdir(root / "db") == ["data.lock"]
+    assert os.listdir(root / "db") == ["data.txt"]
+
+
+@pytest.mark.parametrize("held", [".", ".."])
+def test_held_that_names_a_directory_is_refused(held: str, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"held=.* is not a file name"):
+        lock(str(tmp_path / "x.lock"), method="rename", held=held, retry=0)
+    assert os.listdir(tmp_path) == []
+
+
+def test_held_as_a_bare_name_stays_beside_the_lock(tmp_path: Path) -> None:
+    root, _outside = _tree(tmp_path)
+    with rename_lock(root, "db/x.lock", held="x.taken") as held:
+        assert held == str(root / "db" / "x.taken")

@@ -103,6 +103,7 @@ from .options import (
     missing_directory,
     perl_formats,
     poll_seconds,
+    resolve_held,
     retry_patience,
 )
 
@@ -199,7 +200,7 @@ class Lock:
         if mode is not None:
             options["mode"] = mode
         if held is not None:
-            options["held"] = held
+            options["held"] = resolve_held(held, root)
         if data is not None:
             options["data"] = data
         if url is not None:
