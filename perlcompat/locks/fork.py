@@ -86,7 +86,7 @@ def _hand_over(mine: list[Lock]) -> int | None:
                 try:
                     _take_over(lock_)
                 finally:
-                    _tell(signed)  # this one is the child's now
+                    _tell(signed)  # this one is done: the child's now, or lost
         finally:
             os.close(signed)  # the parent may go on (and exit) now
         return 0
@@ -96,7 +96,7 @@ def _hand_over(mine: list[Lock]) -> int | None:
         while pid is not None and handed < len(mine):
             got = os.read(done, len(mine) - handed)
             if not got:
-                break  # the child died before taking the rest over: they stay ours
+                break  # the child died before taking the rest over: ours, re-signed below
             handed += len(got)
     finally:
         os.close(done)
@@ -112,7 +112,7 @@ def _hand_over(mine: list[Lock]) -> int | None:
 
 
 def _tell(signed: int) -> None:
-    """Tell the parent one more lock is the child's; nothing if it is gone (killed)."""
+    """Tell the parent the child is done with one more lock; nothing if it is gone (killed)."""
     try:  # noqa: SIM105 - contextlib is not imported on this path
         os.write(signed, b"1")
     except OSError:  # EPIPE: the parent died; the child goes on with its locks
