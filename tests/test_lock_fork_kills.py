@@ -159,6 +159,8 @@ def test_a_parent_killed_before_a_slow_child_re_signs_leaves_one_holder(
 #: default action 0-4 ms after the fork; each side that holds then runs the critical
 #: section, and so does this driver once it takes the lock.  The section holds an
 #: exclusive flock on a detector file with LOCK_NB: a second holder inside finds it taken.
+#: stale=2: a kill between a record's truncation and its rewrite leaves a lock of unknown
+#: owner, recovered by age only; a live holder would have to stall 2 s in a 10 ms section.
 RANDOM_KILLS = r"""
 import errno, fcntl, os, random, signal, sys, time
 from perlcompat import ExpiredLockError, Lock, fork
