@@ -103,6 +103,7 @@ from .options import (
     missing_directory,
     perl_formats,
     poll_seconds,
+    resolve_held,
     retry_patience,
 )
 
@@ -199,7 +200,7 @@ class Lock:
         if mode is not None:
             options["mode"] = mode
         if held is not None:
-            options["held"] = held
+            options["held"] = resolve_held(held, root)
         if data is not None:
             options["data"] = data
         if url is not None:
@@ -222,6 +223,7 @@ class Lock:
         self._since = 0.0
         # releases still owed by the holder's ``with`` blocks after a cleanup or hand-off
         self._abandoned = 0
+        self._lost = ""  # why ``fork()`` lost the hold: the first of those releases raises
         #: the error of the last release, while it failed and the lock is still held
         self._release_failed: OSError | None = None
         # -- lifetime (issue 25): re-entrancy count, refresh, the auto_refresh thread --
@@ -342,6 +344,7 @@ class Lock:
                 self._count = 1
                 self._since = time.monotonic()
                 self._abandoned = 0
+                self._lost = ""
                 _cleanup.track(self)
                 self._start_refresher()
         finally:
@@ -362,17 +365,20 @@ class Lock:
     def release(self, force: bool = False) -> None:
         """Release the lock; ExpiredLockError if it was held past ``stale``.
 
-        A lock taken again by its holder is released at the last ``release()``
-        (or at once with *force*, filelock's name).  Only the thread that took
-        the lock may release it (NotLockedError otherwise).  If the method fails
-        (OSError), the lock stays held by this object.  After a signal or exit
-        cleanup released it (``locks.cleanup``), or ``perlcompat.fork()`` handed
-        it to the child, the holder's remaining ``release()`` calls (one per hold
-        counted then) are no-ops instead of NotLockedError.
+        A lock taken again by its holder is released at the last ``release()`` (or at
+        once with *force*, filelock's name).  Only the thread that took the lock may
+        release it (NotLockedError otherwise).  If the method fails (OSError), the lock
+        stays held by this object.  After a signal or exit cleanup released it
+        (``locks.cleanup``), or ``perlcompat.fork()`` handed it to the child, the holder's
+        remaining ``release()`` calls (one per hold counted then) are no-ops instead of
+        NotLockedError (the first raises ExpiredLockError if ``fork()`` lost the hold).
         """
+        lost, self._lost = self._lost, ""
         if self._owner_thread is None:
             if self._abandoned:  # one no-op per hold counted then (nested ``with`` blocks)
                 self._abandoned = 0 if force else self._abandoned - 1
+                if lost:
+                    raise ExpiredLockError(lost)
                 return
             raise NotLockedError(f"lock {self.path!r} is not held by this Lock")
         if (
@@ -632,22 +638,20 @@ class Lock:
         self._disown()
         self._backend.forget()
 
-    def _hand_off(self) -> None:
+    def _hand_off(self, lost: str = "") -> None:
         """In the parent after ``perlcompat.fork()``: the child holds it now; drop it unreleased.
 
-        The holder's later ``release()`` calls (``with`` exits, one per hold counted)
-        are then no-ops, as after a cleanup.
+        The holder's later ``release()`` calls (``with`` exits, one per hold counted) are
+        no-ops, as after a cleanup; with *lost* (``fork()`` lost the hold) the first raises.
         """
         self._abandoned = self._count
         self._disown()
         self._backend.forget()
+        self._lost = lost
 
     def _take_over(self) -> bool:
-        """In the child after ``perlcompat.fork()``: ours now; the record names this process.
-
-        Refreshes the lock (its owner record says this pid) and restarts the
-        ``auto_refresh`` thread; False if the lock was not ours any more.
-        """
+        """In the child after ``perlcompat.fork()``: ours now, re-signed (the record names this
+        process), its ``auto_refresh`` thread restarted; False if it was not ours any more."""
         self._mutex = allocate_lock()
         self._stop = None
         fresh = self._backend.refresh()

@@ -16,8 +16,16 @@ them (``locks.cleanup``); that stays so.  ``perlcompat.fork()`` hands them over:
   a dead parent; a later ``release()`` or ``with`` exit is a no-op there, and
   an ``unlock()`` returns 0 (``$!`` = ENOLCK).  A stopping signal that reaches
   either process meanwhile waits until the locks are handed over
-  (``locks.cleanup``), so no cleanup removes a lock the other one holds; a child
-  killed outright before taking a lock over leaves it the parent's.
+  (``locks.cleanup``), so no cleanup removes a lock the other one holds.
+
+A child killed outright before it acknowledged a lock leaves it the parent's, and
+the parent re-signs it before ``fork()`` returns (the child may have re-signed it
+just before it died, and a waiter would break a lock that names a dead process).
+A take-over that fails, in the child or in that parent (the lock was broken
+meanwhile: the other process died and a waiter judged it dead), loses the lock:
+``is_locked`` is False, a WARNING is logged, and the holder's next ``release()``
+raises ``ExpiredLockError`` as for a lock broken while held.  So there is never more
+than one holder, whichever process is killed at whichever step.
 
 Locks taken by other threads stay the parent's, as with ``os.fork()``.  A
 TOP?LOCK line cannot name the child in place: its id becomes random digits,
@@ -28,6 +36,7 @@ from __future__ import annotations
 
 import errno
 import os
+import time
 from _thread import get_ident
 
 from ..perl.errno import set_errno
@@ -77,7 +86,7 @@ def _hand_over(mine: list[Lock]) -> int | None:
                 try:
                     _take_over(lock_)
                 finally:
-                    _tell(signed)  # this one is the child's now
+                    _tell(signed)  # this one is done: the child's now, or lost
         finally:
             os.close(signed)  # the parent may go on (and exit) now
         return 0
@@ -87,19 +96,23 @@ def _hand_over(mine: list[Lock]) -> int | None:
         while pid is not None and handed < len(mine):
             got = os.read(done, len(mine) - handed)
             if not got:
-                break  # the child died before taking the rest over: they stay ours
+                break  # the child died before taking the rest over: ours, re-signed below
             handed += len(got)
     finally:
         os.close(done)
         for number, lock_ in enumerate(mine):
-            if number < handed:
-                lock_._hand_off()
-            lock_._mutex.release()
+            try:
+                if number < handed:
+                    lock_._hand_off()
+                elif pid is not None:
+                    _resign(lock_)
+            finally:
+                lock_._mutex.release()
     return pid
 
 
 def _tell(signed: int) -> None:
-    """Tell the parent one more lock is the child's; nothing if it is gone (killed)."""
+    """Tell the parent the child is done with one more lock; nothing if it is gone (killed)."""
     try:  # noqa: SIM105 - contextlib is not imported on this path
         os.write(signed, b"1")
     except OSError:  # EPIPE: the parent died; the child goes on with its locks
@@ -107,16 +120,47 @@ def _tell(signed: int) -> None:
 
 
 def _take_over(lock_: Lock) -> None:
-    """In the child: make *lock_* ours (its record names us); a WARNING if that failed."""
+    """In the child: make *lock_* ours (its record names us); lost if that failed."""
     try:
         if lock_._take_over():
             return
-        why = "it was no longer ours"
-    except OSError as exc:
+        why = BROKEN
+    except (OSError, ValueError) as exc:  # (ValueError: its record= renders unreadable now)
         why = str(exc)
+    _lose(lock_, f"the child could not re-sign it ({why})")
+
+
+def _resign(lock_: Lock) -> None:
+    """In the parent: *lock_*, which the child died before acknowledging, is ours again.
+
+    The child may have re-signed it before it died: its record then names a dead
+    process, which a waiter breaks.  So it is re-signed (``Backend.refresh``), and lost if
+    that fails (it was broken meanwhile).  This thread holds the lock's mutex.
+    """
+    try:
+        fresh = lock_._backend.refresh()
+        why = BROKEN
+    except (OSError, ValueError) as exc:
+        fresh, why = False, str(exc)
+    if fresh:
+        lock_._since = time.monotonic()
+        return
+    _lose(
+        lock_, f"the child died before taking it over and the parent could not re-sign it ({why})"
+    )
+
+
+#: why a take-over found the lock no longer ours.
+BROKEN = "it was broken meanwhile: its record named a dead process"
+
+
+def _lose(lock_: Lock, why: str) -> None:
+    """*lock_* is this process's no more: not held, and its next release raises (a WARNING)."""
+    message = f"lock {lock_.path!r} was lost in fork(): {why}"
+    lock_._hand_off(lost=message)
     from . import log as _log
 
-    _log.warning("fork(): the child could not re-sign lock %r: %s", lock_.path, why)
+    _log.warning("%s", message)
 
 
 def _fork() -> int | None:

@@ -77,15 +77,17 @@ def poll_seconds(poll: float | None) -> float | None:
     return check_seconds("poll", poll, zero=False)
 
 
-def resolve_path(name: str | os.PathLike[str], root: str | os.PathLike[str] | None) -> str:
+def resolve_path(
+    name: str | os.PathLike[str], root: str | os.PathLike[str] | None, what: str = "lock name"
+) -> str:
     """Return the absolute lock path for *name*, refusing empty names and escapes from *root*."""
     text = os.fspath(name)
     if not isinstance(text, str):
-        raise TypeError(f"lock name must be str or os.PathLike[str], not {type(text).__name__}")
+        raise TypeError(f"{what} must be str or os.PathLike[str], not {type(text).__name__}")
     if not text or not text.strip():
-        raise ValueError("lock name is empty")
+        raise ValueError(f"{what} is empty")
     if "\0" in text:
-        raise ValueError(f"lock name {text!r} contains a NUL byte")
+        raise ValueError(f"{what} {text!r} contains a NUL byte")
     if root is None:
         root = os.environ.get("PERLCOMPAT_LOCK_ROOT") or None
     if root is None:
@@ -94,8 +96,19 @@ def resolve_path(name: str | os.PathLike[str], root: str | os.PathLike[str] | No
     path = os.path.abspath(os.path.join(base, text))
     parent = os.path.realpath(os.path.dirname(path))
     if os.path.commonpath([base, parent]) != base or path == base:
-        raise ValueError(f"lock name {text!r} escapes the lock root {base!r}")
+        raise ValueError(f"{what} {text!r} escapes the lock root {base!r}")
     return os.path.join(parent, os.path.basename(path))
+
+
+def resolve_held(held: str | os.PathLike[str], root: str | os.PathLike[str] | None) -> str:
+    """The rename lock's ``held=``: a name (or a template) as given, taken beside the lock;
+    a path resolved and confined to *root* exactly as a lock name is (:func:`resolve_path`)."""
+    text = os.fspath(held)
+    if isinstance(text, str) and text in (".", ".."):
+        raise ValueError(f"held={text!r} is not a file name")
+    if isinstance(text, str) and os.path.basename(text) == text:
+        return text
+    return resolve_path(text, root, "held name")
 
 
 def locate(

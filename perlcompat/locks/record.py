@@ -9,8 +9,14 @@ exact text a port writes (so the Perl code reading the lock finds what it expect
 and recovers a dead one).
 
 Syntax: literal text plus fields in braces; ``{{`` and ``}}`` are literal braces.  Two
-fields need text between them (``{time}{pid}`` could not be read back), and a template must
-say more than ``{any}`` and blanks (every file would match): both raise ``ValueError``.
+fields need text between them (``{time}{pid}`` could not be read back), a field that can hold
+the text after it may not be followed by another field that can hold it too
+(``{host}.{rand}``: nothing tells which ``.`` ends ``{host}``, and matching a 4 KiB file
+would take minutes), and a template must say more than ``{any}`` and blanks (every file
+would match): each raises ``ValueError``.  So every template matches any record in linear
+time.  :meth:`Template.render` reads its text back before returning it: a field whose value
+the template cannot read back (``{addr}`` from a ``REMOTE_ADDR`` holding a space, a newline
+or ``/``) raises ``ValueError`` naming the field and the value, and nothing is written.
 
 =============== ======================================== ================================
 field           written as (render)                      read as (match)
@@ -45,7 +51,7 @@ from perlcompat.locks import owner
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
 
 _NUMBER = r"\d+(?:\.\d+)?"
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
@@ -61,6 +67,22 @@ FIELDS: dict[str, str] = {
     "localtime": rf"(?:{_DAYS}) (?:{'|'.join(_MONTHS)}) [ \d]\d \d\d:\d\d:\d\d \d+",
     "addr": r"[^\s/]*",
     "any": r".*?",
+}
+
+_SPACE = " \t\n\r\f\v"
+_DIGITS = "0123456789"
+
+#: every field: True for a character it can hold where its match may end (``{localtime}``
+#: ends in its year's digits), to refuse ambiguous templates (:func:`_check_readable`).
+HOLDS: dict[str, Callable[[str], bool]] = {
+    "pid": _DIGITS.__contains__,
+    "host": lambda char: char not in _SPACE,
+    "time": (_DIGITS + ".").__contains__,
+    "expires": (_DIGITS + ".").__contains__,
+    "rand": (_DIGITS + ".eE+-").__contains__,
+    "localtime": _DIGITS.__contains__,
+    "addr": lambda char: char not in _SPACE and char != "/",
+    "any": lambda char: True,
 }
 
 #: the formats known Perl lock code writes, tried in this order by :func:`guess`.
@@ -184,13 +206,44 @@ class Template:
     def render(self, *, stale: float | None, now: float | None = None) -> str:
         """Return the exact text to write for this process (``{expires}`` is now + *stale*)."""
         now = _time.time() if now is None else now
+        values: dict[str, str] = {}
         out = []
         for kind, value in self._parts:
             if kind == "text":
                 out.append(value)
-            else:
-                out.append(_render(value, stale, now))
-        return "".join(out)
+            else:  # a field named twice is read back as one value: rendered once
+                if value not in values:
+                    values[value] = _render(value, stale, now)
+                out.append(values[value])
+        text = "".join(out)
+        self._check_rendered(text, values)
+        return text
+
+    def _check_rendered(self, text: str, values: dict[str, str]) -> None:
+        """ValueError unless *text*, rendered with *values*, reads back as those values.
+
+        A record its own template cannot match would never be recovered once its holder
+        died (waiters refuse it as foreign); one read back with other values would be
+        judged by a stranger's pid.  The error names the field and its value.
+        """
+        for name, value in values.items():
+            if not re.fullmatch(FIELDS[name], value, re.DOTALL | re.ASCII):
+                raise ValueError(
+                    f"record template {self.text!r}: field {{{name}}} renders {value!r}"
+                    f"{_SOURCES.get(name, '')}, which it cannot read back ({FIELDS[name]});"
+                    " refusing to write a lock record no waiter could recover"
+                )
+        for pattern in (self._content, self._name):
+            found = pattern.fullmatch(text)
+            read = {} if found is None else _groups(found)
+            for name, value in values.items():
+                if name != "any" and read.get(name) != value:
+                    raise ValueError(
+                        f"record template {self.text!r}: rendered as {shown(text)}, its field"
+                        f" {{{name}}} = {value!r}{_SOURCES.get(name, '')} reads back as"
+                        f" {read.get(name)!r}; refusing to write a lock record no waiter"
+                        " could recover"
+                    )
 
     def match(self, data: str | bytes) -> Fields | None:
         """Read *data* (a lock file's whole content): its Fields, or None if it does not match."""
@@ -346,7 +399,12 @@ def _check_readable(text: str, parts: list[tuple[str, str]]) -> None:
     Two fields with no text between them (``{time}{pid}`` renders ``176408700012345``,
     read back as pid 5: a live holder judged by a stranger's pid), and a template of
     ``{any}`` and blanks only, which every file matches (a data file given by mistake
-    would be taken for a lock, and removed once older than ``stale``).
+    would be taken for a lock, and removed once older than ``stale``), and a field that
+    can hold the first character of the text after it followed, anywhere later, by a
+    field that can hold it too (``{host}.{rand}``, ``{host}.{pid}.{addr}``): read back in
+    more than one way, and matched in polynomial time (minutes on a 4 KiB file).  Without
+    such a pair each field's end is fixed by the text after it (``{host}.{pid}``: the
+    last ``.``), and a match takes linear time.
     """
     for (kind, name), (next_kind, next_name) in zip(parts, parts[1:]):
         if kind == next_kind == "field":
@@ -371,6 +429,22 @@ def _check_readable(text: str, parts: list[tuple[str, str]]) -> None:
             f"record template {text!r} matches any content, so a data file would be taken"
             " for a lock; write the Perl lock's format, e.g. '{pid}\\n'"
         )
+    for index, (kind, name) in enumerate(parts[:-1]):
+        after = parts[index + 1][1]
+        if kind != "field" or not HOLDS[name](after[0]):
+            continue  # its match ends where the text after it starts: one way to read it
+        for later_kind, later in parts[index + 2 :]:
+            if later_kind == "field" and HOLDS[later](after[0]):
+                raise ValueError(
+                    f"record template {text!r}: fields {{{name}}} and {{{later}}} can both hold"
+                    f" {after[0]!r}, the text after {{{name}}}, so nothing tells where"
+                    f" {{{name}}} ends when it is read back (and matching a 4 KiB file would"
+                    " take minutes); put text between them that the first cannot hold"
+                )
+
+
+#: where a field's rendered value comes from, for errors.
+_SOURCES = {"addr": " (from $ENV{REMOTE_ADDR})", "host": " (this host's name, uname -n)"}
 
 
 def _literal(text: str) -> str:
@@ -390,10 +464,23 @@ def _regex(parts: list[tuple[str, str]], *, content: bool) -> str:
             pieces.append(f"(?P={value})")
         else:
             seen.add(value)
-            pieces.append(f"(?P<{value}>{FIELDS[value]})")
+            pieces.append(f"(?P<{value}>{_field(value, parts[index + 1 :], content)})")
     if content:
         pieces.append(r"\s*")
     return "".join(pieces)
+
+
+def _field(name: str, rest: list[tuple[str, str]], content: bool) -> str:
+    """The regex of the field *name* followed by *rest*: ``{any}`` at the end is greedy.
+
+    (A lazy ``.*?`` before the trailing ``\\s*`` would try every length against every
+    split of trailing blanks: quadratic.)
+    """
+    if name != "any" or any(kind == "field" or value.strip() for kind, value in rest):
+        return FIELDS[name]
+    if content:
+        return r"(?:.*\S)?"  # up to its last non-blank: the blanks are the trailing ones
+    return FIELDS[name] if rest else ".*"
 
 
 def _groups(found: re.Match[str]) -> dict[str, str]:

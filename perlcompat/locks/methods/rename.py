@@ -118,15 +118,15 @@ def _marker_problem(
 
 
 def _held_name(path: str, held: str) -> str:
-    """The held name *held* beside the lock *path*.
+    """The held name *held* of the lock *path*.
 
-    A name is taken in the lock's directory; a path to that same directory (Perl's
-    ``rename("./db/data.txt", "./db/data.lock")``) is taken as it is.
+    A name is taken in the lock's directory; a path as a lock name is, as Perl's
+    ``rename("./db/data.txt", "./db/data.lock")`` takes it (``Lock`` resolves it against
+    ``root=`` first, and refuses one outside it: ``options.resolve_held``).
     """
-    directory = os.path.dirname(path)
-    if os.path.dirname(held) and os.path.dirname(os.path.abspath(held)) == directory:
+    if os.path.dirname(held) or (os.altsep and os.altsep in held):
         return os.path.abspath(held)
-    return os.path.join(directory, held)
+    return os.path.join(os.path.dirname(path), held)
 
 
 @register
