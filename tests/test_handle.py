@@ -194,8 +194,9 @@ def test_three_argument_form_takes_the_name_literally(
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        ("| sort > out", "pipe"),
-        ("ls |", "pipe"),
+        ("> | sort", "mixes a file mode and a pipe"),
+        ("|-", "names no command"),
+        ("-|", "names no command"),
         ("<&STDIN", "duplicating"),
         (">&STDOUT", "duplicating"),
         ("-", "STDIN"),
