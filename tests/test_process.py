@@ -1,8 +1,7 @@
 """Piped ``open_``, ``qx``, ``system`` and ``CHILD_ERROR`` (``$?``) against real ``perl``.
 
-Each test runs a Perl script and its port, line for line (so `` at ./script line
-N.`` matches), each as ``./script`` in a directory of its own, and compares what
-they print, on which stream, and how they exit.
+Each test runs a Perl script and its port line for line (``portcheck.both``) and
+compares what they print, on which stream, and how they exit.
 """
 
 from __future__ import annotations
@@ -14,43 +13,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from perlutil import CHILD_ENV, PERL
+from perlutil import CHILD_ENV
+from portcheck import both
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell commands")
-
-PY_HEAD = (
-    "from perlcompat import *; from perlcompat import OS_ERROR as E, CHILD_ERROR as Q; "
-    "import sys, re\n"
-)
-PL_HEAD = "use strict; no warnings;\n"
-
-
-def _run(
-    interpreter: str, code: str, where: Path, input: bytes | None = None
-) -> tuple[int, bytes, bytes]:
-    where.mkdir(exist_ok=True)
-    (where / "script").write_text(code)
-    proc = subprocess.run(
-        [interpreter, "./script"],
-        cwd=where,
-        input=input,
-        capture_output=True,
-        timeout=60,
-        env=CHILD_ENV,
-        check=False,
-    )
-    return proc.returncode, proc.stdout, proc.stderr
-
-
-def both(
-    tmp_path: Path, perl: str, python: str, input: bytes | None = None
-) -> tuple[int, bytes, bytes]:
-    """Run *perl* and its port *python*; assert they agree; return what both gave."""
-    assert perl.count("\n") == python.count("\n"), "keep the lines aligned"
-    want = _run(PERL, PL_HEAD + perl, tmp_path / "perl", input)
-    got = _run(sys.executable, PY_HEAD + python, tmp_path / "py", input)
-    assert got == want
-    return want
 
 
 def test_close_of_a_pipe_to_a_mailer_that_exits_3_is_false_with_status_768_and_die_exits_3(
