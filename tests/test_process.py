@@ -214,17 +214,19 @@ def test_a_failed_flush_at_close_gives_minus_one(tmp_path: Path) -> None:
     assert (status, out) == (0, b"close=0 q=-1 e=32\n")
 
 
-def test_importing_perlcompat_and_opening_a_file_does_not_load_subprocess() -> None:
+def test_subprocess_loads_with_the_first_pipe_not_with_perlcompat_or_a_file() -> None:
     code = (
         "import sys, perlcompat\n"
         "from perlcompat import open_, close\n"
         "fh = open_('<', sys.executable); close(fh)\n"
         "print('subprocess' in sys.modules, 'perlcompat.perl.process' in sys.modules)\n"
+        "fh = open_('| cat'); close(fh)\n"
+        "print('subprocess' in sys.modules, 'perlcompat.perl.process' in sys.modules)\n"
     )
     proc = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, env=CHILD_ENV, timeout=60, check=True
     )
-    assert proc.stdout == b"False False\n"
+    assert proc.stdout == b"False False\nTrue True\n"
 
 
 def test_child_error_reads_like_an_int() -> None:

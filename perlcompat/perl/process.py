@@ -220,10 +220,13 @@ def _arg(item: object) -> str:
         return item
     if isinstance(item, bytes):
         return os.fsdecode(item)
-    from .handle import _perl_str
-
-    text = _perl_str(item)
-    return text if isinstance(text, str) else os.fsdecode(text)
+    if item is None or item is False:
+        return ""
+    if item is True:
+        return "1"
+    if isinstance(item, float) and item.is_integer() and abs(item) < 1e15:
+        return str(int(item))
+    return format(item, ".15g") if isinstance(item, float) else str(item)
 
 
 def _reap(proc: subprocess.Popen[bytes]) -> int:
