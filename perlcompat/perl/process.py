@@ -315,9 +315,9 @@ def _capture(command: Command) -> bytes | None:
             if not chunk:
                 break
             parts.append(chunk)
-    finally:
+    finally:  # (an ALRM handler's die leaves the command running, unwaited, as in Perl)
         os.close(read_end)
-        set_status(_reap(proc))
+    set_status(_reap(proc))
     data = b"".join(parts)
     return data.replace(b"\r\n", b"\n") if _DEFAULT_CRLF else data
 
