@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from perlutil import CHILD_ENV
-from portcheck import both
+from perlutil import CHILD_ENV, PERL
+from portcheck import PY_HEAD, both
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell commands")
 
@@ -241,3 +241,36 @@ def test_child_error_reads_like_an_int() -> None:
     CHILD_ERROR.set(0)
     assert not CHILD_ERROR and CHILD_ERROR == 0 and repr(CHILD_ERROR) == "CHILD_ERROR(0)"
     assert os.WEXITSTATUS(system("true")) == 0
+
+
+@pytest.mark.parametrize("ignore", [False, True])
+def test_stdout_to_a_reader_that_went_away_ends_as_perl_does(tmp_path: Path, ignore: bool) -> None:
+    # `script | head -1`: the reader is gone (closed here) before the script writes
+    perl = (
+        "$l = <STDIN>; $| = 1; $r = print 'x' x 100000;\n"
+        "print STDERR 'r=', ($r ? 1 : 0), ' e=', $!+0, \"\\n\";\n"
+    )
+    python = (
+        "l = STDIN.readline(); STDOUT.autoflush(1); r = print_(STDOUT, 'x' * 100000)\n"
+        "print(f'r={r} e={int(E)}', file=sys.stderr)\n"
+    )
+    if ignore:
+        perl, python = "$SIG{PIPE} = 'IGNORE'; " + perl, "SIG['PIPE'] = 'IGNORE'; " + python
+    results = []
+    for interpreter, code in ((PERL, perl), (sys.executable, PY_HEAD + python)):
+        proc = subprocess.Popen(
+            [interpreter, "-e" if interpreter == PERL else "-c", code],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=CHILD_ENV,
+        )
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        proc.stdout.close()
+        proc.stdin.write(b"go\n")
+        proc.stdin.close()
+        err = proc.stderr.read()
+        proc.stderr.close()
+        results.append((proc.wait(timeout=60), err))
+    assert results[0] == results[1]
+    assert results[1] == ((0, b"r=0 e=32\n") if ignore else (-signal.SIGPIPE, b""))
