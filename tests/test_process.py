@@ -274,3 +274,19 @@ def test_stdout_to_a_reader_that_went_away_ends_as_perl_does(tmp_path: Path, ign
         results.append((proc.wait(timeout=60), err))
     assert results[0] == results[1]
     assert results[1] == ((0, b"r=0 e=32\n") if ignore else (-signal.SIGPIPE, b""))
+
+
+def test_tell_and_seek_on_pipes_as_perlio(tmp_path: Path) -> None:
+    # PerlIO counts a pipe's bytes from 0; seek fails with ESPIPE and loses no read-ahead
+    _, out, _ = both(
+        tmp_path,
+        'open(P, "printf \\"ab\\\\ncd\\\\n\\" |") or die; print "e=", $!+0, " t=",tell(P),"\\n";\n'
+        'my $l = <P>; my $r = seek(P, 0, 0); print "t=", tell(P), " seek=", ($r ? 1 : 0), "\\n";\n'
+        'print "e=", $!+0, " next=", scalar(<P>); close(P);\n'
+        'open(W, "|cat >/dev/null") or die; print W "xyz"; print "w=", tell(W), "\\n"; close(W);\n',
+        'P = open_("printf \\"ab\\\\ncd\\\\n\\" |") or die(); print(f"e={int(E)} t={tell(P)}")\n'
+        'l = P.readline(); r = seek(P, 0, 0); print(f"t={tell(P)} seek={r}")\n'
+        'print(f"e={int(E)} next={P.readline()}", end=""); close(P)\n'
+        'W = open_("|cat >/dev/null") or die(); print_(W, "xyz"); print(f"w={tell(W)}");close(W)\n',
+    )
+    assert out == b"e=29 t=0\nt=3 seek=0\ne=29 next=cd\nw=3\n"

@@ -409,8 +409,14 @@ class PipeFile(PerlFile):
                 raise failed
 
     def seekable(self) -> bool:
-        """False: a pipe has no position."""
+        """False: a pipe cannot seek."""
         return False
+
+    def _seek(self, offset: int, whence: int) -> int:
+        raise OSError(errno.ESPIPE, os.strerror(errno.ESPIPE))  # (nothing read ahead is lost)
+
+    def _drop_read(self) -> None:
+        """Keep the read-ahead: a pipe cannot move back (a flush or ``flock`` loses nothing)."""
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"fd={self._fd}"
@@ -442,11 +448,11 @@ def open_pipe(mode: str, command: Command, text: bool, encoding: str, crlf: bool
     os.close(theirs)
     fh: PipeFile = object.__new__(PipeFile)
     fh._setup(ours, name, mode, not writing, writing, False, text, encoding, crlf)
-    fh._pos = -1  # a pipe has no position: tell() gives -1 with ESPIPE, as Perl's
+    fh._pos = 0  # as PerlIO: tell() counts the bytes read or written
     fh._proc = proc
     fh._owner = os.getpid()
     caller = sys._getframe(2)
     fh._site = caller.f_code
     fh._site_at = caller.f_lasti
-    set_errno(0)
+    set_errno(errno.ESPIPE if sys.platform != "win32" else 0)  # (Perl's lseek at open fails)
     return fh
