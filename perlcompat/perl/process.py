@@ -141,6 +141,7 @@ def _wait_status(code: int) -> int:
 # -- how Perl runs a command string (doio.c, do_exec3) ------------------------------
 
 _METACHARS = frozenset("$&*(){}[]'\";\\|?<>~`\n")
+_SPACES = str.maketrans("\t\n\r\f\v", "     ")  # Perl's isSPACE: ASCII white space only
 
 
 def perl_argv(command: str) -> tuple[list[str] | None, bool]:
@@ -173,7 +174,7 @@ def perl_argv(command: str) -> tuple[list[str] | None, bool]:
             merge = True
             break
         return None, False
-    return cmd.split(), merge
+    return [word for word in cmd.translate(_SPACES).split(" ") if word], merge
 
 
 def _flush_for_child() -> None:
