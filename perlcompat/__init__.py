@@ -137,6 +137,18 @@ _EXPORTS = {
     "STDERR": "perl.stdio",
     "read": "perl.stdio",
     "Scalar": "perl.stdio",
+    # child processes: piped open_ is in perl.handle; $?, qx, system
+    "CHILD_ERROR": "perl.process",
+    "qx": "perl.process",
+    "qx_lines": "perl.process",
+    "system": "perl.process",
+    # Perl's ++, and byte answers on text (no ``use utf8``)
+    "inc": "perl.text",
+    "length": "perl.bytestr",
+    "substr": "perl.bytestr",
+    "tr": "perl.bytestr",
+    "as_bytes": "perl.bytestr",
+    "from_bytes": "perl.bytestr",
 }
 
 #: names ``from perlcompat import *`` leaves out: they are standard modules a port may
@@ -212,6 +224,13 @@ if TYPE_CHECKING:
         SIG as SIG,
         alarm as alarm,
         local_sig as local_sig,
+    )
+    from .perl.bytestr import (
+        as_bytes as as_bytes,
+        from_bytes as from_bytes,
+        length as length,
+        substr as substr,
+        tr as tr,
     )
     from .perl.consts import (
         LOCK_EX as LOCK_EX,
@@ -293,6 +312,12 @@ if TYPE_CHECKING:
         shift as shift,
         unshift as unshift,
     )
+    from .perl.process import (
+        CHILD_ERROR as CHILD_ERROR,
+        qx as qx,
+        qx_lines as qx_lines,
+        system as system,
+    )
     from .perl.require import (
         require as require,
     )
@@ -322,6 +347,7 @@ if TYPE_CHECKING:
     from .perl.text import (
         chomp as chomp,
         chop as chop,
+        inc as inc,
         num as num,
         split as split,
         truth as truth,

@@ -23,12 +23,17 @@ One module a group of perlfunc entries (the public names are exported lazily by
 * ``fs``: ``mkdir``, ``rmdir``, ``rename``, ``unlink``, ``symlink``, ``readlink``, ``stat``,
   ``lstat``, the file tests, ``utime``, ``chmod``, ``chown``, ``sleep``, ``BASETIME``.
 * ``fsinfo``: which file system a path is on; ``SharedStorageWarning``.
-* ``alarm``: ``alarm``, ``%SIG`` as ``SIG``, ``local $SIG{...}`` as ``local_sig``.
+* ``process``: piped ``open_``'s ``PipeFile``, ``qx``/``qx_lines`` (backticks), ``system``,
+  ``$?`` as ``CHILD_ERROR`` (``subprocess`` loads with it, on first use).
+* ``bytestr``: Perl's byte answers on text: ``length``, ``substr``, ``tr``, ``as_bytes``,
+  ``from_bytes``.
+* ``alarm``: ``alarm``, ``%SIG`` as ``SIG`` (and its ``__DIE__``/``__WARN__`` hooks),
+  ``local $SIG{...}`` as ``local_sig``.
 * ``clock``: the one place waits sleep and read a pending alarm.
 * ``sysopen``: ``sysopen`` and Fcntl's ``O_*`` flags.
 * ``require``: ``require "./lib.pl"`` for a ported library, run in the script's globals.
 * ``text``: ``split``, a string's number (``num``), a value's truth (``truth``),
-  ``chomp`` and ``chop``.
+  ``chomp``, ``chop`` and Perl's magic ``++`` (``inc``).
 * ``undef``: Perl's undef as a value (``undef``: "" in a string, 0, false), ``defined``.
 * ``lists``: arrays and hashes read as Perl reads them: ``elem``, ``PerlList``,
   ``PerlHash``, ``hval``, ``pop``, ``shift``, ``push``, ``unshift``.

@@ -22,6 +22,11 @@ Two ways to deliver, one behaviour:
   thread is that thread's own (as ``%SIG`` is per interpreter under Perl
   ithreads); a thread that sets none uses the main thread's.
 
+``SIG["__DIE__"]`` and ``SIG["__WARN__"]`` are Perl's hooks, not signals: ``die`` and
+``warn`` call them (``perl.die``).  ``SIG["PIPE"]`` reads ``"DEFAULT"`` until set: as in
+Perl, a write to a broken pipe kills the process (``openfiles.broken_pipe``);
+``SIG["PIPE"] = "IGNORE"`` makes it fail with EPIPE instead.
+
 The handler's exception always propagates; nothing here catches it.  An alarm
 with no handler (``"DEFAULT"``) ends the process, as in Perl ("Alarm clock").
 """
@@ -262,10 +267,19 @@ def _signum(name: str) -> int:
     return int(signal.Signals["SIG" + name])
 
 
+#: Perl's hooks in ``%SIG``: not signals; ``die``/``warn`` call them (``perl.die.HOOKS``).
+_HOOKS = ("__DIE__", "__WARN__")
+#: ``_raw_get("PIPE")`` when SIGPIPE is ignored by Python's start-up, not by the port:
+#: Perl's default (a write to a broken pipe kills), see ``openfiles.broken_pipe``.
+_PYTHON_IGNORES = object()
+
+
 def _key(key: object) -> str:
-    """Normalise a ``%SIG`` key ("ALRM", "SIGALRM") or raise ValueError naming it."""
+    """Normalise a ``%SIG`` key ("ALRM", "SIGALRM", "__DIE__") or raise ValueError naming it."""
     if not isinstance(key, str):
         raise TypeError(f"signal names are strings like 'ALRM', not {key!r}")
+    if key in _HOOKS:
+        return key
     name = key[3:] if key.startswith("SIG") else key
     if name == "ALRM" or "SIG" + name in signal.Signals.__members__:
         return name
@@ -273,7 +287,13 @@ def _key(key: object) -> str:
 
 
 def _to_disposition(name: str, value: object) -> Disposition:
-    """Turn a ``%SIG`` value into what ``signal.signal`` takes."""
+    """Turn a ``%SIG`` value into what ``signal.signal`` takes (a hook: the callable or None)."""
+    if name in _HOOKS:
+        if value is None or value in ("", "DEFAULT", "IGNORE"):  # (Perl: no hook, both)
+            return None
+        if callable(value):
+            return value
+        raise TypeError(f"SIG[{name!r}] must be a callable, None, 'DEFAULT' or '', not {value!r}")
     if value is None:
         return signal.SIG_DFL
     if isinstance(value, str):
@@ -320,6 +340,17 @@ def _alrm_disposition() -> Disposition:
 
 def _raw_get(name: str) -> object:
     """This thread's own disposition for *name* (``_UNSET`` for a worker that set none)."""
+    if name in _HOOKS:
+        from .die import HOOKS
+
+        return HOOKS[name]
+    if name == "PIPE" and sys.platform != "win32":
+        from . import openfiles
+
+        current = signal.getsignal(signal.SIGPIPE)
+        if current == signal.SIG_IGN and not openfiles.PIPE_IGNORED:
+            return _PYTHON_IGNORES
+        return current
     if name == "ALRM":
         if not _is_main():
             return getattr(_tls, "handler", _UNSET)
@@ -330,6 +361,19 @@ def _raw_get(name: str) -> object:
 def _raw_set(name: str, disposition: object) -> None:
     """Install *disposition* (from ``_to_disposition`` or ``_raw_get``) for *name*."""
     global _process_alrm
+    if name in _HOOKS:
+        from . import die
+
+        die.HOOKS[name] = disposition  # type: ignore[assignment]
+        if name == "__DIE__" and disposition is not None:
+            die._install_hook()  # an uncaught Python error calls it too
+        return
+    if name == "PIPE" and sys.platform != "win32":
+        from . import openfiles
+
+        openfiles.PIPE_IGNORED = disposition == signal.SIG_IGN
+        if disposition is _PYTHON_IGNORES:
+            disposition = signal.SIG_IGN
     if disposition is None:
         disposition = signal.SIG_DFL  # installed outside Python: the best restore we have
     if name == "ALRM" and not _is_main():
@@ -356,6 +400,9 @@ class _Sig:
         name = _key(key)
         if name == "ALRM":
             return _from_disposition(_alrm_disposition())
+        if name in _HOOKS or name == "PIPE":
+            value = _raw_get(name)
+            return "DEFAULT" if value is _PYTHON_IGNORES else _from_disposition(value)
         return _from_disposition(signal.getsignal(_signum(name)))
 
     def __setitem__(self, key: str, value: object) -> None:

@@ -11,6 +11,10 @@ Perl's (PerlIO's), checked against perl by tests/test_differential.py:
   three-argument form ``open_("+<", path)`` takes the name literally and accepts
   layers ``:raw``, ``:bytes``, ``:utf8``, ``:crlf``, ``:encoding(NAME)``.  ``>``
   truncates at open, before any lock can be taken; rewrite under a lock with ``+<``.
+* Pipes, as Perl: ``open_("|mailer -t")`` writes to a command's stdin,
+  ``open_("cmd |")`` reads its stdout (also ``open_("|-", cmd)``, ``open_("-|", cmd)``
+  and ``open_("-|", ["prog", "arg"])``, no shell); ``close`` waits for it and sets
+  ``CHILD_ERROR`` (``$?``), see ``perl.process``.
 * Text by default: lines are decoded as UTF-8 with ``surrogateescape``, so any
   bytes (Shift_JIS, EUC-JP, invalid UTF-8) read and written back are identical.
   ``:raw`` gives ``bytes``.  Newlines are untouched on POSIX; ``:crlf`` (the
@@ -113,10 +117,8 @@ def _parse_two_arg(spec: str) -> tuple[str, str]:
     if rest.lstrip().startswith("&"):
         raise ValueError(f"open_: duplicating handles ({spec!r}) is not supported")
     name = rest.strip()
-    if mode == "<" and (name.endswith("|") or name.startswith("|")):
-        raise ValueError(f"open_: pipe opens ({spec!r}) are not supported; use subprocess")
-    if name.startswith("|"):
-        raise ValueError(f"open_: pipe opens ({spec!r}) are not supported; use subprocess")
+    if name.startswith("|") or name.endswith("|"):
+        raise ValueError(f"open_: {spec!r} mixes a file mode and a pipe; use '|cmd' or 'cmd |'")
     if name == "-":
         raise ValueError(f"open_: STDIN/STDOUT forms ({spec!r}) are not supported")
     return mode, name
@@ -127,8 +129,6 @@ def _parse_three_arg(spec: str) -> tuple[str, str]:
     for prefix in _MODE_PREFIXES:
         if text.startswith(prefix):
             return prefix, text[len(prefix) :].strip()
-    if text.startswith("|") or text.endswith("|") or text.startswith("-|"):
-        raise ValueError(f"open_: pipe opens ({spec!r}) are not supported; use subprocess")
     raise ValueError(f"Unknown open() mode {spec!r}; use <, >, >>, +<, +> or +>>")
 
 
@@ -208,6 +208,9 @@ def open_(mode: str, path: str | os.PathLike[str] | None = None) -> PerlFile:
             mode if path is None else (mode, path)
         ]
     except (KeyError, TypeError):
+        pipe = _pipe_spec(mode, path)
+        if pipe is not None:
+            return _open_pipe(*pipe)
         mode_, name, target, flags, text, encoding, crlf, readable, writable, append = _parse_open(
             mode, path
         )
@@ -257,6 +260,45 @@ def open_(mode: str, path: str | os.PathLike[str] | None = None) -> PerlFile:
     return fh
 
 
+def _pipe_spec(mode: object, path: object) -> tuple[str, object, str] | None:
+    """``("|-" or "-|", command, layers)`` for a piped open, else None."""
+    if not isinstance(mode, str):
+        return None
+    if path is None:
+        text = mode.strip()
+        if text.startswith("|"):
+            kind, command = "|-", text[1:].strip()
+        elif text.endswith("|") and not text.startswith(("<", ">", "+")):
+            kind, command = "-|", text[:-1].strip()
+        else:
+            return None
+        if command in ("", "-"):
+            raise ValueError(f"open_: {mode!r} names no command (forking opens are not supported)")
+        return kind, command, ""
+    text = mode.strip()
+    if not text.startswith(("|-", "-|")):
+        return None
+    if isinstance(path, (list, tuple)):
+        return text[:2], [*path], text[2:].strip()
+    command = os.fspath(path)  # type: ignore[call-overload]
+    return text[:2], command if isinstance(command, str) else os.fsdecode(command), text[2:].strip()
+
+
+def _open_pipe(kind: str, command: object, layers: str) -> PerlFile:
+    """Start *command* with a pipe (``perl.process``, loaded only now)."""
+    from .process import open_pipe
+
+    text, encoding, crlf = True, "utf-8", _DEFAULT_CRLF
+    if layers:
+        text, encoding, crlf = apply_layers(layers, text, encoding, crlf)
+    fh = open_pipe(kind, command, text, encoding, crlf)  # type: ignore[arg-type]
+    if fh:
+        caller = _getframe(2)
+        fh._site = caller.f_code
+        fh._site_at = caller.f_lasti
+    return fh
+
+
 # -- Perl's functions on handles ---------------------------------------------
 def _perl_str(item: object) -> str | bytes:
     """Stringify one ``print`` argument as Perl does (undef -> '', 0.5 -> '0.5', 3.0 -> '3')."""
@@ -285,7 +327,7 @@ def _perl_str(item: object) -> str | bytes:
 
 def print_(fh: PerlFile, *items: object) -> int:
     """Perl's ``print FH LIST``: 1 on success, else 0 with ``OS_ERROR`` set."""
-    if type(fh) is not PerlFile:
+    if type(fh) is not PerlFile and getattr(type(fh), "perl_close", None) is None:
         return _print_other(fh, items)
     if fh._closed or not fh._writable:
         if fh._closed:
@@ -442,6 +484,10 @@ def close(fh: PerlFile) -> int:
             return fail_from(exc)
         error = fh._error
         return fail(error) if error else 1
+    perl_close = getattr(fh, "perl_close", None)  # a pipe: perl.process.PipeFile
+    if perl_close is not None:
+        result: int = perl_close()
+        return result
     if getattr(fh, "closed", True):
         return fail(errno.EBADF)
     try:
@@ -525,14 +571,14 @@ def close_all() -> None:
     for fh in handles:
         if fh._closed or fh.standard:
             continue
-        try:
-            failed = close(fh) == 0
+        from .errno import get_errno, strerror
+
+        try:  # (a pipe whose command exited non-zero: close gives 0 with $! 0, no warning)
+            failed = close(fh) == 0 and get_errno() != 0
         except BaseException as exc:
             pending = pending or exc
             failed = True
         if failed:
-            from .errno import get_errno, strerror
-
             message = strerror(get_errno() or errno.EIO)
             to_stderr(
                 f"Warning: unable to close filehandle properly: {message}"

@@ -138,3 +138,29 @@ def flush_all() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(before=flush_all)
+
+
+#: True once ``SIG["PIPE"] = "IGNORE"`` (``perl.alarm``): a write to a broken pipe then
+#: fails with EPIPE (Perl's ``print`` gives 0); Python's own ignoring of SIGPIPE does not count.
+PIPE_IGNORED = False
+
+
+def broken_pipe() -> None:
+    """A write failed with EPIPE: end as Perl does, killed by SIGPIPE (a shell sees 141).
+
+    Python ignores SIGPIPE from start-up; Perl does not.  Unless the port set
+    ``SIG["PIPE"]`` (to ``"IGNORE"``: the write fails with EPIPE; to a handler:
+    it runs, and the write fails), the process is killed by SIGPIPE here, as the
+    kernel kills Perl: no exit handlers, no flushing.
+    """
+    if sys.platform == "win32" or PIPE_IGNORED:
+        return
+    import signal
+    import threading
+
+    if signal.getsignal(signal.SIGPIPE) != signal.SIG_IGN:
+        return
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGPIPE)
+    os._exit(128 + signal.SIGPIPE)  # (a worker thread cannot reset the disposition)

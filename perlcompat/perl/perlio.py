@@ -21,7 +21,7 @@ from .consts import SEEK_CUR, SEEK_SET
 from .errno import fail, fail_from, reraise_foreign
 from .layers import PERLQQ, apply_layers
 from .lists import PerlList
-from .openfiles import OPEN, _warn_closed, to_stderr, warn_lost_lock
+from .openfiles import OPEN, _warn_closed, broken_pipe, to_stderr, warn_lost_lock
 
 # the hot path's system calls, bound once (a module attribute lookup per call adds up)
 _read, _write, _lseek = os.read, os.write, os.lseek
@@ -168,6 +168,8 @@ class PerlFile:
                     view = view[_write(self._fd, view) :]
         except OSError as exc:  # as PerlIO: the data is dropped, the handle's error flag set
             self._error = exc.errno or errno.EIO
+            if exc.errno == errno.EPIPE:  # as Perl: killed by SIGPIPE unless SIG["PIPE"] is set
+                broken_pipe()
             raise
         if pos >= 0:  # after an O_APPEND write this is PerlIO's belief, not the OS offset
             self._pos = pos + size

@@ -34,9 +34,10 @@ def require(path: str | os.PathLike[str]) -> int:
         with open(name, "rb") as source:
             text = source.read()
     except OSError:
-        from .die import Die
+        from .die import Die, script_name
 
-        message = f"Can't locate {name} at {caller.f_code.co_filename} line {caller.f_lineno}.\n"
+        where = script_name(caller.f_code.co_filename)
+        message = f"Can't locate {name} at {where} line {caller.f_lineno}.\n"
         raise Die(message) from None
     code = compile(text, name, "exec")
     INC[name] = os.path.abspath(name)

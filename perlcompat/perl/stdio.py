@@ -37,12 +37,12 @@ import os
 import sys
 
 from .errno import fail, reraise_foreign
-from .openfiles import _warn_closed
+from .openfiles import _warn_closed, broken_pipe
 from .perlio import PerlFile
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Union
+    from typing import Any, Union
 
     Data = Union[str, bytes]
 
@@ -98,23 +98,31 @@ class _StdOut(PerlFile):
         raw = self._encode(data)
         stream = getattr(sys, self._stream, None)
         target = getattr(stream, "buffer", None)
-        if target is None or getattr(target, "closed", True):  # no usable sys stream: the fd
-            view = memoryview(raw)
-            while view:
-                view = view[os.write(self._fd, view) :]
-            return len(data)
+        try:
+            if target is None or getattr(target, "closed", True):  # no usable sys stream: the fd
+                view = memoryview(raw)
+                while view:
+                    view = view[os.write(self._fd, view) :]
+                return len(data)
+            self._write_stream(stream, target, raw)
+        except BrokenPipeError:  # as Perl: killed by SIGPIPE unless SIG["PIPE"] is set
+            broken_pipe()
+            raise
+        return len(data)
+
+    def _write_stream(self, stream: Any, target: Any, raw: bytes) -> None:
+        """Write *raw* into the sys stream's buffer, after what ``print()`` left there."""
         try:
             if stream is not self._seen:  # a sys stream not seen before: share its buffer
                 self._seen = stream
                 self._through = _write_through(stream)
             if not self._through:
-                stream.flush()  # type: ignore[union-attr]
+                stream.flush()
             target.write(raw)
             if self._autoflush:
                 target.flush()
         except ValueError:  # the sys stream was closed under us
             raise OSError(errno.EBADF, os.strerror(errno.EBADF)) from None
-        return len(data)
 
     def autoflush(self, flag: object = 1) -> int:
         """``STDOUT->autoflush(1)`` / Perl's ``$| = 1``: flush after every print; the old value."""

@@ -17,6 +17,7 @@
   whitespace, then the longest decimal number (sign, digits, fraction,
   exponent) or ``Inf``/``NaN``; anything else counts 0.  Integral values come
   back as ``int`` (Perl prints ``"1e3" + 0`` as ``1000``).
+* :func:`inc` is Perl's ``++`` with its magic string increment (``"0099"`` -> ``"0100"``).
 * :func:`truth` is Perl's boolean: ``None``, ``""``, ``"0"`` and numeric zero
   are false; every other string (``"0.0"``, ``"00"``, ``" "``) is true.
 
@@ -208,3 +209,36 @@ def chop(value: _Chompable) -> _Chompable:
     if isinstance(value, (str, bytes)) and value is not undef:
         return value[:-1]  # type: ignore[return-value]
     return value
+
+
+_MAGIC = re.compile(r"[a-zA-Z]*[0-9]*\Z")
+
+
+def inc(value: object) -> object:
+    """Perl's ``++``: the magic string increment, else the number plus 1 (perlop).
+
+    A non-empty string of letters then digits (``/^[a-zA-Z]*[0-9]*$/``) counts
+    as a string, each place within its own range with carry: ``"0099"`` ->
+    ``"0100"``, ``"Az"`` -> ``"Ba"``, ``"zz"`` -> ``"aaa"``, ``"a9"`` -> ``"b0"``,
+    ``"Zz"`` -> ``"AAa"``.  Any other value is a number: ``None`` and ``""`` give 1,
+    ``"1.5"`` gives 2.5, ``"12abc"`` 13 (``num(value) + 1``); numbers stay numbers.
+    """
+    if value is None:
+        return 1
+    if isinstance(value, (int, float)):
+        return value + 1
+    if isinstance(value, bytes):
+        result = inc(value.decode("latin-1"))
+        return result.encode("latin-1") if isinstance(result, str) else result
+    text = str(value)
+    if not text or not _MAGIC.match(text):
+        return num(text) + 1
+    chars = list(text)
+    for i in range(len(chars) - 1, -1, -1):
+        char = chars[i]
+        if char not in "9zZ":
+            chars[i] = chr(ord(char) + 1)
+            return "".join(chars)
+        chars[i] = "0" if char == "9" else "a" if char == "z" else "A"
+    first = chars[0]
+    return ("1" if first == "0" else first) + "".join(chars)  # the string grew
