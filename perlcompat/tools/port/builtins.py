@@ -1,0 +1,510 @@
+"""Perl's built-in functions, regexes and CGI.pm calls as perlcompat / Python calls.
+
+One method per family; what has no exact counterpart raises :class:`.syntax.Unsupported`
+(the statement stays ``# PORT:``).  Regexes: Perl's syntax is Python's for the patterns
+CGI scripts use; ``\\w``/``\\d``/``\\s`` get ``(?a)`` (Perl matches bytes, ASCII classes),
+and a pattern that counts single characters (``.``, ``[^...]``, ``{n}``) is refused, as
+Perl counts bytes where Python counts characters.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .exprs import par, py_str
+from .syntax import E, Unsupported, parse
+from .tree import Node
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .stmts import Translator
+
+#: Perl built-in -> (perlcompat name, kind): same arguments, same results
+SAME = {
+    "flock": ("flock", "num"), "seek": ("seek", "num"), "tell": ("tell", "num"),
+    "truncate": ("truncate", "num"), "close": ("close", "num"), "binmode": ("binmode", "num"),
+    "eof": ("eof", "num"), "mkdir": ("mkdir", "num"), "rmdir": ("rmdir", "num"),
+    "rename": ("rename", "num"), "unlink": ("unlink", "num"), "symlink": ("symlink", "num"),
+    "readlink": ("readlink", "any"), "utime": ("utime", "num"), "chmod": ("chmod", "num"),
+    "chown": ("chown", "num"), "sleep": ("sleep", "num"), "alarm": ("alarm", "num"),
+    "crypt": ("crypt", "any"), "die": ("die", "num"), "warn": ("warn", "num"),
+    "time": ("time", "num"), "unshift": ("unshift", "num"), "push": ("push", "num"),
+    "fork": ("fork", "any"),
+}  # fmt: skip
+HANDLE_FIRST = {"flock", "seek", "tell", "truncate", "close", "binmode", "eof"}
+STR_FUNCS = {"lc": "lower", "uc": "upper"}
+COUNTING = re.compile(r"(?<!\\)\.(?![*+])|\[\^[^\]]*\](?![*+])|\\[WSD](?![*+])|\{\d")
+
+
+class Builtins:
+    """The built-in half of the translator (mixed into :class:`.stmts.Translator`)."""
+
+    def builtin(self: Translator, e: E, scalar: bool) -> tuple[str, str]:  # noqa: C901
+        name = str(e.a[0])
+        args: list[E] = list(e.a[1])  # type: ignore[call-overload]
+        if name in HANDLE_FIRST and args:
+            fh = self.handle(args[0])
+            rest = [self.sx(a)[0] for a in args[1:]]
+            if name == "flock" and len(args) == 2 and args[1].k == "num":
+                rest = [self.flock_op(str(args[1].a[0]))]
+            func, kind = SAME[name]
+            return f"{self.use(func, func)}({', '.join([fh, *rest])})", kind
+        if name in ("close", "eof") and not args:
+            raise Unsupported(f"{name} without a handle")
+        if name in ("die", "warn"):
+            items = [self.strx(a) for a in args]
+            if name == "die" and not args:
+                self.eval_error_used = True
+            return f"{self.use(name, name)}({', '.join(items)})", "num"
+        if name in ("push", "unshift"):
+            target = args[0]
+            if target.k != "var" or target.a[0] != "@":
+                raise Unsupported(f"{name} onto something not a named array")
+            items = self.items(args[1:])
+            return f"{self.use(name, name)}({self.sx(target)[0]}, {', '.join(items)})", "num"
+        if name in ("pop", "shift"):
+            if not args:
+                if not self.in_sub:
+                    raise Unsupported(f"{name} of @ARGV")
+                self.args_list = True
+                return f"{self.use(name, name)}(args)", "any"
+            return f"{self.use(name, name)}({self.sx(args[0])[0]})", self.elem_kind(
+                "@" + str(args[0].a[1])
+            )
+        if name in SAME:
+            func, kind = SAME[name]
+            codes = [self.sx(a)[0] for a in args]
+            if name == "mkdir" and len(args) == 2 and args[1].k == "num":
+                codes[1] = self.number(str(args[1].a[0]))[0]
+            return f"{self.use(func, func)}({', '.join(codes)})", kind
+        if name == "open":
+            return self.open_call(args), "fh"
+        if name == "sysopen":
+            if len(args) != 3 or args[0].k != "word":
+                raise Unsupported("sysopen on a handle that is not a bareword")
+            flags = self.flags(args[2])
+            return f"{self.use('sysopen')}({self.strx(args[1])}, {flags})", "fh"
+        if name == "read":
+            raise Unsupported("read(FH, ...) inside an expression")
+        if name == "split":
+            return self.split(args, fields=None), "list"
+        if name == "join":
+            sep = self.strx(args[0])
+            return f"{par(sep)}.join(map(str, {self.list_of(args[1:])}))", "str"
+        if name == "scalar":
+            if len(args) == 1 and args[0].k == "var" and args[0].a[0] == "@":
+                return f"len({self.sx(args[0])[0]})", "num"
+            if len(args) == 1 and args[0].k == "func" and args[0].a[0] == "localtime":
+                return self.localtime(list(args[0].a[1]), scalar=True)  # type: ignore[arg-type]
+            return self.sx(args[0])
+        if name == "defined":
+            if len(args) != 1:
+                raise Unsupported("defined without an argument")
+            return f"{self.use('defined')}({self.sx(args[0])[0]})", "bool"
+        if name == "length":
+            return f"len({self.strx(args[0])})", "bytes_len"
+        if name in STR_FUNCS:
+            return f"{par(self.strx(args[0]))}.{STR_FUNCS[name]}()", "ascii_case"
+        if name == "int":
+            code, kind = self.numx(args[0])
+            if args[0].k == "func" and args[0].a[0] == "rand":
+                return f"int({code})", "num"
+            return f"int({code})", "num"
+        if name == "rand":
+            self.use("random")
+            if not args:
+                return "random.random()", "float"
+            n, _ = self.numx(args[0])
+            return f"random.random() * {par(n)}", "float"
+        if name == "hex":
+            return f"int({self.strx(args[0])}, 16)", "num"
+        if name == "localtime":
+            return self.localtime(args, scalar=scalar)
+        if name == "exit":
+            self.use("sys")
+            return f"sys.exit({self.numx(args[0])[0] if args else ''})", "num"
+        if name == "stat":
+            return f"{self.use('stat', 'stat')}({self.strx(args[0])})", "list"
+        if name == "keys":
+            return f"list({self.sx(args[0])[0]})", "list"
+        if name == "values":
+            return f"list({self.sx(args[0])[0]}.values())", "list"
+        if name == "sprintf":
+            raise Unsupported("sprintf (Perl's formats are not Python's %)")
+        if name == "require":
+            return self.require(args), "num"
+        if name in ("jcode::convert", "jcode'convert"):
+            raise Unsupported("jcode.pl's convert of a glob (see docs/idioms.md)")
+        if name == "select":
+            if len(args) == 4 and all(a.k == "func" and a.a[0] == "undef" for a in args[:3]):
+                n, _ = self.numx(args[3])
+                return f"{self.use('sleep')}({n})", "num"
+            raise Unsupported("select")
+        if name == "undef":
+            if args:
+                raise Unsupported("undef of a variable (as a statement)")
+            return self.use("undef", "undef"), "undef"
+        raise Unsupported(f"the built-in {name}()")
+
+    def handle(self: Translator, e: E) -> str:
+        if e.k == "word":
+            return self.bareword(str(e.a[0]))[0]
+        if e.k == "var" and e.a[0] == "$":
+            return self.sx(e)[0]
+        if e.k == "decl":
+            return self.handle(e.a[1])  # type: ignore[arg-type]
+        raise Unsupported("a handle that is not a bareword or a scalar")
+
+    def flock_op(self: Translator, text: str) -> str:
+        value = int(text)
+        names = [
+            n
+            for n, v in (("LOCK_SH", 1), ("LOCK_EX", 2), ("LOCK_NB", 4), ("LOCK_UN", 8))
+            if value & v
+        ]
+        if (
+            sum(
+                v
+                for n, v in (("LOCK_SH", 1), ("LOCK_EX", 2), ("LOCK_NB", 4), ("LOCK_UN", 8))
+                if n in names
+            )
+            != value
+        ):
+            return text
+        return " | ".join(self.use(n, n) for n in names)
+
+    def flags(self: Translator, e: E) -> str:
+        if e.k == "word":
+            return self.use(str(e.a[0]), str(e.a[0]))
+        if e.k == "bin" and e.a[0] == "|":
+            return f"{self.flags(e.a[1])} | {self.flags(e.a[2])}"  # type: ignore[arg-type]
+        if e.k == "num":
+            return str(e.a[0])
+        raise Unsupported("sysopen flags")
+
+    def open_call(self: Translator, args: list[E]) -> str:
+        if len(args) not in (2, 3):
+            raise Unsupported("open with one argument")
+        codes = [self.strx(a) for a in args[1:]]
+        return f"{self.use('open_')}({', '.join(codes)})"
+
+    def open_target(self: Translator, e: E) -> str:
+        """The Python name an ``open(FH, ...)`` assigns."""
+        if e.k == "word":
+            py = self.handle_name(str(e.a[0]))
+            self.assigned(py)
+            return py
+        if e.k == "decl" and e.a[1].k == "var":  # type: ignore[attr-defined]
+            return self.declare(e.a[1])  # type: ignore[arg-type]
+        if e.k == "var" and e.a[0] == "$":
+            return self.lvalue(e)
+        raise Unsupported("open on a handle that is not a bareword or a scalar")
+
+    def localtime(self: Translator, args: list[E], scalar: bool) -> tuple[str, str]:
+        arg = self.numx(args[0])[0] if args else ""
+        if scalar:
+            return f"{self.use('scalar_localtime')}({arg})", "str"
+        return f"{self.use('localtime')}({arg})", "list"
+
+    def split(self: Translator, args: list[E], fields: int | None) -> str:
+        if not args:
+            raise Unsupported("split without a pattern")
+        pat = args[0]
+        if pat.k == "re":
+            tok: Node = pat.a[0]  # type: ignore[assignment]
+            if tok.get("f"):
+                raise Unsupported("split with regex flags")
+            pattern = self.pattern(str(tok.get("m")), interp=True)
+        elif pat.k == "str" and not pat.a[1] and pat.a[0].get("s") == " ":  # type: ignore[attr-defined]
+            pattern = '" "'
+        else:
+            raise Unsupported("split on a computed pattern")
+        target = self.strx(args[1]) if len(args) > 1 else self.topic()
+        extra = ""
+        if len(args) > 2:
+            extra = f", {self.numx(args[2])[0]}"
+        if fields is not None:
+            extra += f", fields={fields}"
+        return f"{self.use('split')}({pattern}, {target}{extra})"
+
+    def pattern(self: Translator, perl: str, interp: bool) -> str:
+        """A Perl regex as a Python pattern literal (raw; ``(?a)`` for \\w \\d \\s \\b)."""
+        if COUNTING.search(perl):
+            raise Unsupported("a regex that counts characters (Perl counts bytes)")
+        if re.search(r"\\[zZGQEulULpPXKRhHvVN]|\(\?[<!=]*[^:)]|\$\)|\(\?\{", perl):
+            raise Unsupported("a regex feature Python spells otherwise")
+        if interp and re.search(r"(?<!\\)[$@](?![)|]|$)", perl):
+            raise Unsupported("a regex with an interpolated variable")
+        try:
+            re.compile(perl)
+        except re.error as exc:
+            raise Unsupported(f"a regex Python reads otherwise ({exc})") from None
+        if re.search(r"\\[wWdDsSbB]", perl):
+            perl = "(?a)" + perl
+        if "'" in perl and '"' in perl or perl.endswith("\\"):
+            return py_str(perl, '"')
+        q = '"' if '"' not in perl else "'"
+        if re.search(r"[^\x20-\x7e]", perl):
+            return py_str(perl, q)
+        return "r" + q + perl + q
+
+    def match(self: Translator, target: E | None, tok: Node, negate: bool) -> tuple[str, str]:
+        """``$x =~ /re/`` (a bool), ``s///`` and ``tr///`` as expressions (only as statements)."""
+        if tok.cls == "Token::Regexp::Match" or tok.cls == "Token::QuoteLike::Regexp":
+            flags = str(tok.get("f") or "")
+            if set(flags) - {"i", "o"}:
+                raise Unsupported(f"a match with /{flags}")
+            pattern = self.pattern(str(tok.get("m")), interp=True)
+            if "i" in flags:
+                pattern = (
+                    pattern[: pattern.index(pattern[-1]) + 1]
+                    + "(?ai)"
+                    + pattern[pattern.index(pattern[-1]) + 1 :]
+                )
+            subject = self.strx(target) if target is not None else self.topic()
+            self.use("re")
+            code = f"re.search({pattern}, {subject})"
+            return (f"not {code}" if negate else f"{code} is not None"), "bool"
+        raise Unsupported(f"{tok.text.split('/')[0] or 'm'}/// inside an expression")
+
+    def substitute(self: Translator, target: E, tok: Node) -> list[str]:
+        """``$x =~ s/a/b/g;`` and ``$x =~ tr/a/b/;`` as statements."""
+        name = self.lvalue(target)
+        subject = self.strx(target)
+        flags = str(tok.get("f") or "")
+        match = str(tok.get("m"))
+        repl = str(tok.get("r"))
+        if tok.cls == "Token::Regexp::Transliterate":
+            return [f"{name} = {self.tr(subject, match, repl, flags)}"]
+        if (
+            match == "%([a-fA-F0-9][a-fA-F0-9])"
+            and re.fullmatch(r"pack\(\s*[\"']C[\"']\s*,\s*hex\(\s*\$1\s*\)\s*\)", repl)
+            and flags in ("eg", "ge")
+        ):
+            self.use("unquote_to_bytes")
+            return [
+                f'{name} = unquote_to_bytes({par(subject)}.encode("utf-8", "surrogateescape"))'
+                '.decode("utf-8", "surrogateescape")'
+            ]
+        if set(flags) - {"g", "i"}:
+            raise Unsupported(f"s/// with /{flags}")
+        pattern = self.pattern(match, interp=True)
+        if "i" in flags:
+            pattern = pattern.replace(pattern[-1], "(?ai)", 1) if False else pattern
+            raise Unsupported("s///i")
+        replacement = self.replacement(repl)
+        count = "" if "g" in flags else ", count=1"
+        self.use("re")
+        return [f"{name} = re.sub({pattern}, {replacement}, {subject}{count})"]
+
+    def replacement(self: Translator, repl: str) -> str:
+        """An ``s///`` replacement as a Python template (``$1`` -> ``\\g<1>``)."""
+        out = []
+        for m in re.finditer(r"\\(.)|\$(\d)|\$\{(\d)\}|([$@])|([^\\$@]+)", repl, re.S):
+            esc, grp, grp2, sigil, text = m.groups()
+            if esc is not None:
+                out.append(self.escape(esc).replace("\\", "\\\\"))
+            elif grp or grp2:
+                out.append(f"\\g<{grp or grp2}>")
+            elif sigil:
+                raise Unsupported("a variable in an s/// replacement")
+            else:
+                out.append(text.replace("\\", "\\\\"))
+        return py_str("".join(out), '"')
+
+    def tr(self: Translator, subject: str, search: str, replace: str, flags: str) -> str:
+        """``tr/a/b/`` on ASCII characters: Python's ``str.translate`` (same on bytes and text)."""
+        if flags or not (search.isascii() and replace.isascii()):
+            raise Unsupported("tr/// with flags or non-ASCII characters (needs perlcompat.tr)")
+
+        def expand(text: str) -> str:
+            out = re.sub(
+                r"(.)-(.)", lambda m: "".join(chr(c) for c in range(ord(m[1]), ord(m[2]) + 1)), text
+            )
+            if "\\" in out:
+                raise Unsupported("tr/// with escapes")
+            return out
+
+        src, dst = expand(search), expand(replace or search)
+        if len(dst) < len(src):
+            dst += dst[-1] * (len(src) - len(dst))
+        if len(src) == 1:
+            return f"{par(subject)}.replace({py_str(src)}, {py_str(dst[0])})"
+        return f"{par(subject)}.translate(str.maketrans({py_str(src)}, {py_str(dst[: len(src)])}))"
+
+    def readline_(self: Translator, inner: str, scalar: bool) -> tuple[str, str]:
+        if inner == "STDIN" or inner == "":
+            raise Unsupported("<STDIN> / <>")
+        fh = (
+            self.sx(E("var", "$", inner[1:]))[0]
+            if inner.startswith("$")
+            else self.bareword(inner)[0]
+        )
+        if scalar:
+            return f"{self.use('readline', 'readline')}({fh}) or {self.use('undef')}", "str"
+        return f"{fh}.readlines()", "list"
+
+    def method(self: Translator, e: E) -> tuple[str, str]:
+        """CGI.pm: ``CGI->new``, ``$q->param('x')``, ``header``, ``cookie`` ... (perlcompat.cgi)."""
+        base: E = e.a[0]  # type: ignore[assignment]
+        name = str(e.a[1])
+        args: list[E] = list(e.a[2] or [])  # type: ignore[call-overload]
+        if base.k == "class":
+            if base.a[0] == "CGI" and name == "new" and not args:
+                return f"{self.use('CGI')}()", "cgi"
+            raise Unsupported(f"{base.a[0]}->{name}")
+        obj, kind = self.sx(base)
+        if kind != "cgi" and kind != "any":
+            raise Unsupported(f"->{name} on something not a CGI object")
+        if name in ("param", "cookie", "header", "escapeHTML", "upload", "multi_param"):
+            codes = []
+            pending = None
+            for a in args:
+                if pending is not None:
+                    codes.append(f"{pending}={self.sx(a)[0]}")
+                    pending = None
+                    continue
+                if a.k == "lit" and str(a.a[0]).startswith("-"):
+                    pending = str(a.a[0])[1:]
+                    continue
+                codes.append(self.sx(a)[0])
+            if name == "multi_param":
+                return f"{obj}.multi_param({', '.join(codes)})", "list"
+            if name == "param" and not codes:
+                raise Unsupported("param() without a name (the list of names)")
+            kind = "fh" if name == "upload" else "any"
+            return f"{obj}.{name}({', '.join(codes)})", kind
+        raise Unsupported(f"the method ->{name}")
+
+    def require(self: Translator, args: list[E]) -> str:
+        if len(args) != 1 or args[0].k != "str":
+            raise Unsupported("require of a module")
+        path = str(args[0].a[0].get("s"))  # type: ignore[attr-defined]
+        if path.endswith("jcode.pl"):
+            raise Unsupported("jcode.pl: perlcompat.jcode is its port (see docs/idioms.md)")
+        if not path.endswith(".pl"):
+            raise Unsupported(f"require {path!r}")
+        self.requires.append(path)
+        return f"{self.use('require')}({py_str(path[:-3] + '.py')})"
+
+    # -- list context ------------------------------------------------------------------------
+
+    def lx(self: Translator, e: E) -> str:
+        """*e* in list context, as a Python list (or iterable) expression."""
+        k = e.k
+        if k == "paren":
+            inner: E | None = e.a[0]  # type: ignore[assignment]
+            if inner is None:
+                return "[]"
+            return self.lx(inner)
+        if k == "comma":
+            return f"[{', '.join(self.items(list(e.a)))}]"  # type: ignore[arg-type]
+        if k == "var" and e.a[0] == "@":
+            return self.sx(e)[0]
+        if k == "var" and e.a[0] == "%":
+            raise Unsupported("a hash in list context")
+        if k == "qw":
+            return "[" + ", ".join(py_str(str(w), self.quote) for w in e.a[0]) + "]"  # type: ignore[attr-defined]
+        if k == "readline":
+            return self.readline_(str(e.a[0]), scalar=False)[0]
+        if k == "func" and e.a[0] == "split":
+            return self.split(list(e.a[1]), fields=None)  # type: ignore[call-overload]
+        if k == "func" and e.a[0] in ("keys", "values", "stat", "localtime"):
+            if e.a[0] == "localtime":
+                return self.localtime(list(e.a[1]), scalar=False)[0]  # type: ignore[call-overload]
+            return self.builtin(e, scalar=False)[0]
+        if k == "func" and e.a[0] in ("sort", "reverse"):
+            raise Unsupported(f"{e.a[0]} without a block")
+        if k == "bin" and e.a[0] == "..":
+            return self.range_(e.a[1], e.a[2])  # type: ignore[arg-type]
+        if k == "blockop":
+            return self.blockop(e)
+        if k == "method":
+            code, kind = self.method(e)
+            return code if kind == "list" else f"[{code}]"
+        code, kind = self.sx(e)
+        if kind == "list":
+            return code
+        return f"[{code}]"
+
+    def items(self: Translator, args: list[E]) -> list[str]:
+        """Arguments in list context: arrays and lists spliced in with ``*``."""
+        out = []
+        for a in args:
+            if (
+                a.k in ("var",)
+                and a.a[0] == "@"
+                or a.k in ("readline", "qw", "blockop")
+                or (a.k == "func" and a.a[0] in ("split", "keys", "values"))
+                or (a.k == "bin" and a.a[0] == "..")
+            ):
+                out.append("*" + self.lx(a))
+            elif a.k == "paren":
+                out.extend(self.items([a.a[0]]) if a.a[0] is not None else [])  # type: ignore[list-item]
+            elif a.k == "comma":
+                out.extend(self.items(list(a.a)))  # type: ignore[arg-type]
+            else:
+                code, kind = self.sx(a)
+                out.append("*" + code if kind == "list" else code)
+        return out
+
+    def list_of(self: Translator, args: list[E]) -> str:
+        items = self.items(args)
+        if len(items) == 1 and items[0].startswith("*"):
+            return items[0][1:]
+        return f"[{', '.join(items)}]"
+
+    def range_(self: Translator, lo: E, hi: E) -> str:
+        if lo.k == "num" and hi.k == "num":
+            return f"range({lo.a[0]}, {int(str(hi.a[0])) + 1})"
+        if lo.k == "str" and hi.k == "str" and not lo.a[1] and not hi.a[1]:
+            a, b = str(lo.a[0].get("s")), str(hi.a[0].get("s"))  # type: ignore[attr-defined]
+            if len(a) == len(b) == 1 and (a + b).isalnum() and a <= b:
+                letters = "".join(chr(c) for c in range(ord(a), ord(b) + 1))
+                return f"[*{py_str(letters, self.quote)}]"
+        a, _ = self.numx(lo)
+        b, _ = self.numx(hi)
+        return f"range(int({a}), int({b}) + 1)"
+
+    def blockop(self: Translator, e: E) -> str:
+        """``map { EXPR } LIST``, ``grep { EXPR } LIST``, ``sort { $a <=> $b } LIST``."""
+        op = str(e.a[0])
+        block: Node | None = e.a[1]  # type: ignore[assignment]
+        lst = self.list_of(list(e.a[2]))  # type: ignore[call-overload]
+        if block is None:
+            if op == "sort":
+                raise Unsupported("sort without a block (Perl sorts by bytes)")
+            raise Unsupported(f"{op} EXPR, LIST")
+        stmts = [k for k in block.kids if k.is_("Statement")]
+        if len(stmts) != 1:
+            raise Unsupported(f"a {op} block of more than one statement")
+        if op == "sort":
+            raise Unsupported("sort with a block")
+        var = self.loop_name("item")
+        self.topics.append(var)
+        try:
+            expr = parse(stmts[0].significant(), self.subs)
+            if expr is None:
+                raise Unsupported(f"an empty {op} block")
+            if op == "map":
+                code, kind = self.sx(expr)
+                if kind == "list":
+                    raise Unsupported("map returning lists")
+                return f"[{code} for {var} in {lst}]"
+            return f"[{var} for {var} in {lst} if {self.bx(expr)}]"
+        finally:
+            self.topics.pop()
+
+    def print_(self: Translator, e: E) -> str:
+        """``print FH LIST`` -> ``print_(FH, ...)`` (Perl's bytes, Perl's return value)."""
+        if e.a[0] != "print":
+            raise Unsupported(f"{e.a[0]} (Perl's formats)")
+        handle: E | None = e.a[1]  # type: ignore[assignment]
+        fh = self.handle(handle) if handle is not None else self.use("STDOUT")
+        args = list(e.a[2])  # type: ignore[call-overload]
+        if not args:
+            args = [E("var", "$", "_")]
+        items = []
+        for code in self.items(args):
+            items.append(code)
+        return f"{self.use('print_')}({fh}, {', '.join(items)})"

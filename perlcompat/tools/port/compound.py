@@ -1,0 +1,279 @@
+"""``if``/``elsif``/``unless``/``while``/``until``/``for``/``foreach`` and ``sub`` definitions.
+
+``foreach $x (@a)`` whose body assigns ``$x`` writes the element back (Perl's loop
+variable is the element itself); ``while (<FH>)`` reads lines as ``for line in FH``.
+"""
+
+from __future__ import annotations
+
+from .exprs import par
+from .names import py_var
+from .syntax import E, Unsupported, expression_tokens, parse
+from .tree import Node
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .stmts import Translator
+
+
+class Func:
+    """One Python function being written: its lines, locals and the globals it assigns."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.lines: list[str] = []
+        self.locals: dict[str, str] = {}
+        self.globals: set[str] = set()
+
+
+class Compound:
+    """The compound-statement half of the translator (mixed into :class:`.stmts.Translator`)."""
+
+    def compound(self: Translator, node: Node) -> None:
+        kids = [k for k in node.kids if not k.is_("Token::Comment")]
+        words = [k.text for k in kids if k.cls == "Token::Word"]
+        head = words[0] if words else ""
+        if kids and kids[0].cls == "Token::Label":
+            raise Unsupported("a labelled loop")
+        if head in ("if", "unless"):
+            return self.if_(kids)
+        if head in ("while", "until"):
+            return self.while_(kids, head)
+        if head in ("for", "foreach"):
+            return self.foreach(kids)
+        if not words and kids and kids[0].cls == "Structure::Block":
+            self.emit("if True:  # a bare block")
+            self.indent += 1
+            self.block(kids[0].kids)
+            self.indent -= 1
+            return
+        raise Unsupported(f"the compound statement {head or '{...}'}")
+
+    def cond(self: Translator, struct: Node) -> E:
+        e = parse(expression_tokens(struct), self.subs)
+        if e is None:
+            raise Unsupported("an empty condition")
+        return e
+
+    def if_(self: Translator, kids: list[Node]) -> None:
+        i = 0
+        first = True
+        while i < len(kids):
+            word = kids[i].text
+            if word == "else":
+                self.emit("else:")
+                i += 1
+            else:
+                cond = self.cond(kids[i + 1])
+                test = self.bx(cond)
+                if word == "unless":
+                    test = f"not {par(test)}"
+                keyword = "if" if first else "elif"
+                self.emit(f"{keyword} {test}:")
+                i += 2
+            first = False
+            block = kids[i]
+            i += 1
+            self.indent += 1
+            self.block(block.kids)
+            self.indent -= 1
+
+    def while_(self: Translator, kids: list[Node], head: str) -> None:
+        if len(kids) != 3 or kids[1].cls != "Structure::Condition":
+            raise Unsupported(f"{head} of this form (continue block?)")
+        cond = self.cond(kids[1])
+        block = kids[2]
+        if cond.k == "readline" and head == "while":
+            var = self.loop_name("line")
+            fh = self.handle(
+                E("word", cond.a[0])
+                if not str(cond.a[0]).startswith("$")
+                else E("var", "$", str(cond.a[0])[1:])
+            )
+            return self.loop_over(f"for {var} in {fh}:", var, block)
+        if cond.k == "assign" and cond.a[2].k == "readline" and head == "while":  # type: ignore[attr-defined]
+            target = cond.a[1]
+            inner = target.a[1] if target.k == "decl" else target  # type: ignore[attr-defined]
+            if inner.k != "var" or inner.a[0] != "$":  # type: ignore[attr-defined]
+                raise Unsupported("while (... = <FH>) into something not a scalar")
+            var = self.lvalue(target)  # type: ignore[arg-type]
+            self.record_kind(target, "str")  # type: ignore[arg-type]
+            line = cond.a[2]  # type: ignore[attr-defined]
+            fh = self.readline_(str(line.a[0]), scalar=False)[0].rsplit(".", 1)[0]
+            self.emit(f"for {var} in {fh}:")
+            self.indent += 1
+            self.block(block.kids)
+            self.indent -= 1
+            return
+        test = self.bx(cond)
+        self.emit(f"while {test}:" if head == "while" else f"while not {par(test)}:")
+        self.indent += 1
+        self.block(block.kids)
+        self.indent -= 1
+
+    def loop_over(self: Translator, header: str, var: str, block: Node) -> None:
+        self.emit(header)
+        self.topics.append(var)
+        self.indent += 1
+        try:
+            self.block(block.kids)
+        finally:
+            self.indent -= 1
+            self.topics.pop()
+
+    def foreach(self: Translator, kids: list[Node]) -> None:
+        rest = kids[1:]
+        if rest and rest[0].cls == "Structure::For":
+            raise Unsupported("a C-style for loop")
+        decl = False
+        if rest and rest[0].cls == "Token::Word" and rest[0].text in ("my", "our"):
+            decl = True
+            rest = rest[1:]
+        var_tok = None
+        if rest and rest[0].cls == "Token::Symbol":
+            var_tok = rest[0]
+            rest = rest[1:]
+        if len(rest) != 2 or rest[0].cls != "Structure::List":
+            raise Unsupported("foreach of this form")
+        lst_e = parse(expression_tokens(rest[0]), self.subs)
+        lst = "[]" if lst_e is None else self.lx(lst_e)
+        block = rest[1]
+        if var_tok is None:
+            var = self.loop_name("item")
+            if self.writes(block, "$_"):
+                raise Unsupported("foreach whose body changes $_ (the element itself)")
+            return self.loop_over(f"for {var} in {lst}:", var, block)
+        name = var_tok.text[1:]
+        key = "$" + name
+        target = E("var", "$", name)
+        py = self.declare(target) if decl else self.lvalue(target)
+        self.record_kind(
+            target, "str" if lst_e is not None and self.list_kind(lst_e) == "str" else "any"
+        )
+        if self.writes(block, key):
+            if lst_e is None or lst_e.k != "var" or lst_e.a[0] != "@":
+                raise Unsupported(
+                    "foreach over a list whose body changes the loop variable (aliases)"
+                )
+            index = self.loop_name("i")
+            self.emit(f"for {index}, {py} in enumerate({lst}):")
+            self.aliases.append((py, lst, index))
+            self.indent += 1
+            try:
+                self.block(block.kids)
+            finally:
+                self.indent -= 1
+                self.aliases.pop()
+            return
+        self.emit(f"for {py} in {lst}:")
+        self.indent += 1
+        self.block(block.kids)
+        self.indent -= 1
+
+    def writes(self: Translator, block: Node, key: str) -> bool:
+        """True if *block* assigns the scalar *key* (``$x = ``, ``$x =~ s///``, ``$x++``, chomp)."""
+        toks = list(block.tokens())
+        for i, tok in enumerate(toks):
+            if tok.cls in ("Token::Symbol", "Token::Magic") and tok.text == key:
+                nxt = toks[i + 1] if i + 1 < len(toks) else None
+                prev = toks[i - 1] if i else None
+                if (
+                    nxt is not None
+                    and nxt.cls == "Token::Operator"
+                    and (
+                        nxt.text.endswith("=")
+                        and nxt.text not in ("==", "!=", "<=", ">=")
+                        or nxt.text in ("=~", "++", "--")
+                    )
+                ):
+                    return True
+                if prev is not None and prev.text in ("++", "--", "chomp", "chop", "("):
+                    before = toks[i - 2] if i > 1 else None
+                    if prev.text != "(" or (
+                        before is not None and before.text in ("chomp", "chop")
+                    ):
+                        return True
+        return False
+
+    # -- subs -------------------------------------------------------------------------------------
+
+    def sub_def(self: Translator, node: Node) -> None:
+        """``sub name { ... }`` -> ``def name(*args):`` (a lock sub -> a comment naming ``lock()``)."""
+        name = str(node.get("name"))
+        block = [k for k in node.kids if k.cls == "Structure::Block"]
+        comments = self.findings.pop(node.first_line(), [])
+        n = self.count(node)
+        if name in self.lock_calls:
+            self.total += n
+            call = self.lock_calls[name] or f"{self.use('unlock')}(NAME)"
+            func = Func(name)
+            func.lines = [
+                *comments,
+                f"# sub {name}: perlcompat's {call.split('(')[0]}() takes its place: "
+                + call.replace("NAME", "path"),
+            ]
+            self.done += n
+            self.defs.append((func, []))
+            return
+        if not block:
+            self.total += n
+            self.port_into(name, node, "a sub without a body")
+            return
+        saved = (self.func, self.indent, self.in_sub, self.args_list)
+        self.func = Func(name)
+        self.func.lines.extend(comments)
+        self.indent = 1
+        self.in_sub = name
+        self.args_list = False
+        self.total += 1
+        self.done += 1
+        try:
+            self.block(block[0].kids)
+            self.implicit_return()
+            header = [f"def {py_var(name)}(*args):"]
+            if self.args_list:
+                header.append(f"    args = {self.use('PerlList')}(args)")
+            if self.func.globals:
+                header.append("    global " + ", ".join(sorted(self.func.globals)))
+            self.defs.append((self.func, header))
+        finally:
+            self.func, self.indent, self.in_sub, self.args_list = saved
+
+    def port_into(self: Translator, name: str, node: Node, reason: str) -> None:
+        saved = self.func, self.indent
+        self.func = Func(name)
+        self.indent = 0
+        self.port(node, reason)
+        self.defs.append((self.func, []))
+        self.func, self.indent = saved
+
+    def implicit_return(self: Translator) -> None:
+        """Perl returns a sub's last value: ``return`` it when the last line is an expression."""
+        lines = self.func.lines
+        for i in range(len(lines) - 1, -1, -1):
+            stripped = lines[i].strip()
+            if not stripped or stripped.startswith("#"):
+                continue
+            indent = len(lines[i]) - len(lines[i].lstrip())
+            if indent != 4 or stripped.startswith(
+                (
+                    "return",
+                    "sys.exit",
+                    "pass",
+                    "if ",
+                    "for ",
+                    "while ",
+                    "else",
+                    "elif",
+                    "try",
+                    "except",
+                    "with ",
+                    "global",
+                )
+            ):
+                return
+            if "=" in stripped.split("(")[0] or stripped.startswith(("break", "continue")):
+                return
+            code = stripped.split("  #")[0]
+            lines[i] = "    return " + code + stripped[len(code) :]
+            return

@@ -1,0 +1,686 @@
+"""Perl statements, blocks and subs as Python lines, in the script's order.
+
+:class:`Translator` walks PPI's statements; each becomes Python lines or, when some part
+of it raises :class:`.syntax.Unsupported`, its Perl lines as ``# PORT:`` comments with the
+reason.  Top-level statements go into ``main()`` (Perl runs them after compiling every sub,
+so a sub defined below its call still works), subs into ``def name(*args)``; globals a
+function assigns are declared ``global``.  Comments stay where they were.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .builtins import Builtins
+from .compound import Compound, Func
+from .exprs import Exprs, merge_kinds, par, py_str
+from .names import PENDING, PERLCOMPAT, URLLIB, py_var
+from .syntax import E, Parser, Unsupported, expression_tokens, parse
+from .tree import Node, Script
+
+MODIFIERS = ("if", "unless", "while", "until", "for", "foreach")
+
+
+class Translator(Exprs, Builtins, Compound):
+    """The whole translation of one script (run until the variables' kinds settle)."""
+
+    def __init__(self, script: Script, kinds: dict[str, str], lock_calls: dict[str, str]) -> None:
+        self.script = script
+        self.kinds = kinds
+        self.seen: dict[str, list[str]] = {}
+        self.lock_calls = lock_calls  # sub -> "lock(NAME, ...)" template; unlock subs -> ""
+        self.imports: set[str] = set()
+        self.quote = '"'
+        self.handles: set[str] = set()
+        self.symbols: set[tuple[str, str]] = set()
+        self.subs: set[str] = set()
+        self.requires: list[str] = []
+        self.eval_error_used = False
+        self.args_list = False
+        self.in_sub: str | None = None
+        self.topics: list[str] = []
+        self.func = Func("main")
+        self.indent = 1
+        self.total = 0
+        self.done = 0
+        self.port_lines = 0
+        self.defs: list[tuple[Func, list[str]]] = []
+        self.findings: dict[int, list[str]] = {}
+        self.globals_used: dict[str, str] = {}
+        self.aliases: list[tuple[str, str, str]] = []
+        self.exit_subs: set[str] = set()
+        self.scan(script.root)
+        self.scalar_names = {py_var(n) for s, n in self.symbols if s == "$"}
+
+    # -- bookkeeping ----------------------------------------------------------------------------
+
+    def scan(self, node: Node) -> None:
+        for tok in node.tokens():
+            if tok.cls in ("Token::Symbol", "Token::Magic"):
+                sym = tok.sym
+                if sym[:1] in "$@%" and sym[1:].replace("::", "").replace("'", "").isidentifier():
+                    self.symbols.add((sym[0], sym[1:]))
+        for kid in node.kids:
+            if kid.cls == "Statement::Sub" and kid.get("name"):
+                self.subs.add(str(kid.get("name")))
+            self.scan_subs(kid)
+
+    def scan_subs(self, node: Node) -> None:
+        for kid in node.kids:
+            if kid.cls == "Statement::Sub" and kid.get("name"):
+                self.subs.add(str(kid.get("name")))
+            self.scan_subs(kid)
+
+    def use(self, name: str, result: str | None = None) -> str:
+        """Record that the output needs *name* imported; return *result* (or *name*)."""
+        self.imports.add(name)
+        return result if result is not None else name
+
+    def name(self, sigil: str, name: str) -> str:
+        key = sigil + name
+        if key in self.func.locals:
+            return self.func.locals[key]
+        if sigil == "$":
+            py = py_var(name)
+        elif sigil == "@":
+            py = py_var(name, "_list" if ("$", name) in self.symbols else "")
+        else:
+            taken = ("$", name) in self.symbols or ("@", name) in self.symbols
+            py = py_var(name, "_hash" if taken else "")
+        self.globals_used[py] = sigil
+        return py
+
+    def kind_of(self, key: str) -> str:
+        return self.kinds.get(key, "any")
+
+    def elem_kind(self, key: str) -> str:
+        return self.kinds.get(key + "[]", "any")
+
+    def record(self, key: str, kind: str) -> None:
+        self.seen.setdefault(key, []).append(kind)
+
+    def assigned(self, py: str) -> None:
+        if py in self.globals_used and py not in self.func.locals.values():
+            self.func.globals.add(py)
+
+    def topic(self) -> str:
+        if not self.topics:
+            raise Unsupported("$_ outside a loop")
+        return self.topics[-1]
+
+    def sub_name(self, name: str) -> str:
+        if name not in self.subs:
+            raise Unsupported(f"&{name}, a sub this script does not define")
+        return py_var(name)
+
+    def emit(self, line: str) -> None:
+        self.func.lines.append("    " * self.indent + line)
+
+    # -- statements -------------------------------------------------------------------------
+
+    def block(self, nodes: list[Node]) -> None:
+        """The statements and comments of one block, then ``pass`` if it wrote no code."""
+        start = len(self.func.lines)
+        kids = list(nodes)
+        i = 0
+        while i < len(kids):
+            kid = kids[i]
+            i += 1
+            if kid.cls == "Token::Comment":
+                text = self.script.readable(kid.text).rstrip("\n")
+                if text.startswith("#!"):
+                    continue
+                if kid.get("own") or not self.func.lines:
+                    self.emit(text)
+                else:
+                    self.func.lines[-1] += "  " + text
+                continue
+            if kid.is_("Token::Pod"):
+                for line in kid.text.splitlines():
+                    self.emit("# " + line)
+                continue
+            if not kid.is_("Statement"):
+                continue
+            if kid.cls == "Statement::Variable" and self.is_local_sig(kid):
+                self.local_sig(kid, kids[i:])
+                return
+            self.statement(kid)
+        if not any(not ln.strip().startswith("#") for ln in self.func.lines[start:]):
+            self.emit("pass")
+
+    def count(self, node: Node) -> int:
+        """The statements in *node* (itself included; not the expressions inside brackets)."""
+        own = node.is_("Statement") and node.cls not in ("Statement::Null", "Statement::Expression")
+        return int(own) + sum(self.count(k) for k in node.kids if not k.cls.startswith("Token"))
+
+    def statement(self, node: Node) -> None:
+        for text in self.findings.pop(node.first_line(), []):
+            self.emit(text)
+        mark = len(self.func.lines)
+        saved_indent = self.indent
+        before = (self.total, self.done, self.port_lines)
+        self.total += 1
+        try:
+            self.one(node)
+            self.done += 1
+        except Unsupported as exc:
+            del self.func.lines[mark:]
+            self.indent = saved_indent
+            self.total, self.done, self.port_lines = before
+            self.total += self.count(node)
+            self.port(node, str(exc))
+
+    def port(self, node: Node, reason: str) -> None:
+        first, last = node.first_line(), node.last_line()
+        for number in range(first, last + 1):
+            line = self.script.line(number).rstrip()
+            text = f"# PORT: {line.strip()}"
+            if number == first:
+                text += f"  ({reason})"
+            self.emit(text)
+            self.port_lines += 1
+
+    def one(self, node: Node) -> None:  # noqa: C901
+        cls = node.cls
+        if cls == "Statement::Null":
+            return
+        if cls == "Statement::Sub":
+            raise Unsupported("a sub inside a block")
+        if cls == "Statement::Compound":
+            return self.compound(node)
+        if cls == "Statement::Include":
+            return self.include(node)
+        if cls in ("Statement::End", "Statement::Data"):
+            raise Unsupported("__END__ / __DATA__")
+        if cls == "Statement::Package":
+            raise Unsupported("package")
+        if cls == "Statement::Scheduled":
+            raise Unsupported("BEGIN/END blocks")
+        toks = node.significant()
+        if toks and toks[0].cls == "Token::Word" and toks[0].text in ("format",):
+            raise Unsupported("format")
+        cut = self.modifier_at(toks)
+        if cut is not None:
+            return self.modified(toks[:cut], toks[cut].text, toks[cut + 1 :])
+        e = parse(toks, self.subs)
+        if e is not None:
+            self.expr_statement(e)
+
+    def modifier_at(self, toks: list[Node]) -> int | None:
+        for i, tok in enumerate(toks):
+            if i and tok.cls == "Token::Word" and tok.text in MODIFIERS:
+                return i
+        return None
+
+    def modified(self, body: list[Node], word: str, cond: list[Node]) -> None:
+        """``STATEMENT if COND;`` and its kin."""
+        c = parse(cond, self.subs)
+        stmt = parse(body, self.subs)
+        if c is None or stmt is None:
+            raise Unsupported("an empty statement modifier")
+        if word in ("if", "unless"):
+            test = self.bx(c)
+            self.emit(f"if {test}:" if word == "if" else f"if not {par(test)}:")
+        elif word in ("while", "until"):
+            test = self.bx(c)
+            self.emit(f"while {test}:" if word == "while" else f"while not {par(test)}:")
+        else:
+            self.topics.append(self.loop_name("item"))
+            try:
+                self.emit(f"for {self.topics[-1]} in {self.lx(c)}:")
+                self.indent += 1
+                self.expr_statement(stmt)
+                self.indent -= 1
+            finally:
+                self.topics.pop()
+            return
+        self.indent += 1
+        self.expr_statement(stmt)
+        self.indent -= 1
+
+    def loop_name(self, base: str) -> str:
+        name = base
+        while ("$", name) in self.symbols or name in self.topics:
+            name += "_"
+        return name
+
+    def expr_statement(self, e: E) -> None:  # noqa: C901
+        k = e.k
+        if k == "assign":
+            for line in self.assign(e):
+                self.emit(line)
+            return
+        if k == "bin" and e.a[0] in ("or", "||", "and", "&&"):
+            return self.guarded(e)
+        if k == "bin" and e.a[0] == "=~" and e.a[2].k == "re":  # type: ignore[attr-defined]
+            tok: Node = e.a[2].a[0]  # type: ignore[attr-defined]
+            if tok.cls in ("Token::Regexp::Substitute", "Token::Regexp::Transliterate"):
+                for line in self.substitute(e.a[1], tok):  # type: ignore[arg-type]
+                    self.emit(line)
+                return
+        if k in ("post", "pre") and e.a[0] in ("++", "--"):
+            return self.increment(e.a[1], str(e.a[0]))  # type: ignore[arg-type]
+        if k == "func" and e.a[0] == "return":
+            return self.return_(list(e.a[1]))  # type: ignore[call-overload]
+        if k == "word" and e.a[0] in ("last", "next"):
+            self.emit("break" if e.a[0] == "last" else "continue")
+            return
+        if k == "word" and e.a[0] == "return":
+            return self.return_([])
+        if k == "func" and e.a[0] in ("last", "next"):
+            raise Unsupported("last/next with a label")
+        if k == "func" and e.a[0] == "open":
+            args = list(e.a[1])  # type: ignore[call-overload]
+            self.emit(f"{self.open_target(args[0])} = {self.open_call(args)}")
+            return
+        if k == "func" and e.a[0] == "sysopen":
+            args = list(e.a[1])  # type: ignore[call-overload]
+            self.emit(f"{self.open_target(args[0])} = {self.sx(e)[0]}")
+            return
+        if k == "func" and e.a[0] == "read":
+            return self.read_stmt(list(e.a[1]))  # type: ignore[call-overload]
+        if k == "func" and e.a[0] in ("chomp", "chop") and e.a[1]:
+            target = e.a[1][0]  # type: ignore[index]
+            func = self.use(str(e.a[0]))
+            if target.k == "var" and target.a[0] == "@":
+                self.emit(f"{func}({self.sx(target)[0]})")
+            else:
+                self.emit(f"{self.lvalue(target)} = {func}({self.sx(target)[0]})")
+            return
+        if k == "func" and e.a[0] == "undef" and e.a[1]:
+            target = e.a[1][0]  # type: ignore[index]
+            if target.k == "var" and target.a[0] == "$":
+                self.emit(f"{self.lvalue(target)} = {self.use('undef')}")
+                return
+        if k == "evalblock":
+            return self.eval_block(e.a[0])  # type: ignore[arg-type]
+        if k == "doblock":
+            body: Node = e.a[0]  # type: ignore[assignment]
+            self.block(body.kids)
+            return
+        if k == "decl":
+            return self.declare_only(e)
+        if k == "call" and e.a[0] in self.lock_calls:
+            self.emit(self.lock_call(e))
+            return
+        if k == "func" and e.a[0] == "die" and not e.a[1]:
+            raise Unsupported("die without a message (Perl re-raises $@ with '...propagated')")
+        code, _ = self.sx(e)
+        self.emit(code)
+
+    def guarded(self, e: E) -> None:
+        """``A or B;`` in void context: ``A or B`` when B leaves, else ``if not A: B``."""
+        op = str(e.a[0])
+        left: E = e.a[1]  # type: ignore[assignment]
+        right: E = e.a[2]  # type: ignore[assignment]
+        leaves = self.leaves(right)
+        if left.k == "func" and left.a[0] in ("open", "sysopen") and op in ("or", "||"):
+            args = list(left.a[1])  # type: ignore[call-overload]
+            target = self.open_target(args[0])
+            call = self.open_call(args) if left.a[0] == "open" else self.sx(left)[0]
+            if leaves:
+                self.emit(f"{target} = {call} or {self.sx(right)[0]}")
+                return
+            self.emit(f"{target} = {call}")
+            test = target
+        elif left.k == "call" and left.a[0] in self.lock_calls and leaves:
+            self.emit(f"{self.lock_call(left)} or {self.sx(right)[0]}")
+            return
+        else:
+            test = self.bx(left)
+            if leaves and op in ("or", "||"):
+                self.emit(f"{par(test)} or {self.sx(right)[0]}")
+                return
+        self.emit(f"if {'not ' + par(test) if op in ('or', '||') else test}:")
+        self.indent += 1
+        if right.k == "doblock":
+            self.block(right.a[0].kids)  # type: ignore[attr-defined]
+        else:
+            self.expr_statement(right)
+        self.indent -= 1
+
+    def leaves(self, e: E) -> bool:
+        """True if *e* never returns: ``die``, ``exit``, a sub that always exits."""
+        if e.k == "func" and e.a[0] in ("die", "exit") and e.a[1]:
+            return True
+        return e.k == "call" and str(e.a[0]) in self.exit_subs
+
+    # -- assignment ------------------------------------------------------------------------------
+
+    def lvalue(self, e: E) -> str:
+        """The Python target for Perl's lvalue *e*, recorded as assigned."""
+        if e.k == "decl":
+            return self.declare(e.a[1])  # type: ignore[arg-type]
+        if e.k == "var" and e.a[0] == "$":
+            if e.a[1] in ("_", "!", "@", "$", "0"):
+                if e.a[1] == "_" and self.topics:
+                    return self.topics[-1]
+                raise Unsupported(f"assigning ${e.a[1]}")
+            py = self.name("$", str(e.a[1]))
+            self.assigned(py)
+            self.alias_write(py)
+            return py
+        if e.k in ("var",):
+            py = self.sx(e)[0]
+            self.assigned(py)
+            return py
+        if e.k == "helem":
+            if e.a[0] == "ENV":
+                self.use("os")
+                return f"os.environ[{self.key(e.a[1])}]"  # type: ignore[arg-type]
+            code, _ = self.hash_element(e)
+            return code
+        if e.k == "elem":
+            if e.a[0] == "_":
+                raise Unsupported("assigning $_[N] (the caller's variable)")
+            return self.element(e)[0]
+        raise Unsupported("an assignment to this kind of target")
+
+    def declare(self, e: E) -> str:
+        if e.k != "var":
+            raise Unsupported("my/local of this form")
+        sigil, name = str(e.a[0]), str(e.a[1])
+        if self.in_sub is None:
+            return self.name(sigil, name)
+        py = py_var(name, {"$": "", "@": "_list", "%": "_hash"}[sigil] if sigil != "$" else "")
+        self.func.locals[sigil + name] = py
+        return py
+
+    def declare_only(self, e: E) -> None:
+        """``my $x;`` / ``my ($a, @b);``: Perl's fresh undef / empty values."""
+        kind = str(e.a[0])
+        target: E = e.a[1]  # type: ignore[assignment]
+        if kind == "local":
+            raise Unsupported("local (dynamic scope)")
+        targets = (
+            [target]
+            if target.k == "var"
+            else list(target.a[0].a)
+            if target.k == "paren" and target.a[0] is not None and target.a[0].k == "comma"
+            else [target.a[0]]
+            if target.k == "paren"
+            else []
+        )  # type: ignore[attr-defined]
+        for t in targets:
+            if t is None or t.k != "var":
+                raise Unsupported("my of this form")
+            py = self.declare(t)
+            self.emit(f"{py} = {self.fresh(str(t.a[0]))}")
+
+    def fresh(self, sigil: str) -> str:
+        if sigil == "@":
+            return f"{self.use('PerlList')}()"
+        if sigil == "%":
+            return f"{self.use('PerlHash')}()"
+        return self.use("undef")
+
+    def assign(self, e: E) -> list[str]:  # noqa: C901
+        op = str(e.a[0])
+        left: E = e.a[1]  # type: ignore[assignment]
+        right: E = e.a[2]  # type: ignore[assignment]
+        if left.k == "decl" and left.a[0] == "local":
+            raise Unsupported("local (dynamic scope)")
+        target_e = left.a[1] if left.k == "decl" else left
+        if target_e.k == "paren":  # type: ignore[union-attr]
+            if op != "=":
+                raise Unsupported("an operator assignment to a list")
+            return self.list_assign(left, right)
+        if target_e.k == "var" and target_e.a[0] in ("@", "%"):  # type: ignore[union-attr]
+            if op != "=":
+                raise Unsupported("an operator assignment to an array")
+            value = self.lx(right)
+            if target_e.a[0] == "%":  # type: ignore[union-attr]
+                if right.k == "paren" and right.a[0] is None:
+                    return [f"{self.lvalue(left)} = {self.use('PerlHash')}()"]
+                raise Unsupported("a hash assigned from a list")
+            self.record("@" + str(target_e.a[1]) + "[]", self.list_kind(right))  # type: ignore[union-attr]
+            return [f"{self.lvalue(left)} = {self.use('PerlList')}({value})"]
+        if right.k == "assign" and op == "=":  # $a = $b = value
+            chain = [left]
+            value = right
+            while value.k == "assign" and value.a[0] == "=":
+                chain.append(value.a[1])  # type: ignore[arg-type]
+                value = value.a[2]  # type: ignore[assignment]
+            code, kind = self.rvalue(value)
+            names = [self.lvalue(t) for t in chain]
+            for t in chain:
+                self.record_kind(t, kind)
+            return [" = ".join(names) + f" = {code}"]
+        if op == "=":
+            code, kind = self.rvalue(right)
+            target = self.lvalue(left)
+            self.record_kind(target_e, kind)  # type: ignore[arg-type]
+            return [f"{target} = {code}"] + self.alias_lines(target)
+        current = target_e
+        if op == ".=":
+            parts = self.concat_parts(E("bin", ".", current, right))
+            code = self.fstring(parts)
+            target = self.lvalue(current)  # type: ignore[arg-type]
+            self.record_kind(current, "str")  # type: ignore[arg-type]
+            return [f"{target} = {code}"] + self.alias_lines(target)
+        if op in ("+=", "-=", "*="):
+            value, vkind = self.numx(right)
+            cur, ckind = self.numx(current)  # type: ignore[arg-type]
+            target = self.lvalue(current)  # type: ignore[arg-type]
+            kind = "num" if ckind == "num" and vkind == "num" else "numvalue"
+            self.record_kind(current, kind)  # type: ignore[arg-type]
+            if cur == target:
+                return [f"{target} {op} {par(value)}"]
+            return [f"{target} = {cur} {op[0]} {par(value)}"] + self.alias_lines(target)
+        if op in ("||=", "&&=", "//="):
+            code, kind = self.logical(op[:-1], current, right)  # type: ignore[arg-type]
+            target = self.lvalue(current)  # type: ignore[arg-type]
+            self.record_kind(current, kind)  # type: ignore[arg-type]
+            return [f"{target} = {code}"]
+        raise Unsupported(f"the assignment {op}")
+
+    def rvalue(self, e: E) -> tuple[str, str]:
+        if e.k == "var" and e.a[0] == "@":
+            return f"len({self.sx(e)[0]})", "num"
+        if e.k == "anonsub":
+            return self.anon_sub(e.a[0]), "code"  # type: ignore[arg-type]
+        if e.k == "bin" and e.a[0] == "+" and e.a[1].k == "var" and e.a[1].a[0] == "@":  # type: ignore[attr-defined]
+            b, kind = self.numx(e.a[2])  # type: ignore[arg-type]
+            return f"len({self.sx(e.a[1])[0]}) + {par(b)}", "num" if kind == "num" else "numvalue"  # type: ignore[arg-type]
+        code, kind = self.sx(e)
+        if kind == "list":
+            raise Unsupported("a list assigned to a scalar (Perl takes its last or its count)")
+        return code, kind
+
+    def record_kind(self, target: E, kind: str) -> None:
+        if kind == "numvalue":
+            kind = "any"  # num() of a string may be a float
+        if kind in ("any_num", "bytes_len", "ascii_case"):
+            kind = "any"
+        if target.k == "var":
+            self.record(str(target.a[0]) + str(target.a[1]), kind)
+        elif target.k == "helem":
+            self.record("%" + str(target.a[0]) + "[]", kind)
+        elif target.k == "elem":
+            self.record("@" + str(target.a[0]) + "[]", kind)
+        elif target.k == "decl":
+            self.record_kind(target.a[1], kind)  # type: ignore[arg-type]
+
+    def list_kind(self, e: E) -> str:
+        if e.k == "readline" or e.k == "func" and e.a[0] == "split":
+            return "str"
+        if e.k == "var" and e.a[0] == "@":
+            return self.elem_kind("@" + str(e.a[1]))
+        return "any"
+
+    def list_assign(self, left: E, right: E) -> list[str]:
+        """``($a, $b) = split(...)`` / ``= @_`` / ``= (1, 2)``: missing values are undef."""
+        target = left.a[1] if left.k == "decl" else left
+        inner: E | None = target.a[0]  # type: ignore[union-attr,assignment]
+        items = [] if inner is None else list(inner.a) if inner.k == "comma" else [inner]
+        if not items or any(t.k == "var" and t.a[0] != "$" for t in items):
+            raise Unsupported("a list assignment to arrays or hashes")
+        decl = left.a[1] if left.k == "decl" else None
+        names = []
+        for t in items:
+            if t.k == "func" and t.a[0] == "undef":
+                names.append("_")
+                continue
+            names.append(self.declare(t) if decl is not None else self.lvalue(t))
+            self.record_kind(t, "str" if right.k == "func" and right.a[0] == "split" else "any")
+        n = len(names)
+        if right.k == "func" and right.a[0] == "split":
+            value = self.split(list(right.a[1]), fields=n)  # type: ignore[call-overload]
+        elif right.k == "func" and right.a[0] == "localtime":
+            value = self.localtime(list(right.a[1]), scalar=False)[0]  # type: ignore[call-overload]
+            value = f"[*{value}, *[{self.use('undef')}] * {n}][:{n}]"
+        else:
+            value = f"[*{self.lx(right)}, *[{self.use('undef')}] * {n}][:{n}]"
+        if n == 1:
+            return [f"{names[0]} = {value}[0]"]
+        return [f"{', '.join(names)} = {value}"]
+
+    def increment(self, target: E, op: str) -> None:
+        """``$x++;`` / ``$x--;`` as statements: ``+= 1`` for a number, Perl's magic ++ otherwise."""
+        code, kind = self.sx(target)
+        name = self.lvalue(target)
+        if kind == "num":
+            self.emit(f"{name} {op[0]}= 1")
+        elif op == "--":
+            self.emit(f"{name} = {self.use('num')}({code}) - 1")
+        else:
+            self.emit(f"{name} = {self.use('inc')}({code})")
+            self.record_kind(target, "any")
+            for line in self.alias_lines(name):
+                self.emit(line)
+            return
+        self.record_kind(target, "num" if kind == "num" else "any")
+        for line in self.alias_lines(name):
+            self.emit(line)
+
+    # -- aliases: foreach's variable is the array's element -----------------------------------
+
+    def alias_write(self, py: str) -> None:
+        pass
+
+    def alias_lines(self, py: str) -> list[str]:
+        for var, array, index in reversed(self.aliases):
+            if var == py:
+                return [f"{array}[{index}] = {var}"]
+        return []
+
+    # -- bodies --------------------------------------------------------------------------------
+
+    def return_(self, args: list[E]) -> None:
+        if self.in_sub is None:
+            raise Unsupported("return outside a sub")
+        if not args:
+            self.emit("return")
+        elif len(args) == 1:
+            code, kind = self.sx(args[0])
+            if kind == "list":
+                raise Unsupported("return of a list")
+            self.emit(f"return {code}")
+        else:
+            raise Unsupported("return of a list")
+
+    def read_stmt(self, args: list[E]) -> None:
+        if len(args) != 3:
+            raise Unsupported("read with an offset")
+        fh = self.handle(args[0])
+        target = self.lvalue(args[1])
+        n, _ = self.numx(args[2])
+        self.use("Scalar")
+        self.use("read")
+        self.emit(f"{target} = Scalar()")
+        self.emit(f"read({fh}, {target}, {n})")
+        self.emit(f"{target} = str({target})")
+        self.record_kind(args[1], "str")
+
+    def lock_call(self, e: E) -> str:
+        args = list(e.a[1] or [])  # type: ignore[call-overload]
+        template = self.lock_calls[str(e.a[0])]
+        if len(args) != 1:
+            raise Unsupported("a lock sub called without its one path")
+        self.use(template.split("(")[0])
+        return template.replace("NAME", self.strx(args[0]), 1)
+
+    def user_call(self, e: E) -> str:
+        name = str(e.a[0])
+        if name in self.lock_calls:
+            return self.lock_call(e)
+        args = e.a[1]
+        if "::" in name or "'" in name:
+            raise Unsupported(f"&{name}, another package's sub")
+        py = self.sub_name(name)
+        if args is None:
+            if self.in_sub is not None and e.a[2]:
+                return f"{py}(*args)"
+            return f"{py}()"
+        return f"{py}({', '.join(self.items(list(args)))})"  # type: ignore[call-overload]
+
+    def anon_sub(self, block: Node) -> str:
+        stmts = [k for k in block.kids if k.is_("Statement")]
+        if len(stmts) != 1:
+            raise Unsupported("an anonymous sub of more than one statement")
+        e = parse(stmts[0].significant(), self.subs)
+        if e is None:
+            raise Unsupported("an empty anonymous sub")
+        return f"lambda *_: {self.sx(e)[0]}"
+
+    def is_local_sig(self, node: Node) -> bool:
+        toks = node.significant()
+        return (
+            len(toks) >= 4
+            and toks[0].text == "local"
+            and toks[1].text == "$SIG"
+            and toks[2].cls == "Structure::Subscript"
+        )
+
+    def local_sig(self, node: Node, rest: list[Node]) -> None:
+        """``local $SIG{ALRM} = sub {...};`` then the block's rest: ``with local_sig(...)``."""
+        self.total += 1
+        try:
+            toks = node.significant()
+            key = expression_tokens(toks[2])
+            if len(key) != 1 or toks[3].text != "=":
+                raise Unsupported("local $SIG{...} of this form")
+            handler = Parser(toks[4:], self.subs).parse(0)
+            code, _ = self.rvalue(handler)
+            self.emit(
+                f"with {self.use('local_sig')}({py_str(key[0].text.strip(chr(39) + chr(34)))}, {code}):"
+            )
+            self.done += 1
+        except Unsupported as exc:
+            self.port(node, str(exc))
+            self.block(rest)
+            return
+        self.indent += 1
+        self.block(rest)
+        self.indent -= 1
+
+    def eval_block(self, block: Node) -> None:
+        """``eval { ... };``: ``$@`` is the error's text, or "" when the block finished."""
+        self.eval_error_used = True
+        self.assigned("EVAL_ERROR")
+        self.globals_used["EVAL_ERROR"] = "@"
+        self.func.globals.add("EVAL_ERROR") if self.in_sub else None
+        self.emit('EVAL_ERROR = ""')
+        self.emit("try:")
+        self.indent += 1
+        self.block(block.kids)
+        self.indent -= 1
+        self.emit("except Exception as exc:  # noqa: BLE001  (Perl's eval catches every die)")
+        self.emit("    EVAL_ERROR = str(exc)")
+
+    def include(self, node: Node) -> None:
+        toks = node.significant()
+        word = toks[0].text
+        if word in ("use", "no"):
+            module = toks[1].text if len(toks) > 1 else ""
+            if module in ("strict", "warnings", "vars", "Fcntl", "CGI", "utf8", "lib", "POSIX"):
+                if module == "POSIX" and len(toks) > 2:
+                    raise Unsupported("use POSIX with a list")
+                return
+            if re.fullmatch(r"[\d.v]+", module):
+                return
+            raise Unsupported(f"use {module}")
+        e = parse(toks, self.subs)
+        if e is None:
+            raise Unsupported("an empty require")
+        self.emit(self.sx(e)[0])

@@ -1,0 +1,352 @@
+"""The port as a Python module: header, imports, globals, ``main()``, the subs, the counts.
+
+:func:`port` translates one script (and is called again for each ``require``d library
+beside it); the audit runs in-process first, so its findings become comments at their
+lines and the script's lock sub becomes the ``lock()`` call the audit suggests.  The
+variables' kinds are settled by translating again until they stop changing.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from ..audit.model import Program
+from ..audit.run import audit
+from ..audit.suggest import lock_call
+from .exprs import merge_kinds
+from .names import MODULES, PENDING, PENDING_NEEDS, PERLCOMPAT, URLLIB
+from .ppi import parse_file
+from .stmts import Translator
+from .tree import Node, Script
+
+LOCK_METHODS = ("", '"mkdir"', '"symlink"', '"excl"', '"rename"', '"link"')
+
+
+class Result:
+    """One port: the Python text, statements translated and in all, ``# PORT`` lines left."""
+
+    def __init__(self, path: str, text: str, done: int, total: int, port_lines: int) -> None:
+        self.path = path
+        self.text = text
+        self.done = done
+        self.total = total
+        self.port_lines = port_lines
+        self.libraries: list[Result] = []
+
+    @property
+    def coverage(self) -> float:
+        return self.done / self.total if self.total else 1.0
+
+
+def _audit(script: Script) -> tuple[list[str], Program | None, dict[int, list[str]]]:
+    """The audit's findings as comments by line, and its program (lock subs)."""
+    programs: list[Program] = []
+    text = script.raw.decode("latin-1")
+
+    def load(path: str) -> str | None:
+        try:
+            with open(path, "rb") as f:
+                return f.read().decode("latin-1")
+        except OSError:
+            return None
+
+    findings = audit([(script.path, text)], [], load=load, programs=programs)
+    by_line: dict[int, list[str]] = {}
+    for f in findings:
+        if f.file != script.path:
+            continue
+        lines = by_line.setdefault(f.line, [])
+        lines.append(f"# audit: {f.severity} {f.rule}: {script.readable(f.message)}")
+        if f.suggestion:
+            lines.append(f"#   perlcompat: {script.readable(f.suggestion)}")
+    return [], programs[0] if programs else None, by_line
+
+
+def _lock_calls(script: Script, prog: Program | None, subs: set[str]) -> dict[str, str]:
+    """Lock sub -> ``lock(NAME, ...)`` as the audit reads it; its unlock sub -> ``unlock(NAME, ...)``."""
+    if prog is None:
+        return {}
+    source = next((s for s in prog.sources if s.name == script.path), None)
+    if source is None:
+        return {}
+    calls: dict[str, str] = {}
+    for name in sorted(subs):
+        if prog.classify(name, source=source) != "lock" or name not in prog.subs:
+            continue
+        retry, _, stale = prog.style(source, name)
+        form = prog.form(source, name)
+        if not (retry or stale) or form.get("method", "") not in LOCK_METHODS:
+            continue
+        if form.get("method") in ('"rename"',) or "target" in form or not _takes_path(script, name):
+            continue
+        call = lock_call(prog, source, "NAME", sub=name).split(" or ")[0]
+        calls[name] = call
+    if calls:
+        method = next(iter(calls.values()))
+        kw = re.search(r", method=[^,)]+", method)
+        for name in sorted(subs):
+            if prog.classify(name, source=source) == "unlock" and name in prog.subs:
+                calls[name] = f"unlock(NAME{kw.group(0) if kw else ''})"
+    return calls
+
+
+def _takes_path(script: Script, name: str) -> bool:
+    """True if sub *name* reads its lock's path from its arguments (``$_[0]``, ``shift``)."""
+    for stmt in _walk(script.root):
+        if stmt.cls == "Statement::Sub" and stmt.get("name") == name:
+            texts = {
+                t.sym if t.cls in ("Token::Symbol", "Token::Magic") else t.text
+                for t in stmt.tokens()
+            }
+            return bool(texts & {"@_", "shift"})
+    return False
+
+
+def _code_words(lines: list[str]) -> set[str]:
+    words: set[str] = set()
+    for line in lines:
+        code = line.split("#")[0] if line.lstrip().startswith("#") else line
+        if code.lstrip().startswith("#"):
+            continue
+        words |= set(re.findall(r"[A-Za-z_]\w*", _strip_comment(code)))
+    return words
+
+
+def _strip_comment(line: str) -> str:
+    """*line* without a trailing comment (a ``#`` outside quotes)."""
+    quote = ""
+    for i, ch in enumerate(line):
+        if quote:
+            if ch == quote and line[i - 1] != "\\":
+                quote = ""
+        elif ch in "\"'":
+            quote = ch
+        elif ch == "#":
+            return line[:i]
+    return line
+
+
+def _assigns(lines: list[str], name: str) -> bool:
+    pattern = re.compile(
+        rf"^\s*(?:for\s+(?:\w+,\s*)?{name}\s+in\b|(?:\w+\s*(?:,\s*\w+\s*)*=\s*)*{name}\s*(?:,\s*\w+\s*)*(?:[-+*]?=(?!=))"
+        rf"|\w+\s*,\s*{name}\s*(?:,\s*\w+\s*)*=(?!=))|\({name} :="
+    )
+    return any(pattern.search(_strip_comment(line)) for line in lines)
+
+
+def _import_key(name: str) -> tuple[int, str]:
+    """isort's order by type: CONSTANTS, Classes, functions."""
+    if name.upper() == name:
+        return (0, name.lower())
+    return (1 if name[0].isupper() else 2, name.lower())
+
+
+def _exit_subs(prog: Program | None, script: Script) -> set[str]:
+    if prog is None:
+        return set()
+    return {name for file, name in prog.exit_subs if file == script.path}
+
+
+def translate(script: Script, library: bool, extra_subs: set[str]) -> Translator:
+    """Translate *script* until the variables' kinds settle (at most four rounds)."""
+    _, prog, findings = _audit(script)
+    kinds: dict[str, str] = {}
+    t: Translator | None = None
+    for _ in range(4):
+        t = Translator(script, kinds, {})
+        t.subs |= extra_subs
+        t.lock_calls = _lock_calls(script, prog, t.subs)
+        t.exit_subs = _exit_subs(prog, script)
+        t.findings = {k: list(v) for k, v in findings.items()}
+        t.library = library  # type: ignore[attr-defined]
+        run(t)
+        new = {k: merge_kinds(v) for k, v in t.seen.items()}
+        if new == kinds:
+            break
+        kinds = new
+    assert t is not None
+    return t
+
+
+def run(t: Translator) -> None:
+    """The top level: statements into ``main()`` (a library's at module level), subs apart."""
+    pending: list[str] = []
+    last: list[str] | None = None
+    library = getattr(t, "library", False)
+    if library:
+        t.indent = 0
+    for kid in t.script.root.kids:
+        if kid.cls == "Token::Comment":
+            text = t.script.readable(kid.text).rstrip("\n")
+            if text.startswith("#!"):
+                continue
+            if kid.get("own") or last is None:
+                pending.append(text)
+            else:
+                last[-1] += "  " + text
+            continue
+        if kid.is_("Token::Pod"):
+            pending.extend("# " + line for line in kid.text.splitlines())
+            continue
+        if not kid.is_("Statement"):
+            continue
+        if kid.cls == "Statement::Sub":
+            t.findings.setdefault(kid.first_line(), [])[0:0] = pending
+            pending = []
+            t.sub_def(kid)
+            last = t.defs[-1][0].lines
+            continue
+        if _is_true(kid):
+            t.total += 1
+            t.done += 1
+            continue
+        for line in pending:
+            t.emit(line)
+        pending = []
+        t.statement(kid)
+        last = t.func.lines
+    for line in pending:
+        t.emit(line)
+
+
+def _is_true(node: Node) -> bool:
+    toks = node.significant()
+    return len(toks) == 1 and toks[0].text == "1"
+
+
+def assemble(t: Translator, header: list[str], library: bool) -> str:
+    """The Python module text."""
+    out = ["#!/usr/bin/env python3"] if not library else []
+    out += header
+    funcs = [t.func] + [f for f, _ in t.defs]
+    for func in funcs:
+        func.globals = {g for g in func.globals if _assigns(func.lines, g)}
+    words = set()
+    for func in funcs:
+        words |= _code_words(func.lines)
+    if not library:
+        words |= {"undef", "PerlList", "PerlHash"} & set(t.imports)
+    imports = {n for n in t.imports if n in words or n in PENDING and "inc" in words}
+    pending = sorted(n for n in imports if n in PENDING)
+    for name in pending:
+        imports |= set(PENDING_NEEDS[name])
+    modules = sorted(n for n in imports if n in MODULES)
+    out.append("")
+    out += [f"import {m}" for m in modules]
+    urllib = sorted(n for n in imports if n in URLLIB)
+    if urllib:
+        out.append(f"from urllib.parse import {', '.join(urllib)}")
+    if modules or urllib:
+        out.append("")
+    by_module: dict[str, list[str]] = {}
+    for name in sorted(imports, key=_import_key):
+        if name in PERLCOMPAT:
+            by_module.setdefault(PERLCOMPAT[name], []).append(name)
+    for module, names in sorted(by_module.items()):
+        line = f"from {module} import {', '.join(names)}"
+        if len(line) > 88:
+            line = f"from {module} import (\n" + "".join(f"    {n},\n" for n in names) + ")"
+        out.append(line)
+    for name in pending:
+        out += ["", PENDING[name].rstrip("\n")]
+    out += ["", ""] if pending or library or not t.globals_used else [""]
+    if not library:
+        for py, sigil in sorted(t.globals_used.items()):
+            init = {"$": "undef", "@": "PerlList()", "%": "PerlHash()", "*": "None"}.get(
+                sigil, "undef"
+            )
+            if py == "EVAL_ERROR":
+                init = '""'
+            out.append(f"{py} = {init}")
+        if t.globals_used:
+            out += ["", ""]
+    if library:
+        out += t.func.lines
+        out += ["", ""]
+    else:
+        out.append("def main():")
+        if t.func.globals:
+            out.append("    global " + ", ".join(sorted(t.func.globals)))
+        body = t.func.lines
+        out += body if any(not b.strip().startswith("#") for b in body) else body + ["    pass"]
+        out += ["", ""]
+    for func, head in t.defs:
+        out += head + func.lines
+        out += ["", ""]
+    if not library:
+        out.append("main()")
+    text = "\n".join(out).rstrip("\n") + "\n"
+    return re.sub(r"\n{4,}", "\n\n\n", text)
+
+
+def port(
+    path: str, perl: str = "perl", library: bool = False, extra_subs: set[str] | None = None
+) -> Result:
+    """Port the Perl script at *path* (and the libraries it ``require``s beside it)."""
+    script = parse_file(path, perl)
+    libs: list[Result] = []
+    lib_subs: set[str] = set()
+    lib_symbols: set[tuple[str, str]] = set()
+    for raw in _requires(script):
+        lib_path = os.path.join(os.path.dirname(path), raw)
+        if os.path.exists(lib_path):
+            lib = port(lib_path, perl, library=True)
+            libs.append(lib)
+            lib_subs |= lib.subs  # type: ignore[attr-defined]
+            lib_symbols |= lib.symbols  # type: ignore[attr-defined]
+    t = translate(script, library, (extra_subs or set()) | lib_subs)
+    if not library:
+        for sigil, name in lib_symbols:
+            if (
+                sigil in "$@%"
+                and (sigil, name) not in t.symbols
+                and name not in ("_", "ENV", "SIG")
+            ):
+                t.symbols.add((sigil, name))
+                py = t.name(sigil, name)
+                t.imports.add({"$": "undef", "@": "PerlList", "%": "PerlHash"}[sigil])
+                del py
+    if any(g for g, s in t.globals_used.items() if s == "$") or not library:
+        t.imports.add("undef") if any(s == "$" for s in t.globals_used.values()) else None
+    if any(s == "@" and g != "EVAL_ERROR" for g, s in t.globals_used.items()):
+        t.imports.add("PerlList")
+    if any(s == "%" for s in t.globals_used.values()):
+        t.imports.add("PerlHash")
+    base = os.path.basename(path)
+    summary = (
+        f"Ported from {base} by `perlcompat port`: {t.done} of {t.total} statements "
+        f"translated, {t.port_lines} Perl line(s) left as # PORT."
+    )
+    header = [f'"""{summary}"""' if not library else f"# {summary}"]
+    if libs:
+        header.append("# ruff: noqa: F821  (the subs and globals of the required libraries)")
+    if library:
+        header.append("# ruff: noqa: F821  (the script's globals: require() runs this in them)")
+    text = assemble(t, header, library)
+    result = Result(path, text, t.done, t.total, t.port_lines)
+    result.libraries = libs
+    result.subs = t.subs  # type: ignore[attr-defined]
+    result.symbols = t.symbols  # type: ignore[attr-defined]
+    return result
+
+
+def _requires(script: Script) -> list[str]:
+    out = []
+    for stmt in _walk(script.root):
+        toks = stmt.significant()
+        if toks and toks[0].text == "require" and len(toks) >= 2 and toks[1].is_("Token::Quote"):
+            target = str(toks[1].get("s"))
+            if target.endswith(".pl") and "jcode" not in target and not target.startswith("/"):
+                out.append(target)
+    return out
+
+
+def _walk(node: Node) -> list[Node]:
+    out = []
+    for kid in node.kids:
+        if kid.is_("Statement"):
+            out.append(kid)
+        if kid.kids:
+            out.extend(_walk(kid))
+    return out
