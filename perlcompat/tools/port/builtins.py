@@ -61,6 +61,10 @@ class Builtins:
             if target.k != "var" or target.a[0] != "@":
                 raise Unsupported(f"{name} onto something not a named array")
             items = self.items(args[1:])
+            for a in args[1:]:
+                listy = a.k in ("readline", "qw") or a.k == "var" and a.a[0] == "@"
+                kind = self.list_kind(a) if listy else self.sx(a)[1]
+                self.record("@" + str(target.a[1]) + "[]", kind)
             return f"{self.use(name, name)}({self.sx(target)[0]}, {', '.join(items)})", "num"
         if name in ("pop", "shift"):
             if not args:
@@ -77,8 +81,8 @@ class Builtins:
             if name == "mkdir" and len(args) == 2 and args[1].k == "num":
                 codes[1] = self.number(str(args[1].a[0]))[0]
             return f"{self.use(func, func)}({', '.join(codes)})", kind
-        if name == "open":
-            return self.open_call(args), "fh"
+        if name == "open":  # in a condition: the handle is assigned too
+            return f"({self.open_target(args[0])} := {self.open_call(args)})", "fh"
         if name == "sysopen":
             if len(args) != 3 or args[0].k != "word":
                 raise Unsupported("sysopen on a handle that is not a bareword")
@@ -101,8 +105,8 @@ class Builtins:
             if len(args) != 1:
                 raise Unsupported("defined without an argument")
             return f"{self.use('defined')}({self.sx(args[0])[0]})", "bool"
-        if name == "length":
-            return f"len({self.strx(args[0])})", "bytes_len"
+        if name == "length":  # Perl counts the bytes
+            return f'len({par(self.strx(args[0]))}.encode("utf-8", "surrogateescape"))', "num"
         if name in STR_FUNCS:
             return f"{par(self.strx(args[0]))}.{STR_FUNCS[name]}()", "ascii_case"
         if name == "int":
@@ -381,7 +385,8 @@ class Builtins:
             raise Unsupported("require of a module")
         path = str(args[0].a[0].get("s"))  # type: ignore[attr-defined]
         if path.endswith("jcode.pl"):
-            raise Unsupported("jcode.pl: perlcompat.jcode is its port (see docs/idioms.md)")
+            self.use("jcode")
+            return "# require: perlcompat.jcode is jcode.pl"
         if not path.endswith(".pl"):
             raise Unsupported(f"require {path!r}")
         self.requires.append(path)
@@ -431,7 +436,9 @@ class Builtins:
         """Arguments in list context: arrays and lists spliced in with ``*``."""
         out = []
         for a in args:
-            if (
+            if a.k == "bin" and a.a[0] == ".." and self.lx(a).startswith("[*"):
+                out.append(self.lx(a)[1:-1])
+            elif (
                 a.k in ("var",)
                 and a.a[0] == "@"
                 or a.k in ("readline", "qw", "blockop")

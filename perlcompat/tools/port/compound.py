@@ -24,6 +24,9 @@ class Func:
         self.lines: list[str] = []
         self.locals: dict[str, str] = {}
         self.globals: set[str] = set()
+        self.pre: list[str] = []  # comment lines before its ``def``
+        self.is_def = False
+        self.args_list = False  # it changes @_: ``args = PerlList(args)`` first
 
 
 class Compound:
@@ -207,13 +210,13 @@ class Compound:
             self.total += n
             call = self.lock_calls[name] or f"{self.use('unlock')}(NAME)"
             func = Func(name)
-            func.lines = [
+            func.pre = [
                 *comments,
                 f"# sub {name}: perlcompat's {call.split('(')[0]}() takes its place: "
                 + call.replace("NAME", "path"),
             ]
             self.done += n
-            self.defs.append((func, []))
+            self.defs.append(func)
             return
         if not block:
             self.total += n
@@ -221,7 +224,8 @@ class Compound:
             return
         saved = (self.func, self.indent, self.in_sub, self.args_list)
         self.func = Func(name)
-        self.func.lines.extend(comments)
+        self.func.pre.extend(comments)
+        self.func.is_def = True
         self.indent = 1
         self.in_sub = name
         self.args_list = False
@@ -230,12 +234,10 @@ class Compound:
         try:
             self.block(block[0].kids)
             self.implicit_return()
-            header = [f"def {py_var(name)}(*args):"]
             if self.args_list:
-                header.append(f"    args = {self.use('PerlList')}(args)")
-            if self.func.globals:
-                header.append("    global " + ", ".join(sorted(self.func.globals)))
-            self.defs.append((self.func, header))
+                self.use("PerlList")
+                self.func.args_list = True
+            self.defs.append(self.func)
         finally:
             self.func, self.indent, self.in_sub, self.args_list = saved
 
@@ -244,7 +246,7 @@ class Compound:
         self.func = Func(name)
         self.indent = 0
         self.port(node, reason)
-        self.defs.append((self.func, []))
+        self.defs.append(self.func)
         self.func, self.indent = saved
 
     def implicit_return(self: Translator) -> None:

@@ -76,6 +76,8 @@ def py_str(text: str, quote: str = '"') -> str:
 def merge_kinds(kinds: list[str]) -> str:
     """The kind of a value that may be any of *kinds*."""
     got = set(kinds) - {"undef"}
+    if "inc" in got:  # ++ keeps a number a number; on a string it may give either
+        return "num" if got - {"inc"} <= {"num"} else "any"
     if not got:
         return "any"
     if len(got) == 1:
@@ -284,7 +286,7 @@ class Exprs:
         if kind in ("str", "undef"):
             return code
         if kind in ("num", "any", "fh"):
-            return f"str({code})" if kind != "any" else f"f{self.quote}{{{code}}}{self.quote}"
+            return f"str({code})"
         raise Unsupported(f"a {kind} used as a string (Perl prints it otherwise)")
 
     def numx(self: Translator, e: E) -> tuple[str, str]:
@@ -429,6 +431,7 @@ class Exprs:
             return " + ".join(
                 py_str(code, q) if kind == "lit" else par(self.as_str(code, kind))
                 for code, kind in parts
+                if code or kind != "lit"
             )
         out = []
         for code, kind in parts:

@@ -44,7 +44,7 @@ class Translator(Exprs, Builtins, Compound):
         self.total = 0
         self.done = 0
         self.port_lines = 0
-        self.defs: list[tuple[Func, list[str]]] = []
+        self.defs: list[Func] = []
         self.findings: dict[int, list[str]] = {}
         self.globals_used: dict[str, str] = {}
         self.aliases: list[tuple[str, str, str]] = []
@@ -132,6 +132,8 @@ class Translator(Exprs, Builtins, Compound):
                     continue
                 if kid.get("own") or not self.func.lines:
                     self.emit(text)
+                elif self.func.lines[-1].lstrip().startswith("# PORT:"):
+                    continue
                 else:
                     self.func.lines[-1] += "  " + text
                 continue
@@ -163,6 +165,12 @@ class Translator(Exprs, Builtins, Compound):
         try:
             self.one(node)
             self.done += 1
+            first = self.func.lines[mark] if len(self.func.lines) > mark else ""
+            if "\\udc" in first.split("  # ")[0] and self.script.encoding != "utf-8":
+                perl = self.script.line(node.first_line()).strip()
+                self.func.lines.insert(
+                    mark, "    " * saved_indent + f"# {self.script.encoding}: {perl}"
+                )
         except Unsupported as exc:
             del self.func.lines[mark:]
             self.indent = saved_indent
@@ -300,6 +308,9 @@ class Translator(Exprs, Builtins, Compound):
             return
         if k == "decl":
             return self.declare_only(e)
+        if k == "call" and str(e.a[0]).replace("::", "'").startswith("jcode'"):
+            self.emit(self.jcode(e))
+            return
         if k == "call" and e.a[0] in self.lock_calls:
             self.emit(self.lock_call(e))
             return
@@ -434,6 +445,8 @@ class Translator(Exprs, Builtins, Compound):
                     return [f"{self.lvalue(left)} = {self.use('PerlHash')}()"]
                 raise Unsupported("a hash assigned from a list")
             self.record("@" + str(target_e.a[1]) + "[]", self.list_kind(right))  # type: ignore[union-attr]
+            if value == "[]":
+                value = ""
             return [f"{self.lvalue(left)} = {self.use('PerlList')}({value})"]
         if right.k == "assign" and op == "=":  # $a = $b = value
             chain = [left]
@@ -545,11 +558,7 @@ class Translator(Exprs, Builtins, Compound):
             self.emit(f"{name} = {self.use('num')}({code}) - 1")
         else:
             self.emit(f"{name} = {self.use('inc')}({code})")
-            self.record_kind(target, "any")
-            for line in self.alias_lines(name):
-                self.emit(line)
-            return
-        self.record_kind(target, "num" if kind == "num" else "any")
+        self.record_kind(target, "inc")
         for line in self.alias_lines(name):
             self.emit(line)
 
@@ -591,6 +600,22 @@ class Translator(Exprs, Builtins, Compound):
         self.emit(f"read({fh}, {target}, {n})")
         self.emit(f"{target} = str({target})")
         self.record_kind(args[1], "str")
+
+    def jcode(self, e: E) -> str:
+        """``&jcode'convert(*s, 'sjis');`` -> ``s, _ = jcode.convert(s, "sjis")`` (perlcompat.jcode)."""
+        func = str(e.a[0]).replace("::", "'").split("'", 1)[1]
+        args = list(e.a[1] or [])  # type: ignore[call-overload]
+        if not args or args[0].k not in ("glob", "pre"):
+            raise Unsupported(f"jcode'{func} without *variable")
+        first = args[0] if args[0].k == "glob" else args[0].a[1]
+        if first.k == "glob":  # type: ignore[union-attr]
+            first = E("var", "$", first.a[0])  # type: ignore[union-attr]
+        target = self.lvalue(first)  # type: ignore[arg-type]
+        rest = [self.sx(a)[0] for a in args[1:]]
+        self.use("jcode")
+        if func == "getcode":
+            return f"jcode.getcode({target})"
+        return f"{target}, _ = jcode.{func}({', '.join([target, *rest])})"
 
     def lock_call(self, e: E) -> str:
         args = list(e.a[1] or [])  # type: ignore[call-overload]

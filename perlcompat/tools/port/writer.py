@@ -15,7 +15,7 @@ from ..audit.model import Program
 from ..audit.run import audit
 from ..audit.suggest import lock_call
 from .exprs import merge_kinds
-from .names import MODULES, PENDING, PENDING_NEEDS, PERLCOMPAT, URLLIB
+from .names import MODULES, PENDING, PENDING_NEEDS, PERLCOMPAT, URLLIB, py_var
 from .ppi import parse_file
 from .stmts import Translator
 from .tree import Node, Script
@@ -130,7 +130,7 @@ def _strip_comment(line: str) -> str:
 def _assigns(lines: list[str], name: str) -> bool:
     pattern = re.compile(
         rf"^\s*(?:for\s+(?:\w+,\s*)?{name}\s+in\b|(?:\w+\s*(?:,\s*\w+\s*)*=\s*)*{name}\s*(?:,\s*\w+\s*)*(?:[-+*]?=(?!=))"
-        rf"|\w+\s*,\s*{name}\s*(?:,\s*\w+\s*)*=(?!=))|\({name} :="
+        rf"|(?:\w+\s*,\s*)+{name}\s*(?:,\s*\w+\s*)*=(?!=))|\({name} :="
     )
     return any(pattern.search(_strip_comment(line)) for line in lines)
 
@@ -195,7 +195,7 @@ def run(t: Translator) -> None:
             t.findings.setdefault(kid.first_line(), [])[0:0] = pending
             pending = []
             t.sub_def(kid)
-            last = t.defs[-1][0].lines
+            last = t.defs[-1].lines or t.defs[-1].pre
             continue
         if _is_true(kid):
             t.total += 1
@@ -219,7 +219,7 @@ def assemble(t: Translator, header: list[str], library: bool) -> str:
     """The Python module text."""
     out = ["#!/usr/bin/env python3"] if not library else []
     out += header
-    funcs = [t.func] + [f for f, _ in t.defs]
+    funcs = [t.func, *t.defs]
     for func in funcs:
         func.globals = {g for g in func.globals if _assigns(func.lines, g)}
     words = set()
@@ -227,7 +227,7 @@ def assemble(t: Translator, header: list[str], library: bool) -> str:
         words |= _code_words(func.lines)
     if not library:
         words |= {"undef", "PerlList", "PerlHash"} & set(t.imports)
-    imports = {n for n in t.imports if n in words or n in PENDING and "inc" in words}
+    imports = {n for n in t.imports if n in words or (n in PENDING and "inc" in words)}
     pending = sorted(n for n in imports if n in PENDING)
     for name in pending:
         imports |= set(PENDING_NEEDS[name])
@@ -271,8 +271,15 @@ def assemble(t: Translator, header: list[str], library: bool) -> str:
         body = t.func.lines
         out += body if any(not b.strip().startswith("#") for b in body) else body + ["    pass"]
         out += ["", ""]
-    for func, head in t.defs:
-        out += head + func.lines
+    for func in t.defs:
+        out += func.pre
+        if func.is_def:
+            out.append(f"def {py_var(func.name)}(*args):")
+            if func.args_list:
+                out.append("    args = PerlList(args)")
+            if func.globals:
+                out.append("    global " + ", ".join(sorted(func.globals)))
+        out += func.lines
         out += ["", ""]
     if not library:
         out.append("main()")
@@ -319,10 +326,18 @@ def port(
         f"translated, {t.port_lines} Perl line(s) left as # PORT."
     )
     header = [f'"""{summary}"""' if not library else f"# {summary}"]
-    if libs:
-        header.append("# ruff: noqa: F821  (the subs and globals of the required libraries)")
+    funcs = [t.func, *t.defs]
+    words = set()
+    for func in funcs:
+        words |= _code_words(func.lines)
+    if libs and words & {py_var(s) for s in lib_subs}:
+        header.append("# ruff: noqa: F821  (the subs of the required libraries)")
     if library:
-        header.append("# ruff: noqa: F821  (the script's globals: require() runs this in them)")
+        missing = {
+            g for g in t.globals_used if g in words and not any(_assigns(f.lines, g) for f in funcs)
+        }
+        if missing:
+            header.append("# ruff: noqa: F821  (the script's globals: require() runs this in them)")
     text = assemble(t, header, library)
     result = Result(path, text, t.done, t.total, t.port_lines)
     result.libraries = libs
