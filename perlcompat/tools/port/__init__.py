@@ -1,11 +1,13 @@
 """``perlcompat port SCRIPT``: a first Python port of a Perl CGI script, statement for statement.
 
-``ppi.py`` runs ``perl`` on ``ppi_dump.pl`` (PPI, Perl::Critic's parser) and reads its JSON;
-``tree.py`` holds the nodes and the script's text; ``syntax.py`` parses a statement's tokens
-into expressions; ``exprs.py`` translates expressions, ``builtins.py`` Perl's built-in
-functions, ``stmts.py`` statements, blocks and subs; ``names.py`` is the one table of the
-perlcompat names the port emits; ``writer.py`` assembles the module (imports, globals, the
-audit's findings as comments) and counts what stayed ``# PORT:``; ``command.py`` is the CLI.
-What cannot be translated exactly stays as the Perl line in a ``# PORT:`` comment with a
-reason: the port never runs something else silently.  Imports ``tools.audit`` only.
+``ppi`` runs ``perl`` on ``ppi_dump.pl`` (PPI, Perl::Critic's parser) and reads its JSON;
+``tree`` holds the nodes and the script's text; ``syntax`` parses a statement's tokens
+into expressions; ``exprs`` translates expressions, ``builtins`` Perl's built-in
+functions and CGI.pm's methods, ``stmts`` statements, ``compound`` blocks, loops and subs
+(all three parts of one translator, sharing the state declared in ``core``); ``names`` is
+the one table of the perlcompat names a port emits; ``writer`` assembles the module
+(imports, globals, the audit's findings as comments) and counts what stayed ``# PORT:``;
+``command`` is the CLI.  What cannot be translated exactly stays as the Perl line in a
+``# PORT:`` comment with a reason: a port never runs something else silently.  Imports
+``tools.audit`` only.
 """

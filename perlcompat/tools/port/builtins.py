@@ -11,13 +11,10 @@ from __future__ import annotations
 
 import re
 
+from .core import Core
 from .exprs import par, py_str
 from .syntax import E, Unsupported, parse
 from .tree import Node
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from .stmts import Translator
 
 #: Perl built-in -> (perlcompat name, kind): same arguments, same results
 SAME = {
@@ -36,12 +33,12 @@ STR_FUNCS = {"lc": "lower", "uc": "upper"}
 COUNTING = re.compile(r"(?<!\\)\.(?![*+])|\[\^[^\]]*\](?![*+])|\\[WSD](?![*+])|\{\d")
 
 
-class Builtins:
+class Builtins(Core):
     """The built-in half of the translator (mixed into :class:`.stmts.Translator`)."""
 
-    def builtin(self: Translator, e: E, scalar: bool) -> tuple[str, str]:  # noqa: C901
+    def builtin(self, e: E, scalar: bool) -> tuple[str, str]:
         name = str(e.a[0])
-        args: list[E] = list(e.a[1])  # type: ignore[call-overload]
+        args: list[E] = list(e.a[1])
         if name in HANDLE_FIRST and args:
             fh = self.handle(args[0])
             rest = [self.sx(a)[0] for a in args[1:]]
@@ -62,7 +59,7 @@ class Builtins:
                 raise Unsupported(f"{name} onto something not a named array")
             items = self.items(args[1:])
             for a in args[1:]:
-                listy = a.k in ("readline", "qw") or a.k == "var" and a.a[0] == "@"
+                listy = a.k in ("readline", "qw") or (a.k == "var" and a.a[0] == "@")
                 kind = self.list_kind(a) if listy else self.sx(a)[1]
                 self.record("@" + str(target.a[1]) + "[]", kind)
             return f"{self.use(name, name)}({self.sx(target)[0]}, {', '.join(items)})", "num"
@@ -99,7 +96,7 @@ class Builtins:
             if len(args) == 1 and args[0].k == "var" and args[0].a[0] == "@":
                 return f"len({self.sx(args[0])[0]})", "num"
             if len(args) == 1 and args[0].k == "func" and args[0].a[0] == "localtime":
-                return self.localtime(list(args[0].a[1]), scalar=True)  # type: ignore[arg-type]
+                return self.localtime(list(args[0].a[1]), scalar=True)
             return self.sx(args[0])
         if name == "defined":
             if len(args) != 1:
@@ -150,16 +147,16 @@ class Builtins:
             return self.use("undef", "undef"), "undef"
         raise Unsupported(f"the built-in {name}()")
 
-    def handle(self: Translator, e: E) -> str:
+    def handle(self, e: E) -> str:
         if e.k == "word":
             return self.bareword(str(e.a[0]))[0]
         if e.k == "var" and e.a[0] == "$":
             return self.sx(e)[0]
         if e.k == "decl":
-            return self.handle(e.a[1])  # type: ignore[arg-type]
+            return self.handle(e.a[1])
         raise Unsupported("a handle that is not a bareword or a scalar")
 
-    def flock_op(self: Translator, text: str) -> str:
+    def flock_op(self, text: str) -> str:
         value = int(text)
         names = [
             n
@@ -177,49 +174,49 @@ class Builtins:
             return text
         return " | ".join(self.use(n, n) for n in names)
 
-    def flags(self: Translator, e: E) -> str:
+    def flags(self, e: E) -> str:
         if e.k == "word":
             return self.use(str(e.a[0]), str(e.a[0]))
         if e.k == "bin" and e.a[0] == "|":
-            return f"{self.flags(e.a[1])} | {self.flags(e.a[2])}"  # type: ignore[arg-type]
+            return f"{self.flags(e.a[1])} | {self.flags(e.a[2])}"
         if e.k == "num":
             return str(e.a[0])
         raise Unsupported("sysopen flags")
 
-    def open_call(self: Translator, args: list[E]) -> str:
+    def open_call(self, args: list[E]) -> str:
         if len(args) not in (2, 3):
             raise Unsupported("open with one argument")
         codes = [self.strx(a) for a in args[1:]]
         return f"{self.use('open_')}({', '.join(codes)})"
 
-    def open_target(self: Translator, e: E) -> str:
+    def open_target(self, e: E) -> str:
         """The Python name an ``open(FH, ...)`` assigns."""
         if e.k == "word":
             py = self.handle_name(str(e.a[0]))
             self.assigned(py)
             return py
-        if e.k == "decl" and e.a[1].k == "var":  # type: ignore[attr-defined]
-            return self.declare(e.a[1])  # type: ignore[arg-type]
+        if e.k == "decl" and e.a[1].k == "var":
+            return self.declare(e.a[1])
         if e.k == "var" and e.a[0] == "$":
             return self.lvalue(e)
         raise Unsupported("open on a handle that is not a bareword or a scalar")
 
-    def localtime(self: Translator, args: list[E], scalar: bool) -> tuple[str, str]:
+    def localtime(self, args: list[E], scalar: bool) -> tuple[str, str]:
         arg = self.numx(args[0])[0] if args else ""
         if scalar:
             return f"{self.use('scalar_localtime')}({arg})", "str"
         return f"{self.use('localtime')}({arg})", "list"
 
-    def split(self: Translator, args: list[E], fields: int | None) -> str:
+    def split(self, args: list[E], fields: int | None) -> str:
         if not args:
             raise Unsupported("split without a pattern")
         pat = args[0]
         if pat.k == "re":
-            tok: Node = pat.a[0]  # type: ignore[assignment]
+            tok: Node = pat.a[0]
             if tok.get("f"):
                 raise Unsupported("split with regex flags")
             pattern = self.pattern(str(tok.get("m")), interp=True)
-        elif pat.k == "str" and not pat.a[1] and pat.a[0].get("s") == " ":  # type: ignore[attr-defined]
+        elif pat.k == "str" and not pat.a[1] and pat.a[0].get("s") == " ":
             pattern = '" "'
         else:
             raise Unsupported("split on a computed pattern")
@@ -231,7 +228,7 @@ class Builtins:
             extra += f", fields={fields}"
         return f"{self.use('split')}({pattern}, {target}{extra})"
 
-    def pattern(self: Translator, perl: str, interp: bool) -> str:
+    def pattern(self, perl: str, interp: bool) -> str:
         """A Perl regex as a Python pattern literal (raw; ``(?a)`` for \\w \\d \\s \\b)."""
         if COUNTING.search(perl):
             raise Unsupported("a regex that counts characters (Perl counts bytes)")
@@ -245,14 +242,14 @@ class Builtins:
             raise Unsupported(f"a regex Python reads otherwise ({exc})") from None
         if re.search(r"\\[wWdDsSbB]", perl):
             perl = "(?a)" + perl
-        if "'" in perl and '"' in perl or perl.endswith("\\"):
+        if ("'" in perl and '"' in perl) or perl.endswith("\\"):
             return py_str(perl, '"')
         q = '"' if '"' not in perl else "'"
         if re.search(r"[^\x20-\x7e]", perl):
             return py_str(perl, q)
         return "r" + q + perl + q
 
-    def match(self: Translator, target: E | None, tok: Node, negate: bool) -> tuple[str, str]:
+    def match(self, target: E | None, tok: Node, negate: bool) -> tuple[str, str]:
         """``$x =~ /re/`` (a bool), ``s///`` and ``tr///`` as expressions (only as statements)."""
         if tok.cls == "Token::Regexp::Match" or tok.cls == "Token::QuoteLike::Regexp":
             flags = str(tok.get("f") or "")
@@ -271,7 +268,7 @@ class Builtins:
             return (f"not {code}" if negate else f"{code} is not None"), "bool"
         raise Unsupported(f"{tok.text.split('/')[0] or 'm'}/// inside an expression")
 
-    def substitute(self: Translator, target: E, tok: Node) -> list[str]:
+    def substitute(self, target: E, tok: Node) -> list[str]:
         """``$x =~ s/a/b/g;`` and ``$x =~ tr/a/b/;`` as statements."""
         name = self.lvalue(target)
         subject = self.strx(target)
@@ -301,7 +298,7 @@ class Builtins:
         self.use("re")
         return [f"{name} = re.sub({pattern}, {replacement}, {subject}{count})"]
 
-    def replacement(self: Translator, repl: str) -> str:
+    def replacement(self, repl: str) -> str:
         """An ``s///`` replacement as a Python template (``$1`` -> ``\\g<1>``)."""
         out = []
         for m in re.finditer(r"\\(.)|\$(\d)|\$\{(\d)\}|([$@])|([^\\$@]+)", repl, re.S):
@@ -316,7 +313,7 @@ class Builtins:
                 out.append(text.replace("\\", "\\\\"))
         return py_str("".join(out), '"')
 
-    def tr(self: Translator, subject: str, search: str, replace: str, flags: str) -> str:
+    def tr(self, subject: str, search: str, replace: str, flags: str) -> str:
         """``tr/a/b/`` on ASCII characters: Python's ``str.translate`` (same on bytes and text)."""
         if flags or not (search.isascii() and replace.isascii()):
             raise Unsupported("tr/// with flags or non-ASCII characters (needs perlcompat.tr)")
@@ -336,7 +333,7 @@ class Builtins:
             return f"{par(subject)}.replace({py_str(src)}, {py_str(dst[0])})"
         return f"{par(subject)}.translate(str.maketrans({py_str(src)}, {py_str(dst[: len(src)])}))"
 
-    def readline_(self: Translator, inner: str, scalar: bool) -> tuple[str, str]:
+    def readline_(self, inner: str, scalar: bool) -> tuple[str, str]:
         if inner == "STDIN" or inner == "":
             raise Unsupported("<STDIN> / <>")
         fh = (
@@ -348,11 +345,11 @@ class Builtins:
             return f"{self.use('readline', 'readline')}({fh}) or {self.use('undef')}", "str"
         return f"{fh}.readlines()", "list"
 
-    def method(self: Translator, e: E) -> tuple[str, str]:
+    def method(self, e: E) -> tuple[str, str]:
         """CGI.pm: ``CGI->new``, ``$q->param('x')``, ``header``, ``cookie`` ... (perlcompat.cgi)."""
-        base: E = e.a[0]  # type: ignore[assignment]
+        base: E = e.a[0]
         name = str(e.a[1])
-        args: list[E] = list(e.a[2] or [])  # type: ignore[call-overload]
+        args: list[E] = list(e.a[2] or [])
         if base.k == "class":
             if base.a[0] == "CGI" and name == "new" and not args:
                 return f"{self.use('CGI')}()", "cgi"
@@ -380,10 +377,10 @@ class Builtins:
             return f"{obj}.{name}({', '.join(codes)})", kind
         raise Unsupported(f"the method ->{name}")
 
-    def require(self: Translator, args: list[E]) -> str:
+    def require(self, args: list[E]) -> str:
         if len(args) != 1 or args[0].k != "str":
             raise Unsupported("require of a module")
-        path = str(args[0].a[0].get("s"))  # type: ignore[attr-defined]
+        path = str(args[0].a[0].get("s"))
         if path.endswith("jcode.pl"):
             self.use("jcode")
             return "# require: perlcompat.jcode is jcode.pl"
@@ -394,34 +391,34 @@ class Builtins:
 
     # -- list context ------------------------------------------------------------------------
 
-    def lx(self: Translator, e: E) -> str:
+    def lx(self, e: E) -> str:
         """*e* in list context, as a Python list (or iterable) expression."""
         k = e.k
         if k == "paren":
-            inner: E | None = e.a[0]  # type: ignore[assignment]
+            inner: E | None = e.a[0]
             if inner is None:
                 return "[]"
             return self.lx(inner)
         if k == "comma":
-            return f"[{', '.join(self.items(list(e.a)))}]"  # type: ignore[arg-type]
+            return f"[{', '.join(self.items(list(e.a)))}]"
         if k == "var" and e.a[0] == "@":
             return self.sx(e)[0]
         if k == "var" and e.a[0] == "%":
             raise Unsupported("a hash in list context")
         if k == "qw":
-            return "[" + ", ".join(py_str(str(w), self.quote) for w in e.a[0]) + "]"  # type: ignore[attr-defined]
+            return "[" + ", ".join(py_str(str(w), self.quote) for w in e.a[0]) + "]"
         if k == "readline":
             return self.readline_(str(e.a[0]), scalar=False)[0]
         if k == "func" and e.a[0] == "split":
-            return self.split(list(e.a[1]), fields=None)  # type: ignore[call-overload]
+            return self.split(list(e.a[1]), fields=None)
         if k == "func" and e.a[0] in ("keys", "values", "stat", "localtime"):
             if e.a[0] == "localtime":
-                return self.localtime(list(e.a[1]), scalar=False)[0]  # type: ignore[call-overload]
+                return self.localtime(list(e.a[1]), scalar=False)[0]
             return self.builtin(e, scalar=False)[0]
         if k == "func" and e.a[0] in ("sort", "reverse"):
             raise Unsupported(f"{e.a[0]} without a block")
         if k == "bin" and e.a[0] == "..":
-            return self.range_(e.a[1], e.a[2])  # type: ignore[arg-type]
+            return self.range_(e.a[1], e.a[2])
         if k == "blockop":
             return self.blockop(e)
         if k == "method":
@@ -432,40 +429,39 @@ class Builtins:
             return code
         return f"[{code}]"
 
-    def items(self: Translator, args: list[E]) -> list[str]:
+    def items(self, args: list[E]) -> list[str]:
         """Arguments in list context: arrays and lists spliced in with ``*``."""
         out = []
         for a in args:
             if a.k == "bin" and a.a[0] == ".." and self.lx(a).startswith("[*"):
                 out.append(self.lx(a)[1:-1])
             elif (
-                a.k in ("var",)
-                and a.a[0] == "@"
+                (a.k in ("var",) and a.a[0] == "@")
                 or a.k in ("readline", "qw", "blockop")
                 or (a.k == "func" and a.a[0] in ("split", "keys", "values"))
                 or (a.k == "bin" and a.a[0] == "..")
             ):
                 out.append("*" + self.lx(a))
             elif a.k == "paren":
-                out.extend(self.items([a.a[0]]) if a.a[0] is not None else [])  # type: ignore[list-item]
+                out.extend(self.items([a.a[0]]) if a.a[0] is not None else [])
             elif a.k == "comma":
-                out.extend(self.items(list(a.a)))  # type: ignore[arg-type]
+                out.extend(self.items(list(a.a)))
             else:
                 code, kind = self.sx(a)
                 out.append("*" + code if kind == "list" else code)
         return out
 
-    def list_of(self: Translator, args: list[E]) -> str:
+    def list_of(self, args: list[E]) -> str:
         items = self.items(args)
         if len(items) == 1 and items[0].startswith("*"):
             return items[0][1:]
         return f"[{', '.join(items)}]"
 
-    def range_(self: Translator, lo: E, hi: E) -> str:
+    def range_(self, lo: E, hi: E) -> str:
         if lo.k == "num" and hi.k == "num":
             return f"range({lo.a[0]}, {int(str(hi.a[0])) + 1})"
         if lo.k == "str" and hi.k == "str" and not lo.a[1] and not hi.a[1]:
-            a, b = str(lo.a[0].get("s")), str(hi.a[0].get("s"))  # type: ignore[attr-defined]
+            a, b = str(lo.a[0].get("s")), str(hi.a[0].get("s"))
             if len(a) == len(b) == 1 and (a + b).isalnum() and a <= b:
                 letters = "".join(chr(c) for c in range(ord(a), ord(b) + 1))
                 return f"[*{py_str(letters, self.quote)}]"
@@ -473,11 +469,11 @@ class Builtins:
         b, _ = self.numx(hi)
         return f"range(int({a}), int({b}) + 1)"
 
-    def blockop(self: Translator, e: E) -> str:
+    def blockop(self, e: E) -> str:
         """``map { EXPR } LIST``, ``grep { EXPR } LIST``, ``sort { $a <=> $b } LIST``."""
         op = str(e.a[0])
-        block: Node | None = e.a[1]  # type: ignore[assignment]
-        lst = self.list_of(list(e.a[2]))  # type: ignore[call-overload]
+        block: Node | None = e.a[1]
+        lst = self.list_of(list(e.a[2]))
         if block is None:
             if op == "sort":
                 raise Unsupported("sort without a block (Perl sorts by bytes)")
@@ -502,13 +498,13 @@ class Builtins:
         finally:
             self.topics.pop()
 
-    def print_(self: Translator, e: E) -> str:
+    def print_(self, e: E) -> str:
         """``print FH LIST`` -> ``print_(FH, ...)`` (Perl's bytes, Perl's return value)."""
         if e.a[0] != "print":
             raise Unsupported(f"{e.a[0]} (Perl's formats)")
-        handle: E | None = e.a[1]  # type: ignore[assignment]
+        handle: E | None = e.a[1]
         fh = self.handle(handle) if handle is not None else self.use("STDOUT")
-        args = list(e.a[2])  # type: ignore[call-overload]
+        args = list(e.a[2])
         if not args:
             args = [E("var", "$", "_")]
         items = []

@@ -6,33 +6,18 @@ variable is the element itself); ``while (<FH>)`` reads lines as ``for line in F
 
 from __future__ import annotations
 
+import re
+
+from .core import Core, Func
 from .exprs import par
-from .names import py_var
 from .syntax import E, Unsupported, expression_tokens, parse
 from .tree import Node
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from .stmts import Translator
 
-
-class Func:
-    """One Python function being written: its lines, locals and the globals it assigns."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.lines: list[str] = []
-        self.locals: dict[str, str] = {}
-        self.globals: set[str] = set()
-        self.pre: list[str] = []  # comment lines before its ``def``
-        self.is_def = False
-        self.args_list = False  # it changes @_: ``args = PerlList(args)`` first
-
-
-class Compound:
+class Compound(Core):
     """The compound-statement half of the translator (mixed into :class:`.stmts.Translator`)."""
 
-    def compound(self: Translator, node: Node) -> None:
+    def compound(self, node: Node) -> None:
         kids = [k for k in node.kids if not k.is_("Token::Comment")]
         words = [k.text for k in kids if k.cls == "Token::Word"]
         head = words[0] if words else ""
@@ -52,13 +37,13 @@ class Compound:
             return
         raise Unsupported(f"the compound statement {head or '{...}'}")
 
-    def cond(self: Translator, struct: Node) -> E:
+    def cond(self, struct: Node) -> E:
         e = parse(expression_tokens(struct), self.subs)
         if e is None:
             raise Unsupported("an empty condition")
         return e
 
-    def if_(self: Translator, kids: list[Node]) -> None:
+    def if_(self, kids: list[Node]) -> None:
         i = 0
         first = True
         while i < len(kids):
@@ -81,7 +66,7 @@ class Compound:
             self.block(block.kids)
             self.indent -= 1
 
-    def while_(self: Translator, kids: list[Node], head: str) -> None:
+    def while_(self, kids: list[Node], head: str) -> None:
         if len(kids) != 3 or kids[1].cls != "Structure::Condition":
             raise Unsupported(f"{head} of this form (continue block?)")
         cond = self.cond(kids[1])
@@ -94,14 +79,14 @@ class Compound:
                 else E("var", "$", str(cond.a[0])[1:])
             )
             return self.loop_over(f"for {var} in {fh}:", var, block)
-        if cond.k == "assign" and cond.a[2].k == "readline" and head == "while":  # type: ignore[attr-defined]
+        if cond.k == "assign" and cond.a[2].k == "readline" and head == "while":
             target = cond.a[1]
-            inner = target.a[1] if target.k == "decl" else target  # type: ignore[attr-defined]
-            if inner.k != "var" or inner.a[0] != "$":  # type: ignore[attr-defined]
+            inner = target.a[1] if target.k == "decl" else target
+            if inner.k != "var" or inner.a[0] != "$":
                 raise Unsupported("while (... = <FH>) into something not a scalar")
-            var = self.lvalue(target)  # type: ignore[arg-type]
-            self.record_kind(target, "str")  # type: ignore[arg-type]
-            line = cond.a[2]  # type: ignore[attr-defined]
+            var = self.lvalue(target)
+            self.record_kind(target, "str")
+            line = cond.a[2]
             fh = self.readline_(str(line.a[0]), scalar=False)[0].rsplit(".", 1)[0]
             self.emit(f"for {var} in {fh}:")
             self.indent += 1
@@ -114,7 +99,7 @@ class Compound:
         self.block(block.kids)
         self.indent -= 1
 
-    def loop_over(self: Translator, header: str, var: str, block: Node) -> None:
+    def loop_over(self, header: str, var: str, block: Node) -> None:
         self.emit(header)
         self.topics.append(var)
         self.indent += 1
@@ -124,7 +109,7 @@ class Compound:
             self.indent -= 1
             self.topics.pop()
 
-    def foreach(self: Translator, kids: list[Node]) -> None:
+    def foreach(self, kids: list[Node]) -> None:
         rest = kids[1:]
         if rest and rest[0].cls == "Structure::For":
             raise Unsupported("a C-style for loop")
@@ -173,7 +158,7 @@ class Compound:
         self.block(block.kids)
         self.indent -= 1
 
-    def writes(self: Translator, block: Node, key: str) -> bool:
+    def writes(self, block: Node, key: str) -> bool:
         """True if *block* assigns the scalar *key* (``$x = ``, ``$x =~ s///``, ``$x++``, chomp)."""
         toks = list(block.tokens())
         for i, tok in enumerate(toks):
@@ -184,8 +169,7 @@ class Compound:
                     nxt is not None
                     and nxt.cls == "Token::Operator"
                     and (
-                        nxt.text.endswith("=")
-                        and nxt.text not in ("==", "!=", "<=", ">=")
+                        (nxt.text.endswith("=") and nxt.text not in ("==", "!=", "<=", ">="))
                         or nxt.text in ("=~", "++", "--")
                     )
                 ):
@@ -200,8 +184,8 @@ class Compound:
 
     # -- subs -------------------------------------------------------------------------------------
 
-    def sub_def(self: Translator, node: Node) -> None:
-        """``sub name { ... }`` -> ``def name(*args):`` (a lock sub -> a comment naming ``lock()``)."""
+    def sub_def(self, node: Node) -> None:
+        """``sub name {...}`` -> ``def name(*args):`` (a lock sub: a comment naming ``lock()``)."""
         name = str(node.get("name"))
         block = [k for k in node.kids if k.cls == "Structure::Block"]
         comments = self.findings.pop(node.first_line(), [])
@@ -241,7 +225,7 @@ class Compound:
         finally:
             self.func, self.indent, self.in_sub, self.args_list = saved
 
-    def port_into(self: Translator, name: str, node: Node, reason: str) -> None:
+    def port_into(self, name: str, node: Node, reason: str) -> None:
         saved = self.func, self.indent
         self.func = Func(name)
         self.indent = 0
@@ -249,7 +233,7 @@ class Compound:
         self.defs.append(self.func)
         self.func, self.indent = saved
 
-    def implicit_return(self: Translator) -> None:
+    def implicit_return(self) -> None:
         """Perl returns a sub's last value: ``return`` it when the last line is an expression."""
         lines = self.func.lines
         for i in range(len(lines) - 1, -1, -1):
@@ -279,3 +263,52 @@ class Compound:
             code = stripped.split("  #")[0]
             lines[i] = "    return " + code + stripped[len(code) :]
             return
+
+    # -- the rest: eval blocks, use/require, jcode.pl calls ----------------------------------
+
+    def jcode(self, e: E) -> str:
+        """``&jcode'convert(*s, 'sjis');`` -> ``s, _ = jcode.convert(s, "sjis")``."""
+        func = str(e.a[0]).replace("::", "'").split("'", 1)[1]
+        args = list(e.a[1] or [])
+        if not args or args[0].k not in ("glob", "pre"):
+            raise Unsupported(f"jcode'{func} without *variable")
+        first = args[0] if args[0].k == "glob" else args[0].a[1]
+        if first.k == "glob":
+            first = E("var", "$", first.a[0])
+        target = self.lvalue(first)
+        rest = [self.sx(a)[0] for a in args[1:]]
+        self.use("jcode")
+        if func == "getcode":
+            return f"jcode.getcode({target})"
+        return f"{target}, _ = jcode.{func}({', '.join([target, *rest])})"
+
+    def eval_block(self, block: Node) -> None:
+        """``eval { ... };``: ``$@`` is the error's text, or "" when the block finished."""
+        self.eval_error_used = True
+        self.assigned("EVAL_ERROR")
+        self.globals_used["EVAL_ERROR"] = "@"
+        self.func.globals.add("EVAL_ERROR") if self.in_sub else None
+        self.emit('EVAL_ERROR = ""')
+        self.emit("try:")
+        self.indent += 1
+        self.block(block.kids)
+        self.indent -= 1
+        self.emit("except Exception as exc:  # noqa: BLE001  (Perl's eval catches every die)")
+        self.emit("    EVAL_ERROR = str(exc)")
+
+    def include(self, node: Node) -> None:
+        toks = node.significant()
+        word = toks[0].text
+        if word in ("use", "no"):
+            module = toks[1].text if len(toks) > 1 else ""
+            if module in ("strict", "warnings", "vars", "Fcntl", "CGI", "utf8", "lib", "POSIX"):
+                if module == "POSIX" and len(toks) > 2:
+                    raise Unsupported("use POSIX with a list")
+                return
+            if re.fullmatch(r"[\d.v]+", module):
+                return
+            raise Unsupported(f"use {module}")
+        e = parse(toks, self.subs)
+        if e is None:
+            raise Unsupported("an empty require")
+        self.emit(self.sx(e)[0])

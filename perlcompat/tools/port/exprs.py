@@ -14,13 +14,10 @@ from __future__ import annotations
 import ast
 import re
 
+from .core import Core
 from .names import py_var
 from .syntax import E, Unsupported
 from .tree import Node
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from .stmts import Translator
 
 ATOM = (ast.Name, ast.Call, ast.Attribute, ast.Subscript, ast.Constant, ast.JoinedStr, ast.List)
 STR_CMP = {"eq": "==", "ne": "!=", "lt": "<", "gt": ">", "le": "<=", "ge": ">="}
@@ -101,23 +98,23 @@ _INTERP = re.compile(
 _SUB = re.compile(r"\[(-?\d+|\$\w+)\]|\{(\w+|'[^']*'|\"[^\"]*\"|\$\w+)\}")
 
 
-class Exprs:
+class Exprs(Core):
     """The expression half of the translator (mixed into :class:`.stmts.Translator`)."""
 
-    def sx(self: Translator, e: E) -> tuple[str, str]:  # noqa: C901  (one case per kind)
+    def sx(self, e: E) -> tuple[str, str]:
         """*e* in scalar context."""
         k = e.k
         if k == "num":
-            return self.number(e.a[0])  # type: ignore[arg-type]
+            return self.number(e.a[0])
         if k == "lit":
             return py_str(str(e.a[0]), self.quote), "str"
         if k == "str":
-            return self.string(e.a[0], bool(e.a[1]))  # type: ignore[arg-type]
+            return self.string(e.a[0], bool(e.a[1]))
         if k == "heredoc":
-            tok: Node = e.a[0]  # type: ignore[assignment]
-            body = "".join(str(x) for x in tok.get("hd") or [])  # type: ignore[union-attr]
+            tok: Node = e.a[0]
+            body = "".join(str(x) for x in tok.get("hd") or [])
             raw = tok.text.replace(" ", "")
-            return self.interpolate(body, interp=not ("'" in raw)), "str"
+            return self.interpolate(body, interp="'" not in raw), "str"
         if k == "var":
             return self.var(str(e.a[0]), str(e.a[1]))
         if k == "elem":
@@ -125,23 +122,23 @@ class Exprs:
         if k == "helem":
             return self.hash_element(e)
         if k == "paren":
-            inner: E | None = e.a[0]  # type: ignore[assignment]
+            inner: E | None = e.a[0]
             if inner is None:
                 return "undef", "undef"
             if inner.k == "comma":
-                return self.sx(inner.a[-1])  # type: ignore[arg-type]  # comma in scalar context
+                return self.sx(inner.a[-1])  # comma in scalar context
             return self.sx(inner)
         if k == "bin":
             return self.binary(e)
         if k == "pre":
             return self.prefix(e)
         if k == "post":
-            return self.incdec(e.a[1], str(e.a[0]), post=True)  # type: ignore[arg-type]
+            return self.incdec(e.a[1], str(e.a[0]), post=True)
         if k == "tern":
             c, a, b = e.a
-            ca, ka = self.sx(a)  # type: ignore[arg-type]
-            cb, kb = self.sx(b)  # type: ignore[arg-type]
-            return f"{par(ca)} if {self.bx(c)} else {par(cb)}", merge_kinds([ka, kb])  # type: ignore[arg-type]
+            ca, ka = self.sx(a)
+            cb, kb = self.sx(b)
+            return f"{par(ca)} if {self.bx(c)} else {par(cb)}", merge_kinds([ka, kb])
         if k == "func":
             return self.builtin(e, scalar=True)
         if k == "call":
@@ -149,24 +146,24 @@ class Exprs:
         if k == "print":
             return self.print_(e), "num"
         if k == "filetest":
-            arg = self.strx(e.a[1])  # type: ignore[arg-type]
+            arg = self.strx(e.a[1])
             kind = "float" if e.a[0] in ("-M", "-A", "-C") else "any"
             return f"filetest({py_str(str(e.a[0]))}, {arg})", self.use("filetest", kind)
         if k == "readline":
             return self.readline_(str(e.a[0]), scalar=True)
         if k == "lslice":
             base, idx = e.a
-            lst = self.lx(base)  # type: ignore[arg-type]
-            if idx is None or idx.k != "num":  # type: ignore[union-attr]
+            lst = self.lx(base)
+            if idx is None or idx.k != "num":
                 raise Unsupported("a list slice with a computed index")
             self.use("PerlList")
-            return f"PerlList({lst})[{idx.a[0]}]", "any"  # type: ignore[union-attr]
+            return f"PerlList({lst})[{idx.a[0]}]", "any"
         if k == "re":
-            return self.match(None, e.a[0], negate=False)  # type: ignore[arg-type]
+            return self.match(None, e.a[0], negate=False)
         if k == "method":
             return self.method(e)
         if k == "decl":
-            return self.sx(e.a[1])  # type: ignore[arg-type]
+            return self.sx(e.a[1])
         if k == "word":
             return self.bareword(str(e.a[0]))
         if k == "assign":
@@ -181,7 +178,7 @@ class Exprs:
 
     # -- names -----------------------------------------------------------------------------
 
-    def var(self: Translator, sigil: str, name: str) -> tuple[str, str]:
+    def var(self, sigil: str, name: str) -> tuple[str, str]:
         if sigil == "$":
             if name in SPECIAL:
                 code, kind = SPECIAL[name]
@@ -209,28 +206,24 @@ class Exprs:
             return self.name("%", name), "hash"
         raise Unsupported(f"the variable {sigil}{name}")
 
-    def element(self: Translator, e: E) -> tuple[str, str]:
+    def element(self, e: E) -> tuple[str, str]:
         name = str(e.a[0])
         idx = e.a[1]
-        if name == "_":
-            base = "args"
-        else:
-            base = self.name("@", name)
+        base = "args" if name == "_" else self.name("@", name)
         if idx is None:
             raise Unsupported("an empty subscript")
-        code, kind = self.sx(idx)  # type: ignore[arg-type]
-        if kind not in ("num",):
-            if base == "args":
-                self.use("elem")
-                return f"elem(args, {code})", "any"
+        code, kind = self.sx(idx)
+        if kind not in ("num",) and base == "args":
+            self.use("elem")
+            return f"elem(args, {code})", "any"
         if base == "args":
             self.use("elem")
             return f"elem(args, {code})", "any"
         return f"{base}[{code}]", self.elem_kind("@" + name)
 
-    def hash_element(self: Translator, e: E) -> tuple[str, str]:
+    def hash_element(self, e: E) -> tuple[str, str]:
         name = str(e.a[0])
-        key = self.key(e.a[1])  # type: ignore[arg-type]
+        key = self.key(e.a[1])
         if name == "ENV":
             self.use("os")
             self.use("undef")
@@ -240,7 +233,7 @@ class Exprs:
             return f"SIG[{key}]", "any"
         return f"{self.name('%', name)}[{key}]", self.elem_kind("%" + name)
 
-    def key(self: Translator, e: E) -> str:
+    def key(self, e: E) -> str:
         if e.k == "lit":
             return py_str(str(e.a[0]), self.quote)
         code, kind = self.sx(e)
@@ -250,7 +243,7 @@ class Exprs:
             return f"str({code})"
         raise Unsupported(f"a hash key of kind {kind}")
 
-    def bareword(self: Translator, word: str) -> tuple[str, str]:
+    def bareword(self, word: str) -> tuple[str, str]:
         if word in ("STDIN", "STDOUT", "STDERR"):
             return self.use(word, word), "fh"
         if word in self.handles or word.isupper():
@@ -261,7 +254,7 @@ class Exprs:
             return self.use(word, word), "num"
         raise Unsupported(f"the bareword {word}")
 
-    def handle_name(self: Translator, word: str) -> str:
+    def handle_name(self, word: str) -> str:
         self.handles.add(word)
         py = py_var(word) if word not in self.scalar_names else py_var(word, "_fh")
         self.globals_used[py] = "*"
@@ -269,7 +262,7 @@ class Exprs:
 
     # -- conversions ----------------------------------------------------------------------
 
-    def number(self: Translator, text: str) -> tuple[str, str]:
+    def number(self, text: str) -> tuple[str, str]:
         t = text.replace("_", "")
         if re.fullmatch(r"0[0-7]+", t):
             return "0o" + t[1:], "num"
@@ -277,19 +270,19 @@ class Exprs:
             return t, "num"
         return t, "float"
 
-    def strx(self: Translator, e: E) -> str:
+    def strx(self, e: E) -> str:
         """*e* as a Python str with Perl's text for its value."""
         code, kind = self.sx(e)
         return self.as_str(code, kind)
 
-    def as_str(self: Translator, code: str, kind: str) -> str:
+    def as_str(self, code: str, kind: str) -> str:
         if kind in ("str", "undef"):
             return code
         if kind in ("num", "any", "fh"):
             return f"str({code})"
         raise Unsupported(f"a {kind} used as a string (Perl prints it otherwise)")
 
-    def numx(self: Translator, e: E) -> tuple[str, str]:
+    def numx(self, e: E) -> tuple[str, str]:
         """*e* as a Python number (``num()`` of a string, as Perl's numeric context)."""
         code, kind = self.sx(e)
         if kind in ("num", "float", "undef"):
@@ -299,12 +292,12 @@ class Exprs:
         self.use("num")
         return f"num({code})", "any_num"
 
-    def bx(self: Translator, e: E) -> str:
+    def bx(self, e: E) -> str:
         """*e* as a condition with Perl's truth (``"0"`` is false)."""
         if e.k == "var" and e.a[0] in ("@", "%"):
             return self.sx(e)[0] if e.a[0] == "%" else self.var("@", str(e.a[1]))[0]
         if e.k == "paren" and e.a[0] is not None:
-            return self.bx(e.a[0])  # type: ignore[arg-type]
+            return self.bx(e.a[0])
         code, kind = self.sx(e)
         if kind in ("num", "bool", "fh", "float"):
             return code
@@ -313,14 +306,14 @@ class Exprs:
 
     # -- operators --------------------------------------------------------------------------
 
-    def binary(self: Translator, e: E) -> tuple[str, str]:  # noqa: C901
+    def binary(self, e: E) -> tuple[str, str]:
         op = str(e.a[0])
-        left: E = e.a[1]  # type: ignore[assignment]
-        right: E = e.a[2]  # type: ignore[assignment]
+        left: E = e.a[1]
+        right: E = e.a[2]
         if op in ("=~", "!~"):
             if right.k != "re":
                 raise Unsupported("=~ with a computed pattern")
-            return self.match(left, right.a[0], negate=op == "!~")  # type: ignore[arg-type]
+            return self.match(left, right.a[0], negate=op == "!~")
         if op == ".":
             parts = self.concat_parts(e)
             return self.fstring(parts), "str"
@@ -338,7 +331,7 @@ class Exprs:
             else:
                 kind = "num"
             if kind == "numany":
-                kind = "num" if op != "%" and not ("any_num" in (ka, kb)) else "numvalue"
+                kind = "num" if op != "%" and "any_num" not in (ka, kb) else "numvalue"
             if op == "%" and kind != "num":
                 raise Unsupported("% of a value that may not be an integer (Perl's % is integer)")
             return f"{par(a)} {op} {par(b)}", "num" if kind in ("num",) else "numvalue"
@@ -355,7 +348,7 @@ class Exprs:
             raise Unsupported("a range in scalar context (the flip-flop)")
         raise Unsupported(f"the operator {op}")
 
-    def logical(self: Translator, op: str, left: E, right: E) -> tuple[str, str]:
+    def logical(self, op: str, left: E, right: E) -> tuple[str, str]:
         """``||``/``&&``: Perl returns the operand itself, judged by Perl's truth."""
         lc, lk = self.sx(left)
         rc, rk = self.sx(right)
@@ -374,9 +367,9 @@ class Exprs:
             return f"{par(lc)} if truth({lc}) else {par(rc)}", merge_kinds([lk, rk])
         return f"{par(rc)} if truth({lc}) else {par(lc)}", merge_kinds([lk, rk])
 
-    def prefix(self: Translator, e: E) -> tuple[str, str]:
+    def prefix(self, e: E) -> tuple[str, str]:
         op = str(e.a[0])
-        arg: E = e.a[1]  # type: ignore[assignment]
+        arg: E = e.a[1]
         if op == "!":
             return f"not {par(self.bx(arg))}", "bool"
         if op == "-":
@@ -392,7 +385,7 @@ class Exprs:
             raise Unsupported("a reference (\\)")
         raise Unsupported(f"the unary {op}")
 
-    def incdec(self: Translator, target: E, op: str, post: bool) -> tuple[str, str]:
+    def incdec(self, target: E, op: str, post: bool) -> tuple[str, str]:
         """``++$x`` inside an expression: an assignment expression (names only)."""
         if target.k != "var" or target.a[0] != "$":
             raise Unsupported(f"{op} of an element inside an expression")
@@ -407,12 +400,12 @@ class Exprs:
             return f"({name} := num({name}) - 1)", "numvalue"
         return f"({name} := {self.use('inc', 'inc')}({name}))", "any"
 
-    def concat_parts(self: Translator, e: E) -> list[tuple[str, str]]:
+    def concat_parts(self, e: E) -> list[tuple[str, str]]:
         """The pieces of a chain of ``.``: (code, kind) each; literals as ("lit", text)."""
         if e.k == "bin" and e.a[0] == ".":
-            return self.concat_parts(e.a[1]) + self.concat_parts(e.a[2])  # type: ignore[arg-type]
+            return self.concat_parts(e.a[1]) + self.concat_parts(e.a[2])
         if e.k == "str" and not e.a[1]:
-            return [(str(e.a[0].get("s")), "lit")]  # type: ignore[attr-defined]
+            return [(str(e.a[0].get("s")), "lit")]
         if e.k in ("str", "heredoc"):
             return self.string_parts(e)
         code, kind = self.sx(e)
@@ -420,7 +413,7 @@ class Exprs:
             raise Unsupported(f"a {kind} joined into a string (Perl prints it otherwise)")
         return [(code, kind)]
 
-    def fstring(self: Translator, parts: list[tuple[str, str]]) -> str:
+    def fstring(self, parts: list[tuple[str, str]]) -> str:
         """An f-string (or plain literal) of *parts*."""
         q = self.quote
         if all(kind == "lit" for _, kind in parts):
@@ -446,26 +439,26 @@ class Exprs:
 
     # -- strings -------------------------------------------------------------------------------
 
-    def string(self: Translator, tok: Node, interp: bool) -> tuple[str, str]:
+    def string(self, tok: Node, interp: bool) -> tuple[str, str]:
         if not interp:
             return py_str(str(tok.get("s", "")), self.quote), "str"
         return self.fstring(self.string_parts(E("str", tok, True))), "str"
 
-    def interpolate(self: Translator, body: str, interp: bool) -> str:
+    def interpolate(self, body: str, interp: bool) -> str:
         if not interp:
             return py_str(body, self.quote)
         return self.fstring(self.interp_parts(body))
 
-    def string_parts(self: Translator, e: E) -> list[tuple[str, str]]:
-        tok: Node = e.a[0]  # type: ignore[assignment]
+    def string_parts(self, e: E) -> list[tuple[str, str]]:
+        tok: Node = e.a[0]
         if e.k == "heredoc":
-            body = "".join(str(x) for x in tok.get("hd") or [])  # type: ignore[union-attr]
+            body = "".join(str(x) for x in tok.get("hd") or [])
             if "'" in tok.text:
                 return [(body, "lit")]
             return self.interp_parts(body)
         return self.interp_parts(str(tok.get("s", "")))
 
-    def interp_parts(self: Translator, body: str) -> list[tuple[str, str]]:
+    def interp_parts(self, body: str) -> list[tuple[str, str]]:
         parts: list[tuple[str, str]] = []
         lit: list[str] = []
         pos = 0
@@ -499,7 +492,7 @@ class Exprs:
             parts.append(("".join(lit), "lit"))
         return [(c, k) if k != "lit" else (c, "lit") for c, k in parts]
 
-    def escape(self: Translator, esc: str) -> str:
+    def escape(self, esc: str) -> str:
         if esc in _ESCAPES:
             return _ESCAPES[esc]
         if esc.startswith("x{"):
@@ -514,7 +507,7 @@ class Exprs:
             raise Unsupported(f"\\{esc} in a string")
         return esc
 
-    def interp_var(self: Translator, name: str, subs: str) -> tuple[str, str]:
+    def interp_var(self, name: str, subs: str) -> tuple[str, str]:
         if not subs:
             if name in ("&",):
                 raise Unsupported("$& in a string")
@@ -538,7 +531,7 @@ class Exprs:
                 code, kind = self.hash_element(E("helem", name, E("lit", k[1:-1])))
         return code or "", kind
 
-    def element_code(self: Translator, name: str, idx: str) -> tuple[str, str]:
+    def element_code(self, name: str, idx: str) -> tuple[str, str]:
         if name == "_":
             self.use("elem")
             return f"elem(args, {idx})", "any"

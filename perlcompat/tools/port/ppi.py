@@ -12,7 +12,7 @@ DUMPER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ppi_dump.pl")
 
 
 class PortError(Exception):
-    """The script cannot be read or parsed (no perl, no PPI, PPI gave up): the message says which."""
+    """The script cannot be read or parsed (no perl, no PPI, PPI gave up): the message says why."""
 
 
 def parse_file(path: str, perl: str = "perl") -> Script:

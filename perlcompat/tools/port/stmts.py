@@ -9,16 +9,16 @@ function assigns are declared ``global``.  Comments stay where they were.
 
 from __future__ import annotations
 
-import re
-
 from .builtins import Builtins
-from .compound import Compound, Func
-from .exprs import Exprs, merge_kinds, par, py_str
-from .names import PENDING, PERLCOMPAT, URLLIB, py_var
+from .compound import Compound
+from .core import Func
+from .exprs import Exprs, par, py_str
+from .names import py_var
 from .syntax import E, Parser, Unsupported, expression_tokens, parse
 from .tree import Node, Script
 
 MODIFIERS = ("if", "unless", "while", "until", "for", "foreach")
+QUOTES = "\"'"
 
 
 class Translator(Exprs, Builtins, Compound):
@@ -188,7 +188,7 @@ class Translator(Exprs, Builtins, Compound):
             self.emit(text)
             self.port_lines += 1
 
-    def one(self, node: Node) -> None:  # noqa: C901
+    def one(self, node: Node) -> None:
         cls = node.cls
         if cls == "Statement::Null":
             return
@@ -252,7 +252,7 @@ class Translator(Exprs, Builtins, Compound):
             name += "_"
         return name
 
-    def expr_statement(self, e: E) -> None:  # noqa: C901
+    def expr_statement(self, e: E) -> None:
         k = e.k
         if k == "assign":
             for line in self.assign(e):
@@ -260,16 +260,16 @@ class Translator(Exprs, Builtins, Compound):
             return
         if k == "bin" and e.a[0] in ("or", "||", "and", "&&"):
             return self.guarded(e)
-        if k == "bin" and e.a[0] == "=~" and e.a[2].k == "re":  # type: ignore[attr-defined]
-            tok: Node = e.a[2].a[0]  # type: ignore[attr-defined]
+        if k == "bin" and e.a[0] == "=~" and e.a[2].k == "re":
+            tok: Node = e.a[2].a[0]
             if tok.cls in ("Token::Regexp::Substitute", "Token::Regexp::Transliterate"):
-                for line in self.substitute(e.a[1], tok):  # type: ignore[arg-type]
+                for line in self.substitute(e.a[1], tok):
                     self.emit(line)
                 return
         if k in ("post", "pre") and e.a[0] in ("++", "--"):
-            return self.increment(e.a[1], str(e.a[0]))  # type: ignore[arg-type]
+            return self.increment(e.a[1], str(e.a[0]))
         if k == "func" and e.a[0] == "return":
-            return self.return_(list(e.a[1]))  # type: ignore[call-overload]
+            return self.return_(list(e.a[1]))
         if k == "word" and e.a[0] in ("last", "next"):
             self.emit("break" if e.a[0] == "last" else "continue")
             return
@@ -278,17 +278,17 @@ class Translator(Exprs, Builtins, Compound):
         if k == "func" and e.a[0] in ("last", "next"):
             raise Unsupported("last/next with a label")
         if k == "func" and e.a[0] == "open":
-            args = list(e.a[1])  # type: ignore[call-overload]
+            args = list(e.a[1])
             self.emit(f"{self.open_target(args[0])} = {self.open_call(args)}")
             return
         if k == "func" and e.a[0] == "sysopen":
-            args = list(e.a[1])  # type: ignore[call-overload]
+            args = list(e.a[1])
             self.emit(f"{self.open_target(args[0])} = {self.sx(e)[0]}")
             return
         if k == "func" and e.a[0] == "read":
-            return self.read_stmt(list(e.a[1]))  # type: ignore[call-overload]
+            return self.read_stmt(list(e.a[1]))
         if k == "func" and e.a[0] in ("chomp", "chop") and e.a[1]:
-            target = e.a[1][0]  # type: ignore[index]
+            target = e.a[1][0]
             func = self.use(str(e.a[0]))
             if target.k == "var" and target.a[0] == "@":
                 self.emit(f"{func}({self.sx(target)[0]})")
@@ -296,14 +296,14 @@ class Translator(Exprs, Builtins, Compound):
                 self.emit(f"{self.lvalue(target)} = {func}({self.sx(target)[0]})")
             return
         if k == "func" and e.a[0] == "undef" and e.a[1]:
-            target = e.a[1][0]  # type: ignore[index]
+            target = e.a[1][0]
             if target.k == "var" and target.a[0] == "$":
                 self.emit(f"{self.lvalue(target)} = {self.use('undef')}")
                 return
         if k == "evalblock":
-            return self.eval_block(e.a[0])  # type: ignore[arg-type]
+            return self.eval_block(e.a[0])
         if k == "doblock":
-            body: Node = e.a[0]  # type: ignore[assignment]
+            body: Node = e.a[0]
             self.block(body.kids)
             return
         if k == "decl":
@@ -322,11 +322,11 @@ class Translator(Exprs, Builtins, Compound):
     def guarded(self, e: E) -> None:
         """``A or B;`` in void context: ``A or B`` when B leaves, else ``if not A: B``."""
         op = str(e.a[0])
-        left: E = e.a[1]  # type: ignore[assignment]
-        right: E = e.a[2]  # type: ignore[assignment]
+        left: E = e.a[1]
+        right: E = e.a[2]
         leaves = self.leaves(right)
         if left.k == "func" and left.a[0] in ("open", "sysopen") and op in ("or", "||"):
-            args = list(left.a[1])  # type: ignore[call-overload]
+            args = list(left.a[1])
             target = self.open_target(args[0])
             call = self.open_call(args) if left.a[0] == "open" else self.sx(left)[0]
             if leaves:
@@ -345,7 +345,7 @@ class Translator(Exprs, Builtins, Compound):
         self.emit(f"if {'not ' + par(test) if op in ('or', '||') else test}:")
         self.indent += 1
         if right.k == "doblock":
-            self.block(right.a[0].kids)  # type: ignore[attr-defined]
+            self.block(right.a[0].kids)
         else:
             self.expr_statement(right)
         self.indent -= 1
@@ -361,7 +361,7 @@ class Translator(Exprs, Builtins, Compound):
     def lvalue(self, e: E) -> str:
         """The Python target for Perl's lvalue *e*, recorded as assigned."""
         if e.k == "decl":
-            return self.declare(e.a[1])  # type: ignore[arg-type]
+            return self.declare(e.a[1])
         if e.k == "var" and e.a[0] == "$":
             if e.a[1] in ("_", "!", "@", "$", "0"):
                 if e.a[1] == "_" and self.topics:
@@ -378,7 +378,7 @@ class Translator(Exprs, Builtins, Compound):
         if e.k == "helem":
             if e.a[0] == "ENV":
                 self.use("os")
-                return f"os.environ[{self.key(e.a[1])}]"  # type: ignore[arg-type]
+                return f"os.environ[{self.key(e.a[1])}]"
             code, _ = self.hash_element(e)
             return code
         if e.k == "elem":
@@ -400,7 +400,7 @@ class Translator(Exprs, Builtins, Compound):
     def declare_only(self, e: E) -> None:
         """``my $x;`` / ``my ($a, @b);``: Perl's fresh undef / empty values."""
         kind = str(e.a[0])
-        target: E = e.a[1]  # type: ignore[assignment]
+        target: E = e.a[1]
         if kind == "local":
             raise Unsupported("local (dynamic scope)")
         targets = (
@@ -411,7 +411,7 @@ class Translator(Exprs, Builtins, Compound):
             else [target.a[0]]
             if target.k == "paren"
             else []
-        )  # type: ignore[attr-defined]
+        )
         for t in targets:
             if t is None or t.k != "var":
                 raise Unsupported("my of this form")
@@ -425,36 +425,36 @@ class Translator(Exprs, Builtins, Compound):
             return f"{self.use('PerlHash')}()"
         return self.use("undef")
 
-    def assign(self, e: E) -> list[str]:  # noqa: C901
+    def assign(self, e: E) -> list[str]:
         op = str(e.a[0])
-        left: E = e.a[1]  # type: ignore[assignment]
-        right: E = e.a[2]  # type: ignore[assignment]
+        left: E = e.a[1]
+        right: E = e.a[2]
         if left.k == "decl" and left.a[0] == "local":
             raise Unsupported("local (dynamic scope)")
         target_e = left.a[1] if left.k == "decl" else left
-        if target_e.k == "paren":  # type: ignore[union-attr]
+        if target_e.k == "paren":
             if op != "=":
                 raise Unsupported("an operator assignment to a list")
             return self.list_assign(left, right)
-        if target_e.k == "var" and target_e.a[0] in ("@", "%"):  # type: ignore[union-attr]
+        if target_e.k == "var" and target_e.a[0] in ("@", "%"):
             if op != "=":
                 raise Unsupported("an operator assignment to an array")
             value = self.lx(right)
-            if target_e.a[0] == "%":  # type: ignore[union-attr]
+            if target_e.a[0] == "%":
                 if right.k == "paren" and right.a[0] is None:
                     return [f"{self.lvalue(left)} = {self.use('PerlHash')}()"]
                 raise Unsupported("a hash assigned from a list")
-            self.record("@" + str(target_e.a[1]) + "[]", self.list_kind(right))  # type: ignore[union-attr]
+            self.record("@" + str(target_e.a[1]) + "[]", self.list_kind(right))
             if value == "[]":
                 value = ""
             return [f"{self.lvalue(left)} = {self.use('PerlList')}({value})"]
         if right.k == "assign" and op == "=":  # $a = $b = value
             chain = [left]
-            value = right
-            while value.k == "assign" and value.a[0] == "=":
-                chain.append(value.a[1])  # type: ignore[arg-type]
-                value = value.a[2]  # type: ignore[assignment]
-            code, kind = self.rvalue(value)
+            rhs = right
+            while rhs.k == "assign" and rhs.a[0] == "=":
+                chain.append(rhs.a[1])
+                rhs = rhs.a[2]
+            code, kind = self.rvalue(rhs)
             names = [self.lvalue(t) for t in chain]
             for t in chain:
                 self.record_kind(t, kind)
@@ -462,28 +462,28 @@ class Translator(Exprs, Builtins, Compound):
         if op == "=":
             code, kind = self.rvalue(right)
             target = self.lvalue(left)
-            self.record_kind(target_e, kind)  # type: ignore[arg-type]
-            return [f"{target} = {code}"] + self.alias_lines(target)
+            self.record_kind(target_e, kind)
+            return [f"{target} = {code}", *self.alias_lines(target)]
         current = target_e
         if op == ".=":
             parts = self.concat_parts(E("bin", ".", current, right))
             code = self.fstring(parts)
-            target = self.lvalue(current)  # type: ignore[arg-type]
-            self.record_kind(current, "str")  # type: ignore[arg-type]
-            return [f"{target} = {code}"] + self.alias_lines(target)
+            target = self.lvalue(current)
+            self.record_kind(current, "str")
+            return [f"{target} = {code}", *self.alias_lines(target)]
         if op in ("+=", "-=", "*="):
             value, vkind = self.numx(right)
-            cur, ckind = self.numx(current)  # type: ignore[arg-type]
-            target = self.lvalue(current)  # type: ignore[arg-type]
+            cur, ckind = self.numx(current)
+            target = self.lvalue(current)
             kind = "num" if ckind == "num" and vkind == "num" else "numvalue"
-            self.record_kind(current, kind)  # type: ignore[arg-type]
+            self.record_kind(current, kind)
             if cur == target:
                 return [f"{target} {op} {par(value)}"]
-            return [f"{target} = {cur} {op[0]} {par(value)}"] + self.alias_lines(target)
+            return [f"{target} = {cur} {op[0]} {par(value)}", *self.alias_lines(target)]
         if op in ("||=", "&&=", "//="):
-            code, kind = self.logical(op[:-1], current, right)  # type: ignore[arg-type]
-            target = self.lvalue(current)  # type: ignore[arg-type]
-            self.record_kind(current, kind)  # type: ignore[arg-type]
+            code, kind = self.logical(op[:-1], current, right)
+            target = self.lvalue(current)
+            self.record_kind(current, kind)
             return [f"{target} = {code}"]
         raise Unsupported(f"the assignment {op}")
 
@@ -491,10 +491,10 @@ class Translator(Exprs, Builtins, Compound):
         if e.k == "var" and e.a[0] == "@":
             return f"len({self.sx(e)[0]})", "num"
         if e.k == "anonsub":
-            return self.anon_sub(e.a[0]), "code"  # type: ignore[arg-type]
-        if e.k == "bin" and e.a[0] == "+" and e.a[1].k == "var" and e.a[1].a[0] == "@":  # type: ignore[attr-defined]
-            b, kind = self.numx(e.a[2])  # type: ignore[arg-type]
-            return f"len({self.sx(e.a[1])[0]}) + {par(b)}", "num" if kind == "num" else "numvalue"  # type: ignore[arg-type]
+            return self.anon_sub(e.a[0]), "code"
+        if e.k == "bin" and e.a[0] == "+" and e.a[1].k == "var" and e.a[1].a[0] == "@":
+            b, kind = self.numx(e.a[2])
+            return f"len({self.sx(e.a[1])[0]}) + {par(b)}", "num" if kind == "num" else "numvalue"
         code, kind = self.sx(e)
         if kind == "list":
             raise Unsupported("a list assigned to a scalar (Perl takes its last or its count)")
@@ -512,10 +512,10 @@ class Translator(Exprs, Builtins, Compound):
         elif target.k == "elem":
             self.record("@" + str(target.a[0]) + "[]", kind)
         elif target.k == "decl":
-            self.record_kind(target.a[1], kind)  # type: ignore[arg-type]
+            self.record_kind(target.a[1], kind)
 
     def list_kind(self, e: E) -> str:
-        if e.k == "readline" or e.k == "func" and e.a[0] == "split":
+        if e.k == "readline" or (e.k == "func" and e.a[0] == "split"):
             return "str"
         if e.k == "var" and e.a[0] == "@":
             return self.elem_kind("@" + str(e.a[1]))
@@ -524,7 +524,7 @@ class Translator(Exprs, Builtins, Compound):
     def list_assign(self, left: E, right: E) -> list[str]:
         """``($a, $b) = split(...)`` / ``= @_`` / ``= (1, 2)``: missing values are undef."""
         target = left.a[1] if left.k == "decl" else left
-        inner: E | None = target.a[0]  # type: ignore[union-attr,assignment]
+        inner: E | None = target.a[0]
         items = [] if inner is None else list(inner.a) if inner.k == "comma" else [inner]
         if not items or any(t.k == "var" and t.a[0] != "$" for t in items):
             raise Unsupported("a list assignment to arrays or hashes")
@@ -538,9 +538,9 @@ class Translator(Exprs, Builtins, Compound):
             self.record_kind(t, "str" if right.k == "func" and right.a[0] == "split" else "any")
         n = len(names)
         if right.k == "func" and right.a[0] == "split":
-            value = self.split(list(right.a[1]), fields=n)  # type: ignore[call-overload]
+            value = self.split(list(right.a[1]), fields=n)
         elif right.k == "func" and right.a[0] == "localtime":
-            value = self.localtime(list(right.a[1]), scalar=False)[0]  # type: ignore[call-overload]
+            value = self.localtime(list(right.a[1]), scalar=False)[0]
             value = f"[*{value}, *[{self.use('undef')}] * {n}][:{n}]"
         else:
             value = f"[*{self.lx(right)}, *[{self.use('undef')}] * {n}][:{n}]"
@@ -601,24 +601,8 @@ class Translator(Exprs, Builtins, Compound):
         self.emit(f"{target} = str({target})")
         self.record_kind(args[1], "str")
 
-    def jcode(self, e: E) -> str:
-        """``&jcode'convert(*s, 'sjis');`` -> ``s, _ = jcode.convert(s, "sjis")`` (perlcompat.jcode)."""
-        func = str(e.a[0]).replace("::", "'").split("'", 1)[1]
-        args = list(e.a[1] or [])  # type: ignore[call-overload]
-        if not args or args[0].k not in ("glob", "pre"):
-            raise Unsupported(f"jcode'{func} without *variable")
-        first = args[0] if args[0].k == "glob" else args[0].a[1]
-        if first.k == "glob":  # type: ignore[union-attr]
-            first = E("var", "$", first.a[0])  # type: ignore[union-attr]
-        target = self.lvalue(first)  # type: ignore[arg-type]
-        rest = [self.sx(a)[0] for a in args[1:]]
-        self.use("jcode")
-        if func == "getcode":
-            return f"jcode.getcode({target})"
-        return f"{target}, _ = jcode.{func}({', '.join([target, *rest])})"
-
     def lock_call(self, e: E) -> str:
-        args = list(e.a[1] or [])  # type: ignore[call-overload]
+        args = list(e.a[1] or [])
         template = self.lock_calls[str(e.a[0])]
         if len(args) != 1:
             raise Unsupported("a lock sub called without its one path")
@@ -637,7 +621,7 @@ class Translator(Exprs, Builtins, Compound):
             if self.in_sub is not None and e.a[2]:
                 return f"{py}(*args)"
             return f"{py}()"
-        return f"{py}({', '.join(self.items(list(args)))})"  # type: ignore[call-overload]
+        return f"{py}({', '.join(self.items(list(args)))})"
 
     def anon_sub(self, block: Node) -> str:
         stmts = [k for k in block.kids if k.is_("Statement")]
@@ -667,9 +651,7 @@ class Translator(Exprs, Builtins, Compound):
                 raise Unsupported("local $SIG{...} of this form")
             handler = Parser(toks[4:], self.subs).parse(0)
             code, _ = self.rvalue(handler)
-            self.emit(
-                f"with {self.use('local_sig')}({py_str(key[0].text.strip(chr(39) + chr(34)))}, {code}):"
-            )
+            self.emit(f"with {self.use('local_sig')}({py_str(key[0].text.strip(QUOTES))}, {code}):")
             self.done += 1
         except Unsupported as exc:
             self.port(node, str(exc))
@@ -678,34 +660,3 @@ class Translator(Exprs, Builtins, Compound):
         self.indent += 1
         self.block(rest)
         self.indent -= 1
-
-    def eval_block(self, block: Node) -> None:
-        """``eval { ... };``: ``$@`` is the error's text, or "" when the block finished."""
-        self.eval_error_used = True
-        self.assigned("EVAL_ERROR")
-        self.globals_used["EVAL_ERROR"] = "@"
-        self.func.globals.add("EVAL_ERROR") if self.in_sub else None
-        self.emit('EVAL_ERROR = ""')
-        self.emit("try:")
-        self.indent += 1
-        self.block(block.kids)
-        self.indent -= 1
-        self.emit("except Exception as exc:  # noqa: BLE001  (Perl's eval catches every die)")
-        self.emit("    EVAL_ERROR = str(exc)")
-
-    def include(self, node: Node) -> None:
-        toks = node.significant()
-        word = toks[0].text
-        if word in ("use", "no"):
-            module = toks[1].text if len(toks) > 1 else ""
-            if module in ("strict", "warnings", "vars", "Fcntl", "CGI", "utf8", "lib", "POSIX"):
-                if module == "POSIX" and len(toks) > 2:
-                    raise Unsupported("use POSIX with a list")
-                return
-            if re.fullmatch(r"[\d.v]+", module):
-                return
-            raise Unsupported(f"use {module}")
-        e = parse(toks, self.subs)
-        if e is None:
-            raise Unsupported("an empty require")
-        self.emit(self.sx(e)[0])

@@ -11,6 +11,10 @@ from __future__ import annotations
 
 from .tree import Node
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 
 class Unsupported(Exception):
     """A construct the port leaves to a person: the message is the ``# PORT:`` reason."""
@@ -19,9 +23,9 @@ class Unsupported(Exception):
 class E:
     """An expression: ``k`` its kind, ``a`` its parts, ``node`` the PPI node it started at."""
 
-    __slots__ = ("k", "a", "node")
+    __slots__ = ("a", "k", "node")
 
-    def __init__(self, k: str, *a: object, node: Node | None = None) -> None:
+    def __init__(self, k: str, *a: Any, node: Node | None = None) -> None:
         self.k = k
         self.a = a
         self.node = node
@@ -51,20 +55,23 @@ ASSIGN = {"=", "+=", "-=", "*=", "/=", ".=", "x=", "%=", "**=", "||=", "&&=", "/
 NAMED_UNARY_PREC = 14
 UNARY_PREC = 19
 
-NAMED_UNARY = set(
-    "defined ref scalar lc uc lcfirst ucfirst length chr ord hex oct int abs sqrt rand srand "
-    "exit umask undef sleep close chdir rmdir readlink localtime gmtime alarm caller exists "
-    "delete each keys values shift pop fileno stat lstat log exp sin cos quotemeta chroot "
-    "readline lock chomp chop uc binmode".split()
-)
+NAMED_UNARY = {
+    "defined", "ref", "scalar", "lc", "uc", "lcfirst", "ucfirst", "length", "chr", "ord",
+    "hex", "oct", "int", "abs", "sqrt", "rand", "srand", "exit", "umask", "undef", "sleep",
+    "close", "chdir", "rmdir", "readlink", "localtime", "gmtime", "alarm", "caller",
+    "exists", "delete", "each", "keys", "values", "shift", "pop", "fileno", "stat", "lstat",
+    "log", "exp", "sin", "cos", "quotemeta", "chroot", "readline", "lock", "chomp", "chop",
+    "binmode",
+}  # fmt: skip
 NULLARY = {"time", "wantarray", "times", "wait", "getppid", "__FILE__", "__LINE__", "fork"}
-LIST_OPS = set(
-    "print printf say push unshift splice join split sprintf die warn return open sysopen "
-    "seek truncate tell flock unlink mkdir chmod chown utime rename symlink link sort reverse "
-    "map grep read sysread syswrite crypt pack unpack index rindex substr system exec kill "
-    "select eof opendir readdir closedir require local my our sprintf bless tie keys "
-    "jcode".split()
-)
+LIST_OPS = {
+    "print", "printf", "say", "push", "unshift", "splice", "join", "split", "sprintf",
+    "die", "warn", "return", "open", "sysopen", "seek", "truncate", "tell", "flock",
+    "unlink", "mkdir", "chmod", "chown", "utime", "rename", "symlink", "link", "sort",
+    "reverse", "map", "grep", "read", "sysread", "syswrite", "crypt", "pack", "unpack",
+    "index", "rindex", "substr", "system", "exec", "kill", "select", "eof", "opendir",
+    "readdir", "closedir", "require", "local", "my", "our", "bless", "tie", "keys", "jcode",
+}  # fmt: skip
 
 
 def _is_op(node: Node | None, *ops: str) -> bool:
@@ -204,7 +211,8 @@ class Parser:
                 nxt = self.take()
                 if nxt.cls == "Token::Word":
                     args = None
-                    if self.peek() is not None and self.peek().cls == "Structure::List":  # type: ignore[union-attr]
+                    after = self.peek()
+                    if after is not None and after.cls == "Structure::List":
                         args = self.args_of(self.take())
                     base = E("method", base, nxt.text, args, node=nxt)
                     continue
@@ -212,11 +220,10 @@ class Parser:
             if (
                 tok.cls in ("Structure::Subscript", "Structure::Constructor")
                 and tok.get("o") == "["
-            ):
-                if base.k in ("paren", "call", "func"):
-                    self.take()
-                    base = E("lslice", base, self.sub(expression_tokens(tok)), node=tok)
-                    continue
+            ) and base.k in ("paren", "call", "func"):
+                self.take()
+                base = E("lslice", base, self.sub(expression_tokens(tok)), node=tok)
+                continue
             if tok.cls == "Structure::Subscript":
                 raise Unsupported("a nested subscript (a reference)")
             return base
@@ -283,7 +290,8 @@ class Parser:
         if sigil == "&":
             name = text[1:]
             args = None
-            if self.peek() is not None and self.peek().cls == "Structure::List":  # type: ignore[union-attr]
+            after = self.peek()
+            if after is not None and after.cls == "Structure::List":
                 args = self.args_of(self.take())
             return E("call", name, args, True, node=tok)
         if sigil == "*":
@@ -294,11 +302,11 @@ class Parser:
             inner = expression_tokens(nxt)
             if nxt.get("o") == "{":
                 if len(inner) == 1 and inner[0].cls == "Token::Word":
-                    key = E("lit", inner[0].text, node=inner[0])
+                    key: E | None = E("lit", inner[0].text, node=inner[0])
                 elif len(inner) == 2 and _is_op(inner[0], "-") and inner[1].cls == "Token::Word":
                     key = E("lit", "-" + inner[1].text, node=inner[1])
                 else:
-                    key = self.sub(inner)  # type: ignore[assignment]
+                    key = self.sub(inner)
                 return E("helem", tok.sym[1:], key, node=tok)
             return E("elem", tok.sym[1:], self.sub(inner), node=tok)
         if sigil == "@" and nxt is not None and nxt.cls == "Structure::Subscript":
@@ -371,7 +379,7 @@ class Parser:
         return E("word", w, node=tok)
 
     def print_op(self, tok: Node) -> E:
-        """``print``/``printf``: the handle (a bareword, ``{$fh}``, ``$fh`` before a term) and items."""
+        """``print``/``printf``: the handle (bareword, ``{$fh}``, ``$fh`` then a term), items."""
         toks: list[Node]
         nxt = self.peek()
         if nxt is not None and nxt.cls == "Structure::List":

@@ -10,6 +10,7 @@ from __future__ import annotations
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
+    from typing import Any
 
 
 def detect_encoding(raw: bytes) -> str:
@@ -60,16 +61,16 @@ class Script:
 
 
 class Node:
-    """A PPI element: ``cls`` (``Statement::Compound``, ``Token::Symbol`` ...), ``line``, ``text``."""
+    """A PPI element: ``cls`` (``Statement::Compound``, ``Token::Symbol``), ``line``, ``text``."""
 
-    __slots__ = ("cls", "line", "text", "kids", "info")
+    __slots__ = ("cls", "info", "kids", "line", "text")
 
-    def __init__(self, data: dict[str, object], decode: Callable[[str], str]) -> None:
+    def __init__(self, data: dict[str, Any], decode: Callable[[str], str]) -> None:
         self.cls = str(data["c"])
-        self.line = int(data.get("l") or 0)  # type: ignore[call-overload]
+        self.line = int(data.get("l") or 0)
         self.text = decode(str(data.get("t", "")))
         self.kids: list[Node] = []
-        self.info: dict[str, object] = {}
+        self.info: dict[str, Any] = {}
         for key, value in data.items():
             if key in ("c", "l", "t", "k"):
                 continue
@@ -80,17 +81,17 @@ class Node:
             self.info[key] = value
 
     @classmethod
-    def load(cls, data: dict[str, object], decode: Callable[[str], str]) -> Node:
+    def load(cls, data: dict[str, Any], decode: Callable[[str], str]) -> Node:
         """The tree of nodes from the dumper's JSON object *data*."""
         node = cls(data, decode)
-        node.kids = [cls.load(k, decode) for k in data.get("k", [])]  # type: ignore[attr-defined]
+        node.kids = [cls.load(k, decode) for k in data.get("k", [])]
         return node
 
     def is_(self, *prefixes: str) -> bool:
         """True if this node's class is, or is under, one of *prefixes* (``Token::Quote``)."""
         return any(self.cls == p or self.cls.startswith(p + "::") for p in prefixes)
 
-    def get(self, key: str, default: object = None) -> object:
+    def get(self, key: str, default: Any = None) -> Any:
         return self.info.get(key, default)
 
     @property
@@ -108,8 +109,8 @@ class Node:
     def first_line(self) -> int:
         for tok in self.tokens():
             if tok.line:
-                return tok.line
-        return self.line
+                return int(tok.line)
+        return int(self.line)
 
     def last_line(self) -> int:
         """The last source line this node covers (a here-doc's body included)."""
@@ -118,7 +119,7 @@ class Node:
             if tok.line:
                 end = tok.line + tok.text.count("\n")
                 if tok.cls == "Token::HereDoc":
-                    end += len(tok.info.get("hd", [])) + 1  # type: ignore[arg-type]
+                    end += len(tok.info.get("hd") or []) + 1
                 last = max(last, end if not tok.text.endswith("\n") else end - 1)
         return last
 

@@ -33,6 +33,8 @@ class Result:
         self.total = total
         self.port_lines = port_lines
         self.libraries: list[Result] = []
+        self.subs: set[str] = set()  # the subs it defines (a library's, for its script)
+        self.symbols: set[tuple[str, str]] = set()  # its variables, as (sigil, name)
 
     @property
     def coverage(self) -> float:
@@ -64,7 +66,7 @@ def _audit(script: Script) -> tuple[list[str], Program | None, dict[int, list[st
 
 
 def _lock_calls(script: Script, prog: Program | None, subs: set[str]) -> dict[str, str]:
-    """Lock sub -> ``lock(NAME, ...)`` as the audit reads it; its unlock sub -> ``unlock(NAME, ...)``."""
+    """Lock sub -> ``lock(NAME, ...)`` as the audit reads it; unlock sub -> ``unlock(NAME)``."""
     if prog is None:
         return {}
     source = next((s for s in prog.sources if s.name == script.path), None)
@@ -159,7 +161,7 @@ def translate(script: Script, library: bool, extra_subs: set[str]) -> Translator
         t.lock_calls = _lock_calls(script, prog, t.subs)
         t.exit_subs = _exit_subs(prog, script)
         t.findings = {k: list(v) for k, v in findings.items()}
-        t.library = library  # type: ignore[attr-defined]
+        t.library = library
         run(t)
         new = {k: merge_kinds(v) for k, v in t.seen.items()}
         if new == kinds:
@@ -269,7 +271,7 @@ def assemble(t: Translator, header: list[str], library: bool) -> str:
         if t.func.globals:
             out.append("    global " + ", ".join(sorted(t.func.globals)))
         body = t.func.lines
-        out += body if any(not b.strip().startswith("#") for b in body) else body + ["    pass"]
+        out += body if any(not b.strip().startswith("#") for b in body) else [*body, "    pass"]
         out += ["", ""]
     for func in t.defs:
         out += func.pre
@@ -300,8 +302,8 @@ def port(
         if os.path.exists(lib_path):
             lib = port(lib_path, perl, library=True)
             libs.append(lib)
-            lib_subs |= lib.subs  # type: ignore[attr-defined]
-            lib_symbols |= lib.symbols  # type: ignore[attr-defined]
+            lib_subs |= lib.subs
+            lib_symbols |= lib.symbols
     t = translate(script, library, (extra_subs or set()) | lib_subs)
     if not library:
         for sigil, name in lib_symbols:
@@ -341,8 +343,8 @@ def port(
     text = assemble(t, header, library)
     result = Result(path, text, t.done, t.total, t.port_lines)
     result.libraries = libs
-    result.subs = t.subs  # type: ignore[attr-defined]
-    result.symbols = t.symbols  # type: ignore[attr-defined]
+    result.subs = t.subs
+    result.symbols = t.symbols
     return result
 
 
