@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from jcodeperl import patched_jcode
-from webserver import PACKAGE_ROOT
+from webserver import PACKAGE_ROOT, ServeProcess, find_tool
 
 from perlcompat.tools.port.command import main as port_main
 from perlcompat.tools.port.writer import Result, port
@@ -208,6 +208,43 @@ def test_mkdir_lock_port_and_perl_hammer_one_guestbook(
     ]
     assert sorted(names) == sorted(f"{n}x{i}".encode() for n in range(4) for i in range(8))
     assert not (tmp_path / "guestbook.lock").exists()
+
+
+def test_counter_port_under_serve_beside_perl(
+    site: tuple[Path, dict[str, Result]], tmp_path: Path
+) -> None:
+    """The port as it is, under ``perlcompat serve`` (FastCGI), and the Perl CGI on one file."""
+    www, _ = site
+    sock = tmp_path / "serve.sock"
+    serve = ServeProcess(www / "counter", sock).start()
+    tool = find_tool("cgi-fcgi")
+    data = tmp_path / "data"
+    data.mkdir()
+    params = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "SCRIPT_FILENAME": str(www / "counter" / "count.port.py"),
+        "REQUEST_METHOD": "GET",
+        "QUERY_STRING": "",
+        "PERLCOMPAT_DATA_DIR": str(data),
+    }
+
+    def fastcgi(_: int) -> bytes:
+        run = subprocess.run(
+            [tool, "-bind", "-connect", str(sock)], env=params, capture_output=True, timeout=60
+        )
+        assert run.returncode == 0, run.stderr
+        return run.stdout.partition(b"\r\n\r\n")[2]
+
+    def perl(_: int) -> bytes:
+        return cgi(["perl", "count.cgi"], www / "counter", data).partition(b"\n\n")[2]
+
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            answers = list(pool.map(lambda n: (fastcgi, perl)[n % 2](n), range(40)))
+    finally:
+        serve.stop()
+    assert sorted(int(a) for a in answers) == list(range(1, 41))
+    assert (data / "count.dat").read_bytes() == b"40\n"
 
 
 UNTRANSLATABLE = """\
