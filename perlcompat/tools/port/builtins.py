@@ -30,6 +30,7 @@ SAME = {
 }  # fmt: skip
 HANDLE_FIRST = {"flock", "seek", "tell", "truncate", "close", "binmode", "eof"}
 STR_FUNCS = {"lc": "lower", "uc": "upper"}
+FORMAT = re.compile(r"%([-+ 0#]*)(\d*)(\.\d+)?([sdioxXeEfgGc%])")
 COUNTING = re.compile(r"(?<!\\)\.(?![*+])|\[\^[^\]]*\](?![*+])|\\[WSD](?![*+])|\{\d")
 
 
@@ -131,8 +132,12 @@ class Builtins(Core):
         if name == "values":
             return f"list({self.sx(args[0])[0]}.values())", "list"
         if name == "sprintf":
-            raise Unsupported("sprintf (Perl's formats are not Python's %)")
+            return self.sprintf(args), "str"
+        if name == "abs":
+            return f"abs({self.numx(args[0])[0]})", self.numx(args[0])[1]
         if name == "require":
+            if len(args) == 1 and args[0].k == "num":
+                return "# require: a Perl version", "num"
             return self.require(args), "num"
         if name in ("jcode::convert", "jcode'convert"):
             raise Unsupported("jcode.pl's convert of a glob (see docs/idioms.md)")
@@ -146,6 +151,45 @@ class Builtins(Core):
                 raise Unsupported("undef of a variable (as a statement)")
             return self.use("undef", "undef"), "undef"
         raise Unsupported(f"the built-in {name}()")
+
+    def sprintf(self, args: list[E]) -> str:
+        """``sprintf("%05d", $n)`` with a literal format: ``format()`` of each value, converted."""
+        if not args or args[0].k not in ("str", "lit"):
+            raise Unsupported("sprintf with a computed format")
+        parts = self.concat_parts(args[0]) if args[0].k == "str" else [(str(args[0].a[0]), "lit")]
+        if any(kind != "lit" for _, kind in parts):
+            raise Unsupported("sprintf with variables in its format")
+        fmt = "".join(code for code, _ in parts)
+        convs = [m[4] for m in FORMAT.finditer(fmt) if m[4] != "%"]
+        if "%" in FORMAT.sub("", fmt) or len(convs) != len(args) - 1:
+            raise Unsupported("sprintf with a format Python reads otherwise")
+        out: list[tuple[str, str]] = []
+        pos = 0
+        values = iter(args[1:])
+        for m in FORMAT.finditer(fmt):
+            out.append((fmt[pos : m.start()], "lit"))
+            pos = m.end()
+            flags, width, prec, conv = m.groups()
+            if conv == "%":
+                out.append(("%", "lit"))
+                continue
+            a = next(values)
+            if (a.k == "var" and a.a[0] == "@") or a.k in ("readline", "qw"):
+                raise Unsupported("sprintf of a list")
+            if conv in "dioxXc":
+                code, kind = self.numx(a)
+                code = code if kind == "num" else f"int({code})"
+                conv = "d" if conv == "i" else conv
+            elif conv in "eEfgG":
+                code = self.numx(a)[0]
+            else:
+                code = self.strx(a)
+            align = "<" if "-" in flags else ">" if conv == "s" and width else ""
+            flags = flags.replace("-", "").replace("0", "") if "-" in flags else flags
+            spec = align + flags + width + (prec or "") + (conv if conv != "s" else "")
+            out.append((f"format({code}, {py_str(spec, chr(39))})" if spec else code, "str"))
+        out.append((fmt[pos:], "lit"))
+        return self.fstring([(c, k) for c, k in out if c or k != "lit"])
 
     def handle(self, e: E) -> str:
         if e.k == "word":
@@ -265,6 +309,9 @@ class Builtins(Core):
             subject = self.strx(target) if target is not None else self.topic()
             self.use("re")
             code = f"re.search({pattern}, {subject})"
+            if re.search(r"(?<!\\)\((?!\?)", str(tok.get("m"))) and not negate:
+                self.func.captures = True  # $1 ... read it: the match object is _m
+                return f"(_m := {code}) is not None", "bool"
             return (f"not {code}" if negate else f"{code} is not None"), "bool"
         raise Unsupported(f"{tok.text.split('/')[0] or 'm'}/// inside an expression")
 
@@ -415,8 +462,10 @@ class Builtins(Core):
             if e.a[0] == "localtime":
                 return self.localtime(list(e.a[1]), scalar=False)[0]
             return self.builtin(e, scalar=False)[0]
-        if k == "func" and e.a[0] in ("sort", "reverse"):
-            raise Unsupported(f"{e.a[0]} without a block")
+        if k == "func" and e.a[0] == "reverse":
+            return f"{self.list_of(list(e.a[1]))}[::-1]"
+        if k == "func" and e.a[0] == "sort":
+            raise Unsupported("sort (Perl sorts by bytes)")
         if k == "bin" and e.a[0] == "..":
             return self.range_(e.a[1], e.a[2])
         if k == "blockop":
@@ -465,9 +514,11 @@ class Builtins(Core):
             if len(a) == len(b) == 1 and (a + b).isalnum() and a <= b:
                 letters = "".join(chr(c) for c in range(ord(a), ord(b) + 1))
                 return f"[*{py_str(letters, self.quote)}]"
-        a, _ = self.numx(lo)
-        b, _ = self.numx(hi)
-        return f"range(int({a}), int({b}) + 1)"
+        a, ka = self.numx(lo)
+        b, kb = self.numx(hi)
+        a = a if ka == "num" else f"int({a})"
+        b = b if kb == "num" else f"int({b})"
+        return f"range({a}, {b} + 1)"
 
     def blockop(self, e: E) -> str:
         """``map { EXPR } LIST``, ``grep { EXPR } LIST``, ``sort { $a <=> $b } LIST``."""

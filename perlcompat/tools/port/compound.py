@@ -112,7 +112,7 @@ class Compound(Core):
     def foreach(self, kids: list[Node]) -> None:
         rest = kids[1:]
         if rest and rest[0].cls == "Structure::For":
-            raise Unsupported("a C-style for loop")
+            return self.c_for(rest[0], rest[1])
         decl = False
         if rest and rest[0].cls == "Token::Word" and rest[0].text in ("my", "our"):
             decl = True
@@ -156,6 +156,24 @@ class Compound(Core):
         self.emit(f"for {py} in {lst}:")
         self.indent += 1
         self.block(block.kids)
+        self.indent -= 1
+
+    def c_for(self, head: Node, block: Node) -> None:
+        """``for (INIT; COND; STEP) {...}`` -> INIT, ``while COND:``, the body, STEP."""
+        parts = [k for k in head.kids if k.is_("Statement")]
+        if len(parts) not in (2, 3) or any(
+            t.cls == "Token::Word" and t.text in ("next", "last", "redo") for t in block.tokens()
+        ):
+            raise Unsupported("a C-style for loop with next/last (its step would be skipped)")
+        init, cond = (parse(p.significant(), self.subs) for p in parts[:2])
+        step = parse(parts[2].significant(), self.subs) if len(parts) == 3 else None
+        if init is not None:
+            self.expr_statement(init)
+        self.emit(f"while {self.bx(cond) if cond is not None else 'True'}:")
+        self.indent += 1
+        self.block(block.kids)
+        if step is not None:
+            self.expr_statement(step)
         self.indent -= 1
 
     def writes(self, block: Node, key: str) -> bool:

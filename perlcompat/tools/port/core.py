@@ -24,6 +24,7 @@ class Func:
         self.pre: list[str] = []  # comment lines before its ``def``
         self.is_def = False
         self.args_list = False  # it changes @_: ``args = PerlList(args)`` first
+        self.captures = False  # it matched a regex with groups into ``_m`` ($1 reads it)
 
 
 class Core:
@@ -54,9 +55,12 @@ class Core:
     aliases: list[tuple[str, str, str]]
     exit_subs: set[str]
     scalar_names: set[str]
+    users: dict[str, set[str]]
     library: bool
 
     if TYPE_CHECKING:
+
+        def expr_statement(self, e: E) -> None: ...
 
         def assigned(self, py: str) -> None: ...
         def bareword(self, word: str) -> tuple[str, str]: ...

@@ -70,6 +70,18 @@ def py_str(text: str, quote: str = '"') -> str:
     return quote + "".join(out) + quote
 
 
+def _literal(code: str, kind: str) -> tuple[str, str]:
+    """A plain string literal among f-string parts is literal text."""
+    if kind == "str" and code[:1] in "\"'":
+        try:
+            value = ast.literal_eval(code)
+        except (ValueError, SyntaxError):
+            return code, kind
+        if isinstance(value, str):
+            return value, "lit"
+    return code, kind
+
+
 def merge_kinds(kinds: list[str]) -> str:
     """The kind of a value that may be any of *kinds*."""
     got = set(kinds) - {"undef"}
@@ -151,6 +163,8 @@ class Exprs(Core):
             return f"filetest({py_str(str(e.a[0]))}, {arg})", self.use("filetest", kind)
         if k == "readline":
             return self.readline_(str(e.a[0]), scalar=True)
+        if k == "lastidx":
+            return f"len({self.var('@', str(e.a[0]))[0]}) - 1", "num"
         if k == "lslice":
             base, idx = e.a
             lst = self.lx(base)
@@ -190,7 +204,9 @@ class Exprs(Core):
             if name == "_":
                 return self.topic(), "any"
             if name.isdigit():
-                raise Unsupported(f"${name} (a capture group outside s///)")
+                if not self.func.captures:
+                    raise Unsupported(f"${name} with no match before it in this sub")
+                return f"(_m[{name}] or {self.use('undef')})", "str"
             if not re.fullmatch(r"\w+(?:(?:::|')\w+)*", name):
                 raise Unsupported(f"the special variable ${name}")
             return self.name("$", name), self.kind_of("$" + name)
@@ -210,6 +226,8 @@ class Exprs(Core):
         name = str(e.a[0])
         idx = e.a[1]
         base = "args" if name == "_" else self.name("@", name)
+        if name in ("ARGV", "INC"):
+            raise Unsupported(f"@{name}")
         if idx is None:
             raise Unsupported("an empty subscript")
         code, kind = self.sx(idx)
@@ -416,6 +434,7 @@ class Exprs(Core):
     def fstring(self, parts: list[tuple[str, str]]) -> str:
         """An f-string (or plain literal) of *parts*."""
         q = self.quote
+        parts = [_literal(code, kind) for code, kind in parts]
         if all(kind == "lit" for _, kind in parts):
             return py_str("".join(code for code, _ in parts), q)
         if len(parts) == 1 and parts[0][1] == "str":

@@ -49,6 +49,7 @@ class Translator(Exprs, Builtins, Compound):
         self.globals_used: dict[str, str] = {}
         self.aliases: list[tuple[str, str, str]] = []
         self.exit_subs: set[str] = set()
+        self.users: dict[str, set[str]] = {}  # "$name" -> the subs ("<main>") that use it
         self.scan(script.root)
         self.scalar_names = {py_var(n) for s, n in self.symbols if s == "$"}
 
@@ -60,6 +61,11 @@ class Translator(Exprs, Builtins, Compound):
                 sym = tok.sym
                 if sym[:1] in "$@%" and sym[1:].replace("::", "").replace("'", "").isidentifier():
                     self.symbols.add((sym[0], sym[1:]))
+        for kid in node.kids:
+            scope = str(kid.get("name")) if kid.cls == "Statement::Sub" else "<main>"
+            for tok in kid.tokens():
+                if tok.cls in ("Token::Symbol", "Token::Magic"):
+                    self.users.setdefault(tok.sym, set()).add(scope)
         for kid in node.kids:
             if kid.cls == "Statement::Sub" and kid.get("name"):
                 self.subs.add(str(kid.get("name")))
@@ -266,6 +272,10 @@ class Translator(Exprs, Builtins, Compound):
                 for line in self.substitute(e.a[1], tok):
                     self.emit(line)
                 return
+        if k == "bin" and e.a[0] == "=~" and e.a[2].k == "re" and e.a[2].a[0].cls.endswith("Match"):
+            code, _ = self.match(e.a[1], e.a[2].a[0], negate=False)
+            self.emit(code.replace(" is not None", "")[1:-1] if code.startswith("(_m :=") else code)
+            return
         if k in ("post", "pre") and e.a[0] in ("++", "--"):
             return self.increment(e.a[1], str(e.a[0]))
         if k == "func" and e.a[0] == "return":
@@ -402,7 +412,7 @@ class Translator(Exprs, Builtins, Compound):
         kind = str(e.a[0])
         target: E = e.a[1]
         if kind == "local":
-            raise Unsupported("local (dynamic scope)")
+            self.private_local(target)
         targets = (
             [target]
             if target.k == "var"
@@ -418,6 +428,18 @@ class Translator(Exprs, Builtins, Compound):
             py = self.declare(t)
             self.emit(f"{py} = {self.fresh(str(t.a[0]))}")
 
+    def private_local(self, target: E) -> None:
+        """``local`` of variables no other sub reads is ``my``; else dynamic scope: refuse."""
+        items = [target] if target.k == "var" else []
+        if target.k == "paren" and target.a[0] is not None:
+            inner = target.a[0]
+            items = list(inner.a) if inner.k == "comma" else [inner]
+        if self.in_sub is None or not items:
+            raise Unsupported("local (dynamic scope)")
+        for item in items:
+            if item.k != "var" or self.users.get(item.a[0] + item.a[1], set()) != {self.in_sub}:
+                raise Unsupported("local of a variable other subs see (dynamic scope)")
+
     def fresh(self, sigil: str) -> str:
         if sigil == "@":
             return f"{self.use('PerlList')}()"
@@ -430,8 +452,13 @@ class Translator(Exprs, Builtins, Compound):
         left: E = e.a[1]
         right: E = e.a[2]
         if left.k == "decl" and left.a[0] == "local":
-            raise Unsupported("local (dynamic scope)")
+            self.private_local(left.a[1])
+            left = E("decl", "my", left.a[1], node=left.node)
         target_e = left.a[1] if left.k == "decl" else left
+        inner = target_e.a[0] if target_e.k == "paren" else None
+        if inner is not None and inner.k == "var" and inner.a[0] == "@":
+            target_e = inner  # my (@x) = LIST: the array takes it all
+            left = E("decl", left.a[0], target_e) if left.k == "decl" else target_e
         if target_e.k == "paren":
             if op != "=":
                 raise Unsupported("an operator assignment to a list")

@@ -149,6 +149,16 @@ class Parser:
                 right = self.parse(5)
                 left = E("assign", op, left, right, node=tok)
                 continue
+            if tok.cls.startswith("Token::Number") and op[:1] in "-+" and len(op) > 1:
+                # `time-24`: PPI reads "-24" as one number; here it is a minus and 24
+                if min_prec > BINARY["-"]:
+                    return left
+                number = Node({"c": tok.cls, "l": tok.line, "t": op[1:]}, str)
+                self.toks[self.i : self.i + 1] = [
+                    Node({"c": "Token::Operator", "l": tok.line, "t": op[0]}, str),
+                    number,
+                ]
+                continue
             if tok.cls not in ("Token::Operator", "Token::Word") or op not in BINARY:
                 return left
             prec = BINARY[op]
@@ -274,7 +284,7 @@ class Parser:
             if tok.text == "\\":
                 return E("pre", "\\", self.parse(UNARY_PREC), node=tok)
             raise Unsupported(f"a dereference ({tok.text}{{...}})")
-        if cls == "Structure::List":
+        if cls in ("Structure::List", "Structure::Condition"):
             return E("paren", self.sub(expression_tokens(tok)), node=tok)
         if cls == "Structure::Block":
             return E("block", tok, node=tok)
