@@ -67,7 +67,7 @@ class Builtins(Core):
         if name in ("pop", "shift"):
             if not args:
                 if not self.in_sub:
-                    raise Unsupported(f"{name} of @ARGV")
+                    return f"{self.use(name, name)}({self.var('@', 'ARGV')[0]})", "any"
                 self.args_list = True
                 return f"{self.use(name, name)}(args)", "any"
             return f"{self.use(name, name)}({self.sx(args[0])[0]})", self.elem_kind(
@@ -183,7 +183,12 @@ class Builtins(Core):
             elif conv in "eEfgG":
                 code = self.numx(a)[0]
             else:
-                code = self.strx(a)
+                code, kind = self.sx(a)
+                if not (width or prec):
+                    self.as_str(code, kind)  # (refuses a float, a bool)
+                    out.append((code, kind))
+                    continue
+                code = self.as_str(code, kind)
             align = "<" if "-" in flags else ">" if conv == "s" and width else ""
             flags = flags.replace("-", "").replace("0", "") if "-" in flags else flags
             spec = align + flags + width + (prec or "") + (conv if conv != "s" else "")
@@ -508,7 +513,8 @@ class Builtins(Core):
 
     def range_(self, lo: E, hi: E) -> str:
         if lo.k == "num" and hi.k == "num":
-            return f"range({lo.a[0]}, {int(str(hi.a[0])) + 1})"
+            start = "" if lo.a[0] == "0" else f"{lo.a[0]}, "
+            return f"range({start}{int(str(hi.a[0])) + 1})"
         if lo.k == "str" and hi.k == "str" and not lo.a[1] and not hi.a[1]:
             a, b = str(lo.a[0].get("s")), str(hi.a[0].get("s"))
             if len(a) == len(b) == 1 and (a + b).isalnum() and a <= b:
@@ -516,6 +522,8 @@ class Builtins(Core):
                 return f"[*{py_str(letters, self.quote)}]"
         a, ka = self.numx(lo)
         b, kb = self.numx(hi)
+        if a == "0":
+            return f"range({b if kb == 'num' else f'int({b})'} + 1)"
         a = a if ka == "num" else f"int({a})"
         b = b if kb == "num" else f"int({b})"
         return f"range({a}, {b} + 1)"

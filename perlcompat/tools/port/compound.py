@@ -173,6 +173,8 @@ class Compound(Core):
         self.indent += 1
         self.block(block.kids)
         if step is not None:
+            if self.func.lines[-1].strip() == "pass":
+                del self.func.lines[-1]
             self.expr_statement(step)
         self.indent -= 1
 

@@ -24,6 +24,7 @@ class Func:
         self.pre: list[str] = []  # comment lines before its ``def``
         self.is_def = False
         self.args_list = False  # it changes @_: ``args = PerlList(args)`` first
+        self.read_globals: set[str] = set()  # the globals it names (a later my must differ)
         self.captures = False  # it matched a regex with groups into ``_m`` ($1 reads it)
 
 
@@ -56,11 +57,14 @@ class Core:
     exit_subs: set[str]
     scalar_names: set[str]
     users: dict[str, set[str]]
+    calls: dict[str, set[str]]
     library: bool
 
     if TYPE_CHECKING:
 
         def expr_statement(self, e: E) -> None: ...
+        def var(self, sigil: str, name: str) -> tuple[str, str]: ...
+        def as_str(self, code: str, kind: str) -> str: ...
 
         def assigned(self, py: str) -> None: ...
         def bareword(self, word: str) -> tuple[str, str]: ...

@@ -200,6 +200,7 @@ class Exprs(Core):
                 return code, kind
             if name == "@":
                 self.eval_error_used = True
+                self.globals_used["EVAL_ERROR"] = "@"
                 return "EVAL_ERROR", "str"
             if name == "_":
                 return self.topic(), "any"
@@ -213,8 +214,12 @@ class Exprs(Core):
         if sigil == "@":
             if name == "_":
                 return "args", "list"
-            if name in ("ARGV", "INC"):
-                raise Unsupported(f"@{name}")
+            if name == "ARGV":  # a CGI's arguments: an ISINDEX query's words, as Perl's
+                self.use("sys")
+                self.globals_used["ARGV"] = "ARGV"
+                return "ARGV", "list"
+            if name == "INC":
+                raise Unsupported("@INC")
             return self.name("@", name), "list"
         if sigil == "%":
             if name == "ENV":
@@ -226,8 +231,10 @@ class Exprs(Core):
         name = str(e.a[0])
         idx = e.a[1]
         base = "args" if name == "_" else self.name("@", name)
-        if name in ("ARGV", "INC"):
-            raise Unsupported(f"@{name}")
+        if name == "ARGV":
+            base = self.var("@", "ARGV")[0]
+        if name == "INC":
+            raise Unsupported("@INC")
         if idx is None:
             raise Unsupported("an empty subscript")
         code, kind = self.sx(idx)
@@ -305,6 +312,8 @@ class Exprs(Core):
         code, kind = self.sx(e)
         if kind in ("num", "float", "undef"):
             return code, kind if kind != "undef" else "num"
+        if kind == "numvalue":  # already a number (num() of something): int or float
+            return code, "any_num"
         if kind == "bool":
             return f"int({code})", "num"
         self.use("num")
@@ -350,8 +359,10 @@ class Exprs(Core):
                 kind = "num"
             if kind == "numany":
                 kind = "num" if op != "%" and "any_num" not in (ka, kb) else "numvalue"
-            if op == "%" and kind != "num":
-                raise Unsupported("% of a value that may not be an integer (Perl's % is integer)")
+            if op == "%" and kind != "num":  # Perl's % takes the integer parts
+                a = a if ka == "num" else f"int({a})"
+                b = b if kb == "num" else f"int({b})"
+                return f"{par(a)} % {par(b)}", "num"
             return f"{par(a)} {op} {par(b)}", "num" if kind in ("num",) else "numvalue"
         if op == "/":
             raise Unsupported("division: Perl prints 4/2 as 2, Python as 2.0")
@@ -409,7 +420,11 @@ class Exprs(Core):
             raise Unsupported(f"{op} of an element inside an expression")
         name, kind = self.var("$", str(target.a[1]))
         if post:
-            raise Unsupported(f"{op} after a variable inside an expression")
+            if kind != "num":
+                raise Unsupported(f"{op} after a variable that may hold a string, in an expression")
+            self.assigned(name)
+            back = "-" if op == "++" else "+"
+            return f"(({name} := {name} {op[0]} 1) {back} 1)", "num"
         self.assigned(name)
         if kind == "num":
             return f"({name} := {name} {op[0]} 1)", "num"

@@ -63,4 +63,6 @@ def py_var(name: str, suffix: str = "") -> str:
     if not out.isidentifier():
         out = "v_" + "".join(c if c.isalnum() else "_" for c in out)
     out += suffix
-    return out + "_" if out in RESERVED else out
+    while out in RESERVED:
+        out += "_"
+    return out

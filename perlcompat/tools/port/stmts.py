@@ -50,6 +50,7 @@ class Translator(Exprs, Builtins, Compound):
         self.aliases: list[tuple[str, str, str]] = []
         self.exit_subs: set[str] = set()
         self.users: dict[str, set[str]] = {}  # "$name" -> the subs ("<main>") that use it
+        self.calls: dict[str, set[str]] = {}  # sub ("<main>") -> the words it names (calls)
         self.scan(script.root)
         self.scalar_names = {py_var(n) for s, n in self.symbols if s == "$"}
 
@@ -66,6 +67,10 @@ class Translator(Exprs, Builtins, Compound):
             for tok in kid.tokens():
                 if tok.cls in ("Token::Symbol", "Token::Magic"):
                     self.users.setdefault(tok.sym, set()).add(scope)
+                    if tok.text.startswith("&"):
+                        self.calls.setdefault(scope, set()).add(tok.text[1:])
+                elif tok.cls == "Token::Word":
+                    self.calls.setdefault(scope, set()).add(tok.text)
         for kid in node.kids:
             if kid.cls == "Statement::Sub" and kid.get("name"):
                 self.subs.add(str(kid.get("name")))
@@ -94,6 +99,7 @@ class Translator(Exprs, Builtins, Compound):
             taken = ("$", name) in self.symbols or ("@", name) in self.symbols
             py = py_var(name, "_hash" if taken else "")
         self.globals_used[py] = sigil
+        self.func.read_globals.add(py)
         return py
 
     def kind_of(self, key: str) -> str:
@@ -114,10 +120,16 @@ class Translator(Exprs, Builtins, Compound):
             raise Unsupported("$_ outside a loop")
         return self.topics[-1]
 
+    def def_name(self, name: str) -> str:
+        """The Python name of sub *name*: never one of the script's variables' names."""
+        py = py_var(name)
+        taken = {py_var(n) for _, n in self.symbols} | set(self.handles)
+        return py_var(name, "_sub") if py in taken else py
+
     def sub_name(self, name: str) -> str:
         if name not in self.subs:
             raise Unsupported(f"&{name}, a sub this script does not define")
-        return py_var(name)
+        return self.def_name(name)
 
     def emit(self, line: str) -> None:
         self.func.lines.append("    " * self.indent + line)
@@ -198,8 +210,10 @@ class Translator(Exprs, Builtins, Compound):
         cls = node.cls
         if cls == "Statement::Null":
             return
-        if cls == "Statement::Sub":
-            raise Unsupported("a sub inside a block")
+        if cls == "Statement::Sub":  # Perl defines it for the whole script, where it stands
+            self.sub_def(node)
+            self.emit(f"# sub {node.get('name')}: defined at module level (Perl subs are global)")
+            return
         if cls == "Statement::Compound":
             return self.compound(node)
         if cls == "Statement::Include":
@@ -401,9 +415,13 @@ class Translator(Exprs, Builtins, Compound):
         if e.k != "var":
             raise Unsupported("my/local of this form")
         sigil, name = str(e.a[0]), str(e.a[1])
-        if self.in_sub is None:
-            return self.name(sigil, name)
+        if self.in_sub is None:  # a file-scope my: the subs below see it, a global here
+            py = self.name(sigil, name)
+            self.assigned(py)
+            return py
         py = py_var(name, {"$": "", "@": "_list", "%": "_hash"}[sigil] if sigil != "$" else "")
+        if sigil + name not in self.func.locals and py in self.func.read_globals:
+            py += "_my"  # the global of that name is read in this sub too (before the my)
         self.func.locals[sigil + name] = py
         return py
 
@@ -436,9 +454,21 @@ class Translator(Exprs, Builtins, Compound):
             items = list(inner.a) if inner.k == "comma" else [inner]
         if self.in_sub is None or not items:
             raise Unsupported("local (dynamic scope)")
+        reach = self.reachable(self.in_sub)
         for item in items:
-            if item.k != "var" or self.users.get(item.a[0] + item.a[1], set()) != {self.in_sub}:
-                raise Unsupported("local of a variable other subs see (dynamic scope)")
+            if item.k != "var" or self.users.get(item.a[0] + item.a[1], set()) & reach:
+                raise Unsupported("local of a variable a sub it calls reads (dynamic scope)")
+
+    def reachable(self, sub: str) -> set[str]:
+        """The subs *sub* calls, directly or not (itself only if it recurses)."""
+        seen: set[str] = set()
+        todo = list(self.calls.get(sub, ()))
+        while todo:
+            name = todo.pop()
+            if name not in seen:
+                seen.add(name)
+                todo.extend(self.calls.get(name, ()))
+        return seen
 
     def fresh(self, sigil: str) -> str:
         if sigil == "@":
@@ -562,13 +592,13 @@ class Translator(Exprs, Builtins, Compound):
                 names.append("_")
                 continue
             names.append(self.declare(t) if decl is not None else self.lvalue(t))
-            self.record_kind(t, "str" if right.k == "func" and right.a[0] == "split" else "any")
+            func = right.a[0] if right.k == "func" else ""
+            self.record_kind(t, {"split": "str", "localtime": "num"}.get(func, "any"))
         n = len(names)
         if right.k == "func" and right.a[0] == "split":
             value = self.split(list(right.a[1]), fields=n)
-        elif right.k == "func" and right.a[0] == "localtime":
-            value = self.localtime(list(right.a[1]), scalar=False)[0]
-            value = f"[*{value}, *[{self.use('undef')}] * {n}][:{n}]"
+        elif right.k == "func" and right.a[0] == "localtime" and n <= 9:
+            value = self.localtime(list(right.a[1]), scalar=False)[0] + f"[:{n}]"
         else:
             value = f"[*{self.lx(right)}, *[{self.use('undef')}] * {n}][:{n}]"
         if n == 1:

@@ -8,13 +8,16 @@ variables' kinds are settled by translating again until they stop changing.
 
 from __future__ import annotations
 
+import ast
+import io
 import os
 import re
+import tokenize
 
 from ..audit.model import Program
 from ..audit.run import audit
 from ..audit.suggest import lock_call
-from .exprs import merge_kinds
+from .exprs import merge_kinds, par
 from .names import MODULES, PENDING, PENDING_NEEDS, PERLCOMPAT, URLLIB, py_var
 from .ppi import parse_file
 from .stmts import Translator
@@ -137,6 +140,79 @@ def _assigns(lines: list[str], name: str) -> bool:
     return any(pattern.search(_strip_comment(line)) for line in lines)
 
 
+def _rename_unused(lines: list[str]) -> list[str]:
+    """A function's locals that are set but never read get a ``_`` (as ruff asks of them)."""
+    text = "\n".join(lines) + "\n"
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return lines
+    func = tree.body[0] if tree.body and isinstance(tree.body[0], ast.FunctionDef) else None
+    if func is None:
+        return lines
+    stored: set[str] = set()
+    loaded: set[str] = set()
+    declared: set[str] = set()
+    for node in ast.walk(func):
+        if isinstance(node, ast.Global):
+            declared.update(node.names)
+        elif isinstance(node, ast.Name):
+            (loaded if isinstance(node.ctx, ast.Load) else stored).add(node.id)
+    unused = {n for n in stored - loaded - declared if not n.startswith("_")}
+    if not unused:
+        return lines
+    out = [list(line) for line in lines]
+    edits = []
+    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+        if tok.type == tokenize.NAME and tok.string in unused:
+            edits.append(tok.start)
+    for row, col in sorted(edits, reverse=True):
+        name = text.splitlines()[row - 1][col:].split("(")[0]
+        word = re.match(r"\w+", name)
+        stem = word.group(0) if word else ""
+        out[row - 1][col : col + len(stem)] = list("_" + stem.rstrip("_"))
+    return ["".join(chars) for chars in out]
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" "))
+
+
+def _merge_ifs(lines: list[str]) -> list[str]:
+    """``if A:`` whose whole body is ``if B:`` (no else either side): ``if (A) and (B):``."""
+    out = list(lines)
+    i = 0
+    while i < len(out) - 1:
+        head = out[i]
+        ind = _indent(head)
+        code = _strip_comment(head).rstrip()
+        inner = out[i + 1]
+        inner_code = _strip_comment(inner).rstrip()
+        m1 = re.fullmatch(r" *(if|elif) (.+):", code)
+        m2 = re.fullmatch(r" *if (.+):", inner_code)
+        if not (m1 and m2 and _indent(inner) == ind + 4 and code == head.rstrip()):
+            i += 1
+            continue
+        end = i + 2
+        while end < len(out) and (not out[end].strip() or _indent(out[end]) > ind + 4):
+            end += 1
+        rest = out[end] if end < len(out) else ""
+        after = rest.strip()
+        if _indent(rest) == ind + 4 or (
+            _indent(rest) == ind and after.startswith(("else", "elif"))
+        ):
+            i += 1
+            continue
+        body = out[i + 2 : end]
+        if any(_indent(b) == ind + 4 for b in body if b.strip()):
+            i += 1
+            continue
+        merged = " " * ind + f"{m1.group(1)} {par(m1.group(2))} and {par(m2.group(1))}:"
+        merged += inner[len(inner_code) :]
+        out[i:end] = [merged, *[b[4:] if b.strip() else b for b in body]]
+    return out
+
+
 def _import_key(name: str) -> tuple[int, str]:
     """isort's order by type: CONSTANTS, Classes, functions."""
     if name.upper() == name:
@@ -229,6 +305,9 @@ def assemble(t: Translator, header: list[str], library: bool) -> str:
         words |= _code_words(func.lines)
     if not library:
         words |= {"undef", "PerlList", "PerlHash"} & set(t.imports)
+        if "ARGV" in t.globals_used:
+            t.imports |= {"PerlList", "sys"}
+            words |= {"PerlList", "sys"}
     imports = {n for n in t.imports if n in words or (n in PENDING and "inc" in words)}
     pending = sorted(n for n in imports if n in PENDING)
     for name in pending:
@@ -260,6 +339,8 @@ def assemble(t: Translator, header: list[str], library: bool) -> str:
             )
             if py == "EVAL_ERROR":
                 init = '""'
+            if py == "ARGV":
+                init = "PerlList(sys.argv[1:])"
             out.append(f"{py} = {init}")
         if t.globals_used:
             out += ["", ""]
@@ -270,19 +351,20 @@ def assemble(t: Translator, header: list[str], library: bool) -> str:
         out.append("def main():")
         if t.func.globals:
             out.append("    global " + ", ".join(sorted(t.func.globals)))
-        body = t.func.lines
+        body = _merge_ifs(t.func.lines)
         out += body if any(not b.strip().startswith("#") for b in body) else [*body, "    pass"]
         out += ["", ""]
     for func in t.defs:
         out += func.pre
-        if func.is_def:
-            out.append(f"def {py_var(func.name)}(*args):")
-            if func.args_list:
-                out.append("    args = PerlList(args)")
-            if func.globals:
-                out.append("    global " + ", ".join(sorted(func.globals)))
-        out += func.lines
-        out += ["", ""]
+        if not func.is_def:
+            out += [*func.lines, "", ""]
+            continue
+        body = [f"def {t.def_name(func.name)}(*args):"]
+        if func.args_list:
+            body.append("    args = PerlList(args)")
+        if func.globals:
+            body.append("    global " + ", ".join(sorted(func.globals)))
+        out += [*_rename_unused(body + _merge_ifs(func.lines)), "", ""]
     if not library:
         out.append("main()")
     text = "\n".join(out).rstrip("\n") + "\n"
