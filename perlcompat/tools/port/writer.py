@@ -186,14 +186,19 @@ def _merge_ifs(lines: list[str]) -> list[str]:
         head = out[i]
         ind = _indent(head)
         code = _strip_comment(head).rstrip()
-        inner = out[i + 1]
+        notes = 0  # comment lines between the two ifs go above the merged one
+        while i + 1 + notes < len(out) and out[i + 1 + notes].strip().startswith("#"):
+            notes += 1
+        if i + 1 + notes >= len(out):
+            break
+        inner = out[i + 1 + notes]
         inner_code = _strip_comment(inner).rstrip()
         m1 = re.fullmatch(r" *(if|elif) (.+):", code)
         m2 = re.fullmatch(r" *if (.+):", inner_code)
         if not (m1 and m2 and _indent(inner) == ind + 4 and code == head.rstrip()):
             i += 1
             continue
-        end = i + 2
+        end = i + 2 + notes
         while end < len(out) and (not out[end].strip() or _indent(out[end]) > ind + 4):
             end += 1
         rest = out[end] if end < len(out) else ""
@@ -203,13 +208,15 @@ def _merge_ifs(lines: list[str]) -> list[str]:
         ):
             i += 1
             continue
-        body = out[i + 2 : end]
+        body = out[i + 2 + notes : end]
         if any(_indent(b) == ind + 4 for b in body if b.strip()):
             i += 1
             continue
         merged = " " * ind + f"{m1.group(1)} {par(m1.group(2))} and {par(m2.group(1))}:"
         merged += inner[len(inner_code) :]
-        out[i:end] = [merged, *[b[4:] if b.strip() else b for b in body]]
+        moved = [" " * ind + n.strip() for n in out[i + 1 : i + 1 + notes]]
+        out[i:end] = [*moved, merged, *[b[4:] if b.strip() else b for b in body]]
+        i += notes
     return out
 
 
