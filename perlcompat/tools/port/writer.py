@@ -195,11 +195,15 @@ def _merge_ifs(lines: list[str]) -> list[str]:
         inner_code = _strip_comment(inner).rstrip()
         m1 = re.fullmatch(r" *(if|elif) (.+):", code)
         m2 = re.fullmatch(r" *if (.+):", inner_code)
-        if not (m1 and m2 and _indent(inner) == ind + 4 and code == head.rstrip()):
+        if not (m1 and m2 and _indent(inner) == ind + 4):
             i += 1
             continue
         end = i + 2 + notes
-        while end < len(out) and (not out[end].strip() or _indent(out[end]) > ind + 4):
+        while end < len(out) and (
+            not out[end].strip()
+            or _indent(out[end]) > ind + 4
+            or (out[end].strip().startswith("#") and _indent(out[end]) == ind + 4)
+        ):
             end += 1
         rest = out[end] if end < len(out) else ""
         after = rest.strip()
@@ -209,11 +213,12 @@ def _merge_ifs(lines: list[str]) -> list[str]:
             i += 1
             continue
         body = out[i + 2 + notes : end]
-        if any(_indent(b) == ind + 4 for b in body if b.strip()):
+        if any(_indent(b) == ind + 4 for b in body if b.strip() and not b.strip().startswith("#")):
             i += 1
             continue
         merged = " " * ind + f"{m1.group(1)} {par(m1.group(2))} and {par(m2.group(1))}:"
-        merged += inner[len(inner_code) :]
+        notes_here = [c.strip() for c in (head[len(code) :], inner[len(inner_code) :]) if c.strip()]
+        merged += "".join("  " + c for c in notes_here)
         moved = [" " * ind + n.strip() for n in out[i + 1 : i + 1 + notes]]
         out[i:end] = [*moved, merged, *[b[4:] if b.strip() else b for b in body]]
         i += notes
