@@ -277,9 +277,13 @@ class Builtins(Core):
             extra += f", fields={fields}"
         return f"{self.use('split')}({pattern}, {target}{extra})"
 
-    def pattern(self, perl: str, interp: bool) -> str:
-        """A Perl regex as a Python pattern literal (raw; ``(?a)`` for \\w \\d \\s \\b)."""
-        if COUNTING.search(perl):
+    def pattern(self, perl: str, interp: bool, counting_ok: bool = False) -> str:
+        """A Perl regex as a Python pattern literal (raw; ``(?a)`` for \\w \\d \\s \\b).
+
+        *counting_ok*: ``s/\\W//g`` and the like, where removing each byte of a character
+        (Perl) or the character (Python) leaves the same string.
+        """
+        if COUNTING.search(perl) and not counting_ok:
             raise Unsupported("a regex that counts characters (Perl counts bytes)")
         if re.search(r"\\[zZGQEulULpPXKRhHvVN]|\(\?[<!=]*[^:)]|\$\)|\(\?\{", perl):
             raise Unsupported("a regex feature Python spells otherwise")
@@ -341,7 +345,8 @@ class Builtins(Core):
             ]
         if set(flags) - {"g", "i"}:
             raise Unsupported(f"s/// with /{flags}")
-        pattern = self.pattern(match, interp=True)
+        whole = re.fullmatch(r"\\[WSD]|\.|\[\^[^\]]*\]", match) and not repl and "g" in flags
+        pattern = self.pattern(match, interp=True, counting_ok=bool(whole))
         if "i" in flags:
             pattern = pattern.replace(pattern[-1], "(?ai)", 1) if False else pattern
             raise Unsupported("s///i")

@@ -212,7 +212,9 @@ class Compound(Core):
         n = self.count(node)
         if name in self.lock_calls:
             self.total += n
-            call = self.lock_calls[name] or f"{self.use('unlock')}(NAME)"
+            call, _, give_up = self.lock_calls[name].partition(" or FAIL:")
+            if give_up:
+                call += f" (when it gives up: line {give_up}'s call)"
             func = Func(name)
             func.pre = [
                 *comments,

@@ -325,6 +325,11 @@ class Exprs(Core):
             return self.sx(e)[0] if e.a[0] == "%" else self.var("@", str(e.a[1]))[0]
         if e.k == "paren" and e.a[0] is not None:
             return self.bx(e.a[0])
+        if e.k == "bin" and e.a[0] in ("&&", "||", "and", "or"):  # only the truth matters
+            py = "and" if e.a[0] in ("&&", "and") else "or"
+            return f"{par(self.bx(e.a[1]))} {py} {par(self.bx(e.a[2]))}"
+        if e.k == "pre" and e.a[0] == "!":
+            return f"not {par(self.bx(e.a[1]))}"
         code, kind = self.sx(e)
         if kind in ("num", "bool", "fh", "float"):
             return code

@@ -64,7 +64,10 @@ class Translator(Exprs, Builtins, Compound):
                     self.symbols.add((sym[0], sym[1:]))
         for kid in node.kids:
             scope = str(kid.get("name")) if kid.cls == "Statement::Sub" else "<main>"
+            own = set(kid.kids[:2]) if kid.cls == "Statement::Sub" else set()
             for tok in kid.tokens():
+                if tok in own:  # `sub NAME`: not a call of itself
+                    continue
                 if tok.cls in ("Token::Symbol", "Token::Magic"):
                     self.users.setdefault(tok.sym, set()).add(scope)
                     if tok.text.startswith("&"):
@@ -189,12 +192,14 @@ class Translator(Exprs, Builtins, Compound):
                 self.func.lines.insert(
                     mark, "    " * saved_indent + f"# {self.script.encoding}: {perl}"
                 )
-        except Unsupported as exc:
+        except (Unsupported, RecursionError, LookupError, ValueError, TypeError) as exc:
+            # (a construct the translator misreads is left to a person, never a crash)
+            reason = str(exc) if isinstance(exc, Unsupported) else f"not understood: {exc!r}"
             del self.func.lines[mark:]
             self.indent = saved_indent
             self.total, self.done, self.port_lines = before
             self.total += self.count(node)
-            self.port(node, str(exc))
+            self.port(node, reason)
 
     def port(self, node: Node, reason: str) -> None:
         first, last = node.first_line(), node.last_line()
@@ -218,6 +223,9 @@ class Translator(Exprs, Builtins, Compound):
             return self.compound(node)
         if cls == "Statement::Include":
             return self.include(node)
+        if cls == "Statement::End":
+            self.emit("# __END__: the rest of the script is not code")
+            return
         if cls in ("Statement::End", "Statement::Data"):
             raise Unsupported("__END__ / __DATA__")
         if cls == "Statement::Package":
@@ -660,11 +668,28 @@ class Translator(Exprs, Builtins, Compound):
 
     def lock_call(self, e: E) -> str:
         args = list(e.a[1] or [])
-        template = self.lock_calls[str(e.a[0])]
+        template, _, give_up = self.lock_calls[str(e.a[0])].partition(" or FAIL:")
+        if give_up:  # the sub's own way out when its tries run out (&error): the port's too
+            template += " or " + self.give_up(int(give_up))
+        self.use(template.split("(")[0])
+        if "(NAME" not in template:  # a sub that locks a global: called without arguments
+            if args:
+                raise Unsupported("a lock sub on a global, called with arguments")
+            return template
         if len(args) != 1:
             raise Unsupported("a lock sub called without its one path")
-        self.use(template.split("(")[0])
         return template.replace("NAME", self.strx(args[0]), 1)
+
+    def give_up(self, line: int) -> str:
+        """The Perl statement at *line* (a lock sub's give-up call) as a Python expression."""
+        for node in _statements(self.script.root):
+            if node.first_line() == line and node.cls == "Statement":
+                e = parse(node.significant(), self.subs)
+                if e is not None and (
+                    e.k == "call" or (e.k == "func" and e.a[0] in ("die", "exit"))
+                ):
+                    return self.sx(e)[0]
+        raise Unsupported("a lock sub whose way out is not one call")
 
     def user_call(self, e: E) -> str:
         name = str(e.a[0])
@@ -717,3 +742,12 @@ class Translator(Exprs, Builtins, Compound):
         self.indent += 1
         self.block(rest)
         self.indent -= 1
+
+
+def _statements(node: Node) -> list[Node]:
+    out = []
+    for kid in node.kids:
+        if kid.is_("Statement"):
+            out.append(kid)
+        out.extend(_statements(kid))
+    return out

@@ -83,17 +83,79 @@ def _lock_calls(script: Script, prog: Program | None, subs: set[str]) -> dict[st
         form = prog.form(source, name)
         if not (retry or stale) or form.get("method", "") not in LOCK_METHODS:
             continue
-        if form.get("method") in ('"rename"',) or "target" in form or not _takes_path(script, name):
+        if form.get("method") in ('"rename"',) or "target" in form:
             continue
-        call = lock_call(prog, source, "NAME", sub=name).split(" or ")[0]
-        calls[name] = call
+        path = "NAME" if _takes_path(script, name) else _global_path(script, name)
+        give_up = _give_up(script, name)
+        if path is None or give_up is None:
+            continue
+        calls[name] = lock_call(prog, source, path, sub=name).split(" or ")[0]
+        if give_up != "return":
+            calls[name] += " or FAIL:" + give_up
     if calls:
         method = next(iter(calls.values()))
         kw = re.search(r", method=[^,)]+", method)
+        path = method[method.index("(") + 1 :].split(",")[0].rstrip(")")
         for name in sorted(subs):
             if prog.classify(name, source=source) == "unlock" and name in prog.subs:
-                calls[name] = f"unlock(NAME{kw.group(0) if kw else ''})"
+                calls[name] = f"unlock({path}{kw.group(0) if kw else ''})"
     return calls
+
+
+PRIMITIVES = {"mkdir": 0, "symlink": 1, "link": 1, "rename": 1}
+
+
+def _give_up(script: Script, name: str) -> str | None:
+    """What lock sub *name* does when its tries run out: "return" (it returns false), the
+    Perl statement it runs instead (``&error``: a port calls it where the sub is called),
+    or None when that is not one plain statement in its retry loop."""
+    for stmt in _walk(script.root):
+        if stmt.cls != "Statement::Sub" or stmt.get("name") != name:
+            continue
+        loops = [
+            s for s in _walk(stmt) if s.cls == "Statement::Compound" and s.get("type") == "while"
+        ]
+        for loop in loops:
+            for inner in _walk(loop):
+                if inner.cls != "Statement::Compound" or inner.get("type") not in ("if", "unless"):
+                    continue
+                blocks = [k for k in inner.kids if k.cls == "Structure::Block"]
+                body = [k for k in blocks[0].kids if k.is_("Statement")] if len(blocks) == 1 else []
+                if len(body) != 1:
+                    continue
+                first = body[0].significant()
+                if first and first[0].text == "return":
+                    values = [t.text for t in first[1:]]
+                    return "return" if values in ([], ["0"], ["(", ")"]) else None
+                if first and (first[0].text.startswith("&") or first[0].text in ("die", "exit")):
+                    return str(body[0].first_line())
+        return None
+    return None
+
+
+def _global_path(script: Script, name: str) -> str | None:
+    """The global a no-argument lock sub locks (``mkdir($lockdir, 0755)``): its Python name.
+
+    None when the sub takes its lock with more than one primitive (DAY COUNTER picks
+    symlink or mkdir by a setting: translated statement for statement instead).
+    """
+    for stmt in _walk(script.root):
+        if stmt.cls != "Statement::Sub" or stmt.get("name") != name:
+            continue
+        toks = list(stmt.tokens())
+        found = []
+        for i, tok in enumerate(toks):
+            if tok.cls == "Token::Word" and tok.text in PRIMITIVES:
+                args = [t for t in toks[i + 1 : i + 8] if t.cls != "Token::Structure"]
+                words = [t for t in args if t.cls not in ("Token::Operator",)]
+                k = PRIMITIVES[tok.text]
+                found.append(words[k] if len(words) > k else None)
+        if len(found) != 1 or found[0] is None:
+            return None
+        sym = found[0]
+        if sym.cls == "Token::Symbol" and sym.text.startswith("$"):
+            return py_var(sym.text[1:])
+    return None
 
 
 def _takes_path(script: Script, name: str) -> bool:
@@ -271,7 +333,7 @@ def run(t: Translator) -> None:
             text = t.script.readable(kid.text).rstrip("\n")
             if text.startswith("#!"):
                 continue
-            if kid.get("own") or last is None:
+            if kid.get("own") or not last:
                 pending.append(text)
             else:
                 last[-1] += "  " + text
