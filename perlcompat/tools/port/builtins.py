@@ -277,7 +277,7 @@ class Builtins(Core):
             extra += f", fields={fields}"
         return f"{self.use('split')}({pattern}, {target}{extra})"
 
-    def pattern(self, perl: str, interp: bool, counting_ok: bool = False) -> str:
+    def pattern(self, perl: str, interp: bool, counting_ok: bool = False, flags: str = "") -> str:
         """A Perl regex as a Python pattern literal (raw; ``(?a)`` for \\w \\d \\s \\b).
 
         *counting_ok*: ``s/\\W//g`` and the like, where removing each byte of a character
@@ -293,8 +293,9 @@ class Builtins(Core):
             re.compile(perl)
         except re.error as exc:
             raise Unsupported(f"a regex Python reads otherwise ({exc})") from None
-        if re.search(r"\\[wWdDsSbB]", perl):
-            perl = "(?a)" + perl
+        inline = "".join(f for f in "ismx" if f in flags)
+        if inline or re.search(r"\\[wWdDsSbB]", perl):
+            perl = f"(?a{inline})" + perl  # Perl's classes and /i are ASCII on bytes
         if ("'" in perl and '"' in perl) or perl.endswith("\\"):
             return py_str(perl, '"')
         q = '"' if '"' not in perl else "'"
@@ -306,15 +307,9 @@ class Builtins(Core):
         """``$x =~ /re/`` (a bool), ``s///`` and ``tr///`` as expressions (only as statements)."""
         if tok.cls == "Token::Regexp::Match" or tok.cls == "Token::QuoteLike::Regexp":
             flags = str(tok.get("f") or "")
-            if set(flags) - {"i", "o"}:
+            if set(flags) - {"i", "o", "s", "m", "x"}:
                 raise Unsupported(f"a match with /{flags}")
-            pattern = self.pattern(str(tok.get("m")), interp=True)
-            if "i" in flags:
-                pattern = (
-                    pattern[: pattern.index(pattern[-1]) + 1]
-                    + "(?ai)"
-                    + pattern[pattern.index(pattern[-1]) + 1 :]
-                )
+            pattern = self.pattern(str(tok.get("m")), interp=True, flags=flags)
             subject = self.strx(target) if target is not None else self.topic()
             self.use("re")
             code = f"re.search({pattern}, {subject})"
@@ -343,13 +338,10 @@ class Builtins(Core):
                 f'{name} = unquote_to_bytes({par(subject)}.encode("utf-8", "surrogateescape"))'
                 '.decode("utf-8", "surrogateescape")'
             ]
-        if set(flags) - {"g", "i"}:
+        if set(flags) - {"g", "i", "s", "m", "x"}:
             raise Unsupported(f"s/// with /{flags}")
         whole = re.fullmatch(r"\\[WSD]|\.|\[\^[^\]]*\]", match) and not repl and "g" in flags
-        pattern = self.pattern(match, interp=True, counting_ok=bool(whole))
-        if "i" in flags:
-            pattern = pattern.replace(pattern[-1], "(?ai)", 1) if False else pattern
-            raise Unsupported("s///i")
+        pattern = self.pattern(match, interp=True, counting_ok=bool(whole), flags=flags)
         replacement = self.replacement(repl)
         count = "" if "g" in flags else ", count=1"
         self.use("re")

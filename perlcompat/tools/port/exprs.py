@@ -104,7 +104,7 @@ _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "f": "\f", "a": "\a", "e": "\x1b", 
 _INTERP = re.compile(
     r"\\(x\{[0-9a-fA-F]+\}|x[0-9a-fA-F]{1,2}|[0-7]{1,3}|.)"
     r"|\$\{(\w+)\}|\$(\w+|[!@$&])((?:\[(?:-?\d+|\$\w+)\]|\{(?:\w+|'[^'\\]*'|\"[^\"\\$@]*\"|\$\w+)\})*)"
-    r"|@(\w+)|(\$|@)",
+    r"|@(\w+)|\$#\{?(\w+)\}?|(\$|@)",
     re.S,
 )
 _SUB = re.compile(r"\[(-?\d+|\$\w+)\]|\{(\w+|'[^']*'|\"[^\"]*\"|\$\w+)\}")
@@ -210,6 +210,8 @@ class Exprs(Core):
                 return f"(_m[{name}] or {self.use('undef')})", "str"
             if not re.fullmatch(r"\w+(?:(?:::|')\w+)*", name):
                 raise Unsupported(f"the special variable ${name}")
+            if re.search(r"::|'", name) and not name.startswith(("main::", "::")):
+                raise Unsupported(f"${name}, another package's variable")
             return self.name("$", name), self.kind_of("$" + name)
         if sigil == "@":
             if name == "_":
@@ -504,18 +506,32 @@ class Exprs(Core):
         for m in _INTERP.finditer(body):
             lit.append(body[pos : m.start()])
             pos = m.end()
-            esc, braced, name, subs, array, lone = m.groups()
+            esc, braced, name, subs, array, last, lone = m.groups()
             if esc is not None:
                 lit.append(self.escape(esc))
                 continue
+            after = body[pos : pos + 3]
             if lone is not None:
+                if after[:1] in ("{", "["):
+                    raise Unsupported(
+                        f"{lone}{after[:1]}...}} in a string (an expression Perl runs)"
+                    )
                 lit.append(lone)
                 continue
+            if (name or braced) and (
+                after[:1] in ("[", "{") or after[:3] in ("->[", "->{") or after[:2] == "::"
+            ):
+                raise Unsupported("a subscript or package name in a string the port does not read")
+            if name and after[:1] == "'" and body[pos + 1 : pos + 2].isalpha():
+                raise Unsupported(f'"${name}\'..." in a string: Perl reads ${name}::... there')
             if lit:
                 parts.append(("".join(lit), "lit"))
                 lit = []
             saved, self.quote = self.quote, "'"
             try:
+                if last is not None:
+                    parts.append((f"len({self.var('@', last)[0]}) - 1", "num"))
+                    continue
                 if array is not None:
                     if ("@", array) not in self.symbols:
                         raise Unsupported(f"@{array} in a string is an array the script never sets")

@@ -202,6 +202,8 @@ class Translator(Exprs, Builtins, Compound):
             self.port(node, reason)
 
     def port(self, node: Node, reason: str) -> None:
+        reason = " ".join(reason.split())
+        reason = reason if len(reason) <= 100 else reason[:97] + "..."
         first, last = node.first_line(), node.last_line()
         for number in range(first, last + 1):
             line = self.script.line(number).rstrip()
