@@ -467,7 +467,7 @@ class Builtins(Core):
         if k == "func" and e.a[0] == "reverse":
             return f"{self.list_of(list(e.a[1]))}[::-1]"
         if k == "func" and e.a[0] == "sort":
-            raise Unsupported("sort (Perl sorts by bytes)")
+            return self.sort(None, self.list_of(list(e.a[1])))
         if k == "bin" and e.a[0] == "..":
             return self.range_(e.a[1], e.a[2])
         if k == "blockop":
@@ -530,15 +530,13 @@ class Builtins(Core):
         op = str(e.a[0])
         block: Node | None = e.a[1]
         lst = self.list_of(list(e.a[2]))
+        if op == "sort":
+            return self.sort(block, lst)
         if block is None:
-            if op == "sort":
-                raise Unsupported("sort without a block (Perl sorts by bytes)")
             raise Unsupported(f"{op} EXPR, LIST")
         stmts = [k for k in block.kids if k.is_("Statement")]
         if len(stmts) != 1:
             raise Unsupported(f"a {op} block of more than one statement")
-        if op == "sort":
-            raise Unsupported("sort with a block")
         var = self.loop_name("item")
         self.topics.append(var)
         try:
@@ -553,6 +551,18 @@ class Builtins(Core):
             return f"[{var} for {var} in {lst} if {self.bx(expr)}]"
         finally:
             self.topics.pop()
+
+    def sort(self, block: Node | None, lst: str) -> str:
+        """``sort LIST`` (by bytes), ``sort { $a <=> $b }``, ``{ $b cmp $a }``: stable, as Perl."""
+        text = "".join(t.text for t in block.tokens()) if block is not None else "$acmp$b"
+        keys = {"$acmp$b": False, "$bcmp$a": True, "$a<=>$b": False, "$b<=>$a": True}
+        if text not in keys:
+            raise Unsupported("sort with a block other than <=> or cmp of $a and $b")
+        if "<=>" in text:
+            key = self.use("num")
+        else:
+            key = 'lambda v: str(v).encode("utf-8", "surrogateescape")'
+        return f"sorted({lst}, key={key}{', reverse=True' if keys[text] else ''})"
 
     def print_(self, e: E) -> str:
         """``print FH LIST`` -> ``print_(FH, ...)`` (Perl's bytes, Perl's return value)."""

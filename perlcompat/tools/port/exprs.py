@@ -373,6 +373,11 @@ class Exprs(Core):
             return f"{par(a)} {op} {par(b)}", "num" if kind in ("num",) else "numvalue"
         if op == "/":
             raise Unsupported("division: Perl prints 4/2 as 2, Python as 2.0")
+        if op == "**":
+            a, ka = self.numx(left)
+            b, kb = self.numx(right)
+            whole = ka == "num" and right.k == "num" and not str(right.a[0]).startswith("-")
+            return f"{par(a)} ** {par(b)}", "num" if whole else "float"
         if op == "x":
             if left.k == "paren":
                 raise Unsupported("list repetition")
@@ -550,8 +555,9 @@ class Exprs(Core):
     def escape(self, esc: str) -> str:
         if esc in _ESCAPES:
             return _ESCAPES[esc]
-        if esc.startswith("x{"):
-            return chr(int(esc[2:-1], 16))
+        if esc.startswith("x{"):  # below 256 a byte, as "\xHH"; above, a character
+            value = int(esc[2:-1], 16)
+            return chr(value) if value < 128 or value > 255 else chr(0xDC00 + value)
         if esc.startswith("x"):
             value = int(esc[1:] or "0", 16)
             return chr(value) if value < 128 else chr(0xDC00 + value)
