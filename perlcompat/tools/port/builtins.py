@@ -427,16 +427,20 @@ class Builtins(Core):
         raise Unsupported(f"the method ->{name}")
 
     def require(self, args: list[E]) -> str:
-        if len(args) != 1 or args[0].k != "str":
-            raise Unsupported("require of a module")
-        path = str(args[0].a[0].get("s"))
+        """``require './lib.pl';`` (or ``$formpl`` set once to it) -> ``require("./lib.py")``."""
+        if len(args) == 1 and args[0].k == "var" and "$" + str(args[0].a[1]) in self.consts:
+            path = self.consts["$" + str(args[0].a[1])]
+        elif len(args) == 1 and args[0].k == "str":
+            path = str(args[0].a[0].get("s"))
+        else:
+            raise Unsupported("require of a module or of a path computed at run time")
         if path.endswith("jcode.pl"):
             self.use("jcode")
             return "# require: perlcompat.jcode is jcode.pl"
-        if not path.endswith(".pl"):
+        if not path.endswith((".pl", ".cgi")) or "$" in path or path.startswith("/"):
             raise Unsupported(f"require {path!r}")
         self.requires.append(path)
-        return f"{self.use('require')}({py_str(path[:-3] + '.py')})"
+        return f"{self.use('require')}({py_str(path.rsplit('.', 1)[0] + '.py')})"
 
     # -- list context ------------------------------------------------------------------------
 

@@ -50,9 +50,11 @@ def main(argv: list[str]) -> int:
     results = [result, *result.libraries]
     if args.output:
         _write(args.output, result.text, executable=True)
-        for lib in result.libraries:
-            name = os.path.splitext(os.path.basename(lib.path))[0] + ".py"
-            _write(os.path.join(os.path.dirname(args.output) or ".", name), lib.text, False)
+        for lib in result.libraries:  # where the script's require() looks: same relative path
+            name = os.path.splitext(os.path.normpath(lib.rel))[0] + ".py"
+            target = os.path.join(os.path.dirname(args.output) or ".", name)
+            os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
+            _write(target, lib.text, False)
     else:
         sys.stdout.write(result.text)
     left = 0

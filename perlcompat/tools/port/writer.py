@@ -35,7 +35,9 @@ class Result:
         self.done = done
         self.total = total
         self.port_lines = port_lines
-        self.libraries: list[Result] = []
+        self.libraries: list[Result] = []  # every library it requires, nested ones too
+        self.rel = ""  # a library: its path as the script requires it ("./lib/form.pl")
+        self.consts: dict[str, str] = {}  # "$name" -> the string it is set to, once
         self.subs: set[str] = set()  # the subs it defines (a library's, for its script)
         self.symbols: set[tuple[str, str]] = set()  # its variables, as (sigil, name)
 
@@ -300,7 +302,9 @@ def _exit_subs(prog: Program | None, script: Script) -> set[str]:
     return {name for file, name in prog.exit_subs if file == script.path}
 
 
-def translate(script: Script, library: bool, extra_subs: set[str]) -> Translator:
+def translate(
+    script: Script, library: bool, extra_subs: set[str], consts: dict[str, str] | None = None
+) -> Translator:
     """Translate *script* until the variables' kinds settle (at most four rounds)."""
     _, prog, findings = _audit(script)
     kinds: dict[str, str] = {}
@@ -308,6 +312,7 @@ def translate(script: Script, library: bool, extra_subs: set[str]) -> Translator
     for _ in range(4):
         t = Translator(script, kinds, {})
         t.subs |= extra_subs
+        t.consts = consts or {}
         t.lock_calls = _lock_calls(script, prog, t.subs)
         t.exit_subs = _exit_subs(prog, script)
         t.findings = {k: list(v) for k, v in findings.items()}
@@ -446,21 +451,43 @@ def assemble(t: Translator, header: list[str], library: bool) -> str:
 
 
 def port(
-    path: str, perl: str = "perl", library: bool = False, extra_subs: set[str] | None = None
+    path: str,
+    perl: str = "perl",
+    library: bool = False,
+    extra_subs: set[str] | None = None,
+    base: str | None = None,
+    consts: dict[str, str] | None = None,
+    seen: set[str] | None = None,
 ) -> Result:
-    """Port the Perl script at *path* (and the libraries it ``require``s beside it)."""
+    """Port the Perl script at *path* (and the libraries it ``require``s beside it).
+
+    A library's ``require`` paths are relative to *base*, the script's directory (a CGI's
+    current directory); *consts* are the string settings known so far (``$formpl``), so
+    ``require $formpl;`` finds its file.
+    """
     script = parse_file(path, perl)
+    base = os.path.dirname(path) if base is None else base
+    consts = dict(consts or {})
+    consts.update(_string_consts(script))
+    seen = set() if seen is None else seen
+    seen.add(os.path.normpath(path))
     libs: list[Result] = []
     lib_subs: set[str] = set()
     lib_symbols: set[tuple[str, str]] = set()
-    for raw in _requires(script):
-        lib_path = os.path.join(os.path.dirname(path), raw)
-        if os.path.exists(lib_path):
-            lib = port(lib_path, perl, library=True)
-            libs.append(lib)
+    todo = _requires(script, consts)
+    while todo:  # a library's settings may name the next one (require $formpl)
+        raw = todo.pop(0)
+        lib_path = os.path.join(base, raw)
+        if os.path.exists(lib_path) and os.path.normpath(lib_path) not in seen:
+            lib = port(lib_path, perl, library=True, base=base, consts=consts, seen=seen)
+            lib.rel = raw
+            consts.update(lib.consts)
+            libs += [lib, *lib.libraries]
+            lib.libraries = []
+            todo += [r for r in _requires(script, consts) if r not in todo]
             lib_subs |= lib.subs
             lib_symbols |= lib.symbols
-    t = translate(script, library, (extra_subs or set()) | lib_subs)
+    t = translate(script, library, (extra_subs or set()) | lib_subs, consts)
     if not library:
         for sigil, name in lib_symbols:
             if (
@@ -501,18 +528,58 @@ def port(
     result.libraries = libs
     result.subs = t.subs
     result.symbols = t.symbols
+    result.consts = consts
     return result
 
 
-def _requires(script: Script) -> list[str]:
+def _string_consts(script: Script) -> dict[str, str]:
+    """``$name = 'literal';`` at the top level, for names assigned nowhere else."""
+    counts: dict[str, int] = {}
+    for stmt in _walk(script.root):
+        toks = stmt.significant()
+        for i, tok in enumerate(toks[:-1]):
+            if tok.cls == "Token::Symbol" and toks[i + 1].text in ASSIGNING:
+                counts[tok.text] = counts.get(tok.text, 0) + 1
+    found: dict[str, str] = {}
+    for stmt in script.root.kids:
+        toks = stmt.significant() if stmt.is_("Statement") else []
+        if (
+            len(toks) == 3
+            and toks[0].cls == "Token::Symbol"
+            and toks[1].text == "="
+            and toks[2].cls in ("Token::Quote::Single", "Token::Quote::Literal")
+            and counts.get(toks[0].text) == 1
+        ):
+            found[toks[0].text] = str(toks[2].get("s"))
+    return found
+
+
+ASSIGNING = {"=", ".=", "||=", "&&=", "//=", "x=", "+=", "=~"}
+
+
+def _requires(script: Script, consts: dict[str, str]) -> list[str]:
+    """The script's own libraries: ``require './lib.pl';``, ``require $formpl;``."""
     out = []
     for stmt in _walk(script.root):
         toks = stmt.significant()
-        if toks and toks[0].text == "require" and len(toks) >= 2 and toks[1].is_("Token::Quote"):
-            target = str(toks[1].get("s"))
-            if target.endswith(".pl") and "jcode" not in target and not target.startswith("/"):
+        for i, tok in enumerate(toks[:-1]):
+            if tok.text != "require":
+                continue
+            arg = toks[i + 1]
+            target = str(arg.get("s")) if arg.is_("Token::Quote") else consts.get(arg.text, "")
+            if library_path(target) and target not in out:
                 out.append(target)
     return out
+
+
+def library_path(target: str) -> bool:
+    """True for a script's own library (``./lib.pl``, ``./init.cgi``), not jcode.pl."""
+    return (
+        target.endswith((".pl", ".cgi"))
+        and "jcode" not in target
+        and not target.startswith("/")
+        and "$" not in target
+    )
 
 
 def _walk(node: Node) -> list[Node]:
