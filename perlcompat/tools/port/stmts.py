@@ -281,10 +281,17 @@ class Translator(Exprs, Builtins, Compound, Calls):
             return
         if k == "bin" and e.a[0] in ("or", "||", "and", "&&"):
             return self.guarded(e)
+        if k == "re" and e.a[0].cls.endswith(("Substitute", "Transliterate")):
+            e = E("bin", "=~", E("var", "$", "_"), e)  # s/a/b/; works on $_
+            k = "bin"
         if k == "bin" and e.a[0] == "=~" and e.a[2].k == "re":
             tok: Node = e.a[2].a[0]
             if tok.cls in ("Token::Regexp::Substitute", "Token::Regexp::Transliterate"):
-                for line in self.substitute(e.a[1], tok):
+                target = e.a[1]
+                if target.k == "paren" and target.a[0] is not None and target.a[0].k == "assign":
+                    self.expr_statement(target.a[0])  # ($copy = $text) =~ s/a/b/;
+                    target = target.a[0].a[1]
+                for line in self.substitute(target, tok):
                     self.emit(line)
                 return
         if k == "bin" and e.a[0] == "=~" and e.a[2].k == "re" and e.a[2].a[0].cls.endswith("Match"):
@@ -312,8 +319,13 @@ class Translator(Exprs, Builtins, Compound, Calls):
             return
         if k == "func" and e.a[0] == "read":
             return self.read_stmt(list(e.a[1]))
-        if k == "func" and e.a[0] in ("chomp", "chop") and e.a[1]:
-            target = e.a[1][0]
+        if k == "func" and e.a[0] in ("chomp", "chop"):
+            target = e.a[1][0] if e.a[1] else E("var", "$", "_")
+            if target.k == "paren" and target.a[0] is not None:
+                target = target.a[0]
+            if target.k == "assign":  # chomp(my $line = <IN>);
+                self.expr_statement(target)
+                target = target.a[1]
             func = self.use(str(e.a[0]))
             if target.k == "var" and target.a[0] == "@":
                 self.emit(f"{func}({self.sx(target)[0]})")

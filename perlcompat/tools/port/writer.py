@@ -475,11 +475,13 @@ def port(
     lib_subs: set[str] = set()
     lib_symbols: set[tuple[str, str]] = set()
     todo = _requires(script, consts)
+    known = (extra_subs or set()) | _sub_names(script.root)  # a library calls the script's
     while todo:  # a library's settings may name the next one (require $formpl)
         raw = todo.pop(0)
         lib_path = os.path.join(base, raw)
         if os.path.exists(lib_path) and os.path.normpath(lib_path) not in seen:
-            lib = port(lib_path, perl, library=True, base=base, consts=consts, seen=seen)
+            lib = port(lib_path, perl, True, known, base=base, consts=consts, seen=seen)
+            known |= lib.subs
             lib.rel = raw
             consts.update(lib.consts)
             libs += [lib, *lib.libraries]
@@ -520,7 +522,7 @@ def port(
     if library:
         missing = {
             g for g in t.globals_used if g in words and not any(_assigns(f.lines, g) for f in funcs)
-        }
+        } | (words & {t.def_name(s) for s in t.subs - _sub_names(t.script.root)})
         if missing:
             header.append("# ruff: noqa: F821  (the script's globals: require() runs this in them)")
     text = assemble(t, header, library)
@@ -530,6 +532,10 @@ def port(
     result.symbols = t.symbols
     result.consts = consts
     return result
+
+
+def _sub_names(node: Node) -> set[str]:
+    return {str(s.get("name")) for s in _walk(node) if s.cls == "Statement::Sub"}
 
 
 def _string_consts(script: Script) -> dict[str, str]:
