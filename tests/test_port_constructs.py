@@ -134,3 +134,27 @@ def test_port_prints_what_perl_prints(name: str, tmp_path: Path) -> None:
     assert python.stderr == b"", python.stderr.decode(errors="replace")
     assert perl.returncode == python.returncode == 0
     assert python.stdout == perl.stdout
+
+
+@pytest.mark.parametrize("encoding", ["euc_jp", "shift_jis"])
+def test_a_japanese_script_prints_its_own_bytes(encoding: str, tmp_path: Path) -> None:
+    """Literals of an EUC-JP or Shift_JIS script come out as the bytes Perl prints."""
+    text = (
+        '$title = "掲示板";  # 表示\n'
+        '$line = "名前<>本文<>\\n";\n'
+        "($name, $body) = split(/<>/, $line);\n"
+        'print "<h1>$title</h1>\\n$name: $body\\n", length($title), "\\n";\n'
+    )
+    script = tmp_path / "jp.cgi"
+    script.write_bytes(text.encode(encoding))
+    result = port(str(script))
+    assert result.port_lines == 0
+    out = tmp_path / "jp.py"
+    out.write_text(result.text, encoding="utf-8")
+    assert "# 表示" in result.text  # comments read in the script's own encoding
+    env = {**os.environ, "PYTHONPATH": PACKAGE_ROOT}
+    perl = subprocess.run(["perl", str(script)], capture_output=True, env=env, timeout=60)
+    python = subprocess.run([sys.executable, str(out)], capture_output=True, env=env, timeout=60)
+    assert python.stderr == b""
+    assert python.stdout == perl.stdout
+    assert "<h1>掲示板</h1>".encode(encoding) in python.stdout
