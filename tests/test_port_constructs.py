@@ -111,6 +111,15 @@ print "first=", &first("x", "y"), "\n";
 $msg = sprintf("%05d|%-4s|%4s|%.2f|%x", 42, "ab", "cd", 3.14159, 255);
 print "$msg\n";
 """,
+    "hashes_and_braces": r"""
+%U = ('a' => 'x', 'b', 2); @L = (5, 6); $n = "bob";
+print "${U{a}}/${L[1]}/${n}s/$U{b}/$L[0] \$n \@x $n\n";
+$v = "a%41%4a+b"; $v =~ tr/+/ /; $v =~ s/%([0-9A-Fa-f][0-9a-fA-F])/pack("C",hex($1))/ge;
+print "$v\n";
+sub split { return "mine"; }
+@parts = split(/-/, "p-q");
+print "@parts ", &split("x"), "\n";
+""",
     "eval_and_die": r"""
 eval { die "time out\n"; };
 if ($@ =~ /time out/) { print "caught\n"; }

@@ -34,6 +34,24 @@ FORMAT = re.compile(r"%([-+ 0#]*)(\d*)(\.\d+)?([sdioxXeEfgGc%])")
 COUNTING = re.compile(r"(?<!\\)\.(?![*+])|\[\^[^\]]*\](?![*+])|\\[WSD](?![*+])|\{\d")
 
 
+HEX_CLASS = re.compile(r"%\(\[([^\]]+)\]\[([^\]]+)\]\)")
+HEX_BYTE = re.compile(
+    r"pack\(\s*[\"']C[\"']\s*,\s*hex\(\s*\$1\s*\)\s*\)|chr\(\s*hex\(\s*\$1\s*\)\s*\)"
+    r"|pack\(\s*[\"']H2[\"']\s*,\s*\$1\s*\)"
+)
+
+
+def _url_decoder(match: str, repl: str) -> bool:
+    """The CGI decoder: ``s/%([a-fA-F0-9][a-fA-F0-9])/pack("C", hex($1))/eg`` and its spellings."""
+    m = HEX_CLASS.fullmatch(match)
+    hexdigits = {"a-f", "A-F", "0-9"}
+    return bool(
+        m
+        and all(set(re.findall(r".-.", c)) == hexdigits and len(c) == 9 for c in m.groups())
+        and HEX_BYTE.fullmatch(repl.strip())
+    )
+
+
 class Builtins(Core):
     """The built-in half of the translator (mixed into :class:`.stmts.Translator`)."""
 
@@ -328,11 +346,7 @@ class Builtins(Core):
         repl = str(tok.get("r"))
         if tok.cls == "Token::Regexp::Transliterate":
             return [f"{name} = {self.tr(subject, match, repl, flags)}"]
-        if (
-            match == "%([a-fA-F0-9][a-fA-F0-9])"
-            and re.fullmatch(r"pack\(\s*[\"']C[\"']\s*,\s*hex\(\s*\$1\s*\)\s*\)", repl)
-            and flags in ("eg", "ge")
-        ):
+        if _url_decoder(match, repl) and set(flags) == {"e", "g"}:
             self.use("unquote_to_bytes")
             return [
                 f'{name} = unquote_to_bytes({par(subject)}.encode("utf-8", "surrogateescape"))'

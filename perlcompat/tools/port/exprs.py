@@ -101,10 +101,12 @@ def merge_kinds(kinds: list[str]) -> str:
 
 
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "f": "\f", "a": "\a", "e": "\x1b", "0": "\0"}
+_SUBSCRIPT = r"\[(?:-?\d+|\$\w+)\]|\{(?:\w+|'[^'\\]*'|\"[^\"\\$@]*\"|\$\w+)\}"
 _INTERP = re.compile(
-    r"\\(x\{[0-9a-fA-F]+\}|x[0-9a-fA-F]{1,2}|[0-7]{1,3}|.)"
-    r"|\$\{(\w+)\}|\$(\w+|[!@$&])((?:\[(?:-?\d+|\$\w+)\]|\{(?:\w+|'[^'\\]*'|\"[^\"\\$@]*\"|\$\w+)\})*)"
-    r"|@(\w+)|\$#\{?(\w+)\}?|(\$|@)",
+    r"\\(?P<esc>x\{[0-9a-fA-F]+\}|x[0-9a-fA-F]{1,2}|[0-7]{1,3}|.)"
+    rf"|\$\{{(?P<braced>\w+)(?P<bsubs>(?:{_SUBSCRIPT})*)\}}"
+    rf"|\$(?P<name>\w+|[!@$&])(?P<subs>(?:{_SUBSCRIPT})*)"
+    r"|@(?P<array>\w+)|\$#\{?(?P<last>\w+)\}?|(?P<lone>\$|@)",
     re.S,
 )
 _SUB = re.compile(r"\[(-?\d+|\$\w+)\]|\{(\w+|'[^']*'|\"[^\"]*\"|\$\w+)\}")
@@ -511,7 +513,15 @@ class Exprs(Core):
         for m in _INTERP.finditer(body):
             lit.append(body[pos : m.start()])
             pos = m.end()
-            esc, braced, name, subs, array, last, lone = m.groups()
+            esc, braced, name, array, last, lone = (
+                m["esc"],
+                m["braced"],
+                m["name"],
+                m["array"],
+                m["last"],
+                m["lone"],
+            )
+            subs = m["subs"] or m["bsubs"]
             if esc is not None:
                 lit.append(self.escape(esc))
                 continue

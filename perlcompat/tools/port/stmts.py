@@ -485,11 +485,9 @@ class Translator(Exprs, Builtins, Compound, Calls):
         if target_e.k == "var" and target_e.a[0] in ("@", "%"):
             if op != "=":
                 raise Unsupported("an operator assignment to an array")
-            value = self.lx(right)
             if target_e.a[0] == "%":
-                if right.k == "paren" and right.a[0] is None:
-                    return [f"{self.lvalue(left)} = {self.use('PerlHash')}()"]
-                raise Unsupported("a hash assigned from a list")
+                return [f"{self.lvalue(left)} = {self.use('PerlHash')}({self.hash_items(right)})"]
+            value = self.lx(right)
             self.record("@" + str(target_e.a[1]) + "[]", self.list_kind(right))
             if value == "[]":
                 value = ""
@@ -532,6 +530,22 @@ class Translator(Exprs, Builtins, Compound, Calls):
             self.record_kind(current, kind)
             return [f"{target} = {code}"]
         raise Unsupported(f"the assignment {op}")
+
+    def hash_items(self, e: E) -> str:
+        """``%h = (key => value, ...)`` / ``%h = %other`` / ``%h = ()``: PerlHash's argument."""
+        if e.k == "var" and e.a[0] == "%":
+            return self.sx(e)[0]
+        inner = e.a[0] if e.k == "paren" else e
+        if inner is None:
+            return ""
+        items = list(inner.a) if inner.k == "comma" else [inner]
+        if len(items) % 2 or any(i.k in ("var", "paren") and i.a[0] in ("@", "%") for i in items):
+            raise Unsupported("a hash assigned from a list that is not key, value pairs")
+        pairs = []
+        for key, value in zip(items[::2], items[1::2]):
+            code, _ = self.rvalue(value)
+            pairs.append(f"{self.key(key)}: {code}")
+        return "{" + ", ".join(pairs) + "}"
 
     def rvalue(self, e: E) -> tuple[str, str]:
         if e.k == "var" and e.a[0] == "@":

@@ -377,7 +377,7 @@ class Parser:
             return E("func", w, [], node=tok)
         if w in LIST_OPS or w in self.subs:
             args = self.list_args()
-            kind = "call" if w in self.subs else "func"
+            kind = "func" if w in LIST_OPS else "call"  # a sub cannot replace a built-in
             if kind == "call":
                 return E("call", w, args, False, node=tok)
             return E("func", w, args, node=tok)
