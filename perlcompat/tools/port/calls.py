@@ -75,8 +75,10 @@ class Calls(Core):
                     return self.sx(e)[0]
         raise Unsupported("a lock sub whose way out is not one call")
 
-    def user_call(self, e: E) -> str:
+    def user_call(self, e: E, value: bool = True) -> str:
         name = str(e.a[0])
+        if value:
+            self.value_subs.add(name)
         if name in self.lock_calls:
             return self.lock_call(e)
         args = e.a[1]

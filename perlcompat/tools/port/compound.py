@@ -256,12 +256,31 @@ class Compound(Core):
         self.func, self.indent = saved
 
     def implicit_return(self) -> None:
-        """Perl returns a sub's last value: ``return`` it when the last line is an expression."""
+        """Perl returns a sub's last value: ``return`` it when the last line is an expression.
+
+        When it ends otherwise (an ``if``, a loop) and some caller uses its value, Perl's value
+        is the last statement run, which the port does not know: a ``# PORT:`` line says so.
+        """
+        if not self.last_value():
+            name = self.func.name
+            if name in self.value_subs:
+                self.emit(
+                    f"# PORT: sub {name} ends with a block and a caller uses its value: Perl's"
+                    " is its last statement's, the port's None"
+                )
+                self.port_lines += 1
+
+    def last_value(self) -> bool:
+        """Make the sub's last expression line its ``return``; False if it ends otherwise."""
         lines = self.func.lines
         for i in range(len(lines) - 1, -1, -1):
             stripped = lines[i].strip()
             if not stripped or stripped.startswith("#"):
                 continue
+            if stripped.startswith(("return", "sys.exit", "die(")) and not lines[i].startswith(
+                "     "
+            ):
+                return True
             indent = len(lines[i]) - len(lines[i].lstrip())
             if indent != 4 or stripped.startswith(
                 (
@@ -279,12 +298,13 @@ class Compound(Core):
                     "global",
                 )
             ):
-                return
+                return False
             if "=" in stripped.split("(")[0] or stripped.startswith(("break", "continue")):
-                return
+                return False
             code = stripped.split("  #")[0]
             lines[i] = "    return " + code + stripped[len(code) :]
-            return
+            return True
+        return False
 
     # -- the rest: eval blocks, use/require, jcode.pl calls ----------------------------------
 

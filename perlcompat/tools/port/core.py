@@ -60,6 +60,7 @@ class Core:
     calls: dict[str, set[str]]
     library: bool
     consts: dict[str, str]
+    value_subs: set[str]
 
     if TYPE_CHECKING:
 

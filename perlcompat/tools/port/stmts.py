@@ -37,6 +37,7 @@ class Translator(Exprs, Builtins, Compound, Calls):
         self.subs: set[str] = set()
         self.requires: list[str] = []
         self.consts: dict[str, str] = {}  # "$name" -> its one string value (require $lib)
+        self.value_subs: set[str] = set()  # subs some caller uses the value of
         self.eval_error_used = False
         self.args_list = False
         self.in_sub: str | None = None
@@ -353,6 +354,9 @@ class Translator(Exprs, Builtins, Compound, Calls):
             return
         if k == "func" and e.a[0] == "die" and not e.a[1]:
             raise Unsupported("die without a message (Perl re-raises $@ with '...propagated')")
+        if k == "call" and e.a[0] not in self.lock_calls:
+            self.emit(self.user_call(e, value=False))  # a call for its effect: value unused
+            return
         code, _ = self.sx(e)
         self.emit(code)
 

@@ -308,6 +308,7 @@ def translate(
     """Translate *script* until the variables' kinds settle (at most four rounds)."""
     _, prog, findings = _audit(script)
     kinds: dict[str, str] = {}
+    value_subs: set[str] = set()
     t: Translator | None = None
     for _ in range(4):
         t = Translator(script, kinds, {})
@@ -315,13 +316,15 @@ def translate(
         t.consts = consts or {}
         t.lock_calls = _lock_calls(script, prog, t.subs)
         t.exit_subs = _exit_subs(prog, script)
+        t.value_subs = set(value_subs)  # (from the round before: calls may come after the sub)
         t.findings = {k: list(v) for k, v in findings.items()}
         t.library = library
         run(t)
         new = {k: merge_kinds(v) for k, v in t.seen.items()}
-        if new == kinds:
+        if new == kinds and t.value_subs == value_subs:
             break
         kinds = new
+        value_subs = t.value_subs
     assert t is not None
     return t
 
