@@ -120,6 +120,12 @@ sub split { return "mine"; }
 @parts = split(/-/, "p-q");
 print "@parts ", &split("x"), "\n";
 """,
+    "loop_variable_and_case": r"""
+$x = "before";
+foreach $x (1, 2) { print "in $x\n"; }
+print "after $x\n";
+$w = "Straße Ünï abc"; print uc($w), "|", lc("ÀB Cd"), "\n";
+""",
     "eval_and_die": r"""
 eval { die "time out\n"; };
 if ($@ =~ /time out/) { print "caught\n"; }

@@ -123,8 +123,12 @@ class Builtins(Core):
             return f"{self.use('defined')}({self.sx(args[0])[0]})", "bool"
         if name == "length":  # Perl counts the bytes
             return f'len({par(self.strx(args[0]))}.encode("utf-8", "surrogateescape"))', "num"
-        if name in STR_FUNCS:
-            return f"{par(self.strx(args[0]))}.{STR_FUNCS[name]}()", "ascii_case"
+        if name in STR_FUNCS:  # Perl changes ASCII letters only (bytes): so does this
+            letters = "[A-Z]+" if name == "lc" else "[a-z]+"
+            self.use("re")
+            subject = self.strx(args[0]) if args else self.topic()
+            change = f"lambda m: m[0].{STR_FUNCS[name]}()"
+            return f're.sub("{letters}", {change}, {subject})', "str"
         if name == "int":
             code, kind = self.numx(args[0])
             if args[0].k == "func" and args[0].a[0] == "rand":

@@ -138,25 +138,38 @@ class Compound(Core):
         self.record_kind(
             target, "str" if lst_e is not None and self.list_kind(lst_e) == "str" else "any"
         )
-        if self.writes(block, key):
-            if lst_e is None or lst_e.k != "var" or lst_e.a[0] != "@":
-                raise Unsupported(
-                    "foreach over a list whose body changes the loop variable (aliases)"
-                )
+        aliased = self.writes(block, key)
+        if aliased and (lst_e is None or lst_e.k != "var" or lst_e.a[0] != "@"):
+            raise Unsupported("foreach over a list whose body changes the loop variable (aliases)")
+        saved = None
+        if not decl and self.used_outside(key, kids):  # Perl gives it its value back after
+            saved = self.loop_name(f"saved_{py}")
+            self.emit(f"{saved} = {py}")
+            self.emit("try:")
+            self.indent += 1
+        if aliased:
             index = self.loop_name("i")
             self.emit(f"for {index}, {py} in enumerate({lst}):")
             self.aliases.append((py, lst, index))
-            self.indent += 1
-            try:
-                self.block(block.kids)
-            finally:
-                self.indent -= 1
-                self.aliases.pop()
-            return
-        self.emit(f"for {py} in {lst}:")
+        else:
+            self.emit(f"for {py} in {lst}:")
         self.indent += 1
-        self.block(block.kids)
-        self.indent -= 1
+        try:
+            self.block(block.kids)
+        finally:
+            self.indent -= 1
+            if aliased:
+                self.aliases.pop()
+        if saved is not None:
+            self.indent -= 1
+            self.emit(f"finally:  # after the loop, ${name} is again what it was (Perl's local)")
+            self.emit(f"    {py} = {saved}")
+
+    def used_outside(self, key: str, kids: list[Node]) -> bool:
+        """True if the script names *key* (``$line``) anywhere but in this statement."""
+        inside = sum(1 for k in kids for t in k.tokens() if t.text == key)
+        everywhere = sum(1 for t in self.script.root.tokens() if t.text == key)
+        return everywhere > inside
 
     def c_for(self, head: Node, block: Node) -> None:
         """``for (INIT; COND; STEP) {...}`` -> INIT, ``while COND:``, the body, STEP."""
