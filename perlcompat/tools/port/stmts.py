@@ -140,7 +140,7 @@ class Translator(Exprs, Builtins, Compound, Calls):
             kid = kids[i]
             i += 1
             if kid.cls == "Token::Comment":
-                text = self.script.readable(kid.text).rstrip("\n")
+                text = self.script.readable(kid.text).strip()
                 if text.startswith("#!"):
                     continue
                 if kid.get("own") or not self.func.lines:

@@ -338,7 +338,7 @@ def run(t: Translator) -> None:
         t.indent = 0
     for kid in t.script.root.kids:
         if kid.cls == "Token::Comment":
-            text = t.script.readable(kid.text).rstrip("\n")
+            text = t.script.readable(kid.text).strip()
             if text.startswith("#!"):
                 continue
             if kid.get("own") or not last:
