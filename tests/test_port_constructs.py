@@ -110,6 +110,8 @@ print count_args(1, 2, 3), "\n";
 print "first=", &first("x", "y"), "\n";
 $msg = sprintf("%05d|%-4s|%4s|%.2f|%x", 42, "ab", "cd", 3.14159, 255);
 print "$msg\n";
+printf("%3d|%s\n", "7", "x");
+printf STDOUT "%-3s|\n", "ab";
 """,
     "hashes_and_braces": r"""
 %U = ('a' => 'x', 'b', 2); @L = (5, 6); $n = "bob";

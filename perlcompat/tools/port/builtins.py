@@ -588,10 +588,12 @@ class Builtins(Core):
 
     def print_(self, e: E) -> str:
         """``print FH LIST`` -> ``print_(FH, ...)`` (Perl's bytes, Perl's return value)."""
-        if e.a[0] != "print":
-            raise Unsupported(f"{e.a[0]} (Perl's formats)")
+        if e.a[0] not in ("print", "printf"):
+            raise Unsupported(f"{e.a[0]}")
         handle: E | None = e.a[1]
         fh = self.handle(handle) if handle is not None else self.use("STDOUT")
+        if e.a[0] == "printf":  # printf FH FORMAT, LIST: print FH sprintf(FORMAT, LIST)
+            return f"{self.use('print_')}({fh}, {self.sprintf(list(e.a[2]))})"
         args = list(e.a[2])
         if not args:
             args = [E("var", "$", "_")]
