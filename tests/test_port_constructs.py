@@ -40,6 +40,7 @@ print "eq\n" if "10" == 10.0;
 print "ne\n" if "10" ne "10.0";
 $p = 17 % 5; $q = -7 % 3; print "p=$p q=$q\n";
 $r = 2 ** 10; print "r=$r\n";
+print 5 / 2, " ", 4 / 2, " ", int(7 / 2), "\n";
 """,
     "strings": r"""
 $name = "World"; @list = ("a", "b", "c");

@@ -373,8 +373,10 @@ class Exprs(Core):
                 b = b if kb == "num" else f"int({b})"
                 return f"{par(a)} % {par(b)}", "num"
             return f"{par(a)} {op} {par(b)}", "num" if kind in ("num",) else "numvalue"
-        if op == "/":
-            raise Unsupported("division: Perl prints 4/2 as 2, Python as 2.0")
+        if op == "/":  # a float: print_ prints it as Perl does; an f-string would not
+            a, _ = self.numx(left)
+            b, _ = self.numx(right)
+            return f"{par(a)} / {par(b)}", "float"
         if op == "**":
             a, ka = self.numx(left)
             b, kb = self.numx(right)
