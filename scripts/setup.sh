@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up a fresh machine for the tests: perl, redis-server, lighttpd, python3-venv, CGI.pm,
-# cgi-fcgi (apt)
+# cgi-fcgi, PPI (apt)
 # when missing, then the package with its test and dev extras in .venv.  The README's test
 # command is this script followed by `.venv/bin/python -m pytest -q`.
 set -euo pipefail
@@ -25,6 +25,8 @@ python3 -c "import ensurepip, venv" >/dev/null 2>&1 || pkgs+=(python3-venv)
 # (tests/test_lock_link.py, tests/test_fcntllock.py)
 [ -f /usr/share/perl5/File/NFSLock.pm ] || pkgs+=(libfile-nfslock-perl)
 perl -MFile::FcntlLock -e1 >/dev/null 2>&1 || pkgs+=(libfile-fcntllock-perl)
+# PPI, the Perl parser `perlcompat port` drives (tests/test_port*.py)
+[ -f /usr/share/perl5/PPI.pm ] || pkgs+=(libppi-perl)
 # tests/sharedfs.py: shared storage as two hosts, two sshfs (FUSE) mounts over a loopback sshd
 PATH="$PATH:/usr/sbin" command -v sshd >/dev/null 2>&1 || pkgs+=(openssh-server)
 command -v sshfs >/dev/null 2>&1 || pkgs+=(sshfs)

@@ -1,4 +1,4 @@
-"""The ``perlcompat`` command: ``demo``, ``audit``, ``locks``, ``redis-lift`` and ``serve``.
+"""The ``perlcompat`` command: ``demo``, ``audit``, ``locks``, ``redis-lift``, ``serve``, ``port``.
 
 argparse is imported only here, when the command runs.  Usage errors go to stderr with
 exit status 2; ``--help`` works at every level; Ctrl-C ends any subcommand with one line
@@ -17,6 +17,7 @@ COMMANDS = {
     "locks": ("tools.locks_cli", "list the locks in a directory; --break-stale removes stale ones"),
     "redis-lift": ("tools.redis_cli", "lift a Redis lock server's hold-off when no lock is held"),
     "serve": ("tools.serve", "run ported CGI scripts over FastCGI, a forked child per request"),
+    "port": ("tools.port.command", "write a first Python port of a Perl CGI script (needs PPI)"),
 }
 
 

@@ -85,6 +85,7 @@ def audit(
     errors: list[Problem] | None = None,
     load: Callable[[str], str | None] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    programs: list[Program] | None = None,
 ) -> list[Finding]:
     """Findings for Perl *sources*, given as (file name, latin-1 decoded text) pairs.
 
@@ -92,10 +93,13 @@ def audit(
     appended to *errors* as a :class:`Problem`.  With *load* (a path -> text or None
     reader), a ``require``d file that is not among *sources* is read from beside its
     script, for its subs and constants only.  *progress* is called with (steps done,
-    steps in all) along the way.  Never raises for any text.
+    steps in all) along the way.  *programs*, if given, gets the :class:`.model.Program`
+    (what ``perlcompat port`` reads the lock subs from).  Never raises for any text.
     """
     problems: dict[str, Problem] = {}
     prog = Program()
+    if programs is not None:
+        programs.append(prog)
     units: list[Unit] = []
     libraries: set[str] = set()
     given = list(sources)
