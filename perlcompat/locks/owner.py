@@ -144,11 +144,27 @@ def record(kind: str, *, where: bool = True, **extra: object) -> str:
 
     With *where*, ``boot=`` and ``pidns=`` (see :func:`place`) follow where /proc has them.
     """
-    pid, host, start = me()
+    return _line(me(), kind, where, extra)
+
+
+def signed(kind: str, **extra: object) -> tuple[str, str]:
+    """(record, token): :func:`record` with a fresh :func:`nonce` as its last field, ``token=``.
+
+    One ``getpid`` for both (a lock's path asks the kernel once).
+    """
+    ident = me()
+    token = nonce(ident[0])
+    return _line(ident, kind, True, {**extra, "token": token}), token
+
+
+def _line(
+    ident: tuple[int, str, int | None], kind: str, where: bool, extra: dict[str, object]
+) -> str:
+    pid, host, start = ident
     head = f"perlcompat {kind} pid={pid} host={host}"
     if start is not None:
         head += f" start={start}"
-    boot, pidns = place() if where else ("", "")
+    boot, pidns = place(pid) if where else ("", "")
     if boot:
         head += f" boot={boot}"
     if pidns:
@@ -209,12 +225,19 @@ def _int(text: str | None) -> int | None:
 
 
 _tokens = itertools.count(1)
+_salt: tuple[int, str] = (0, "")
 
 
-def nonce() -> str:
-    """Return a token no other hold has: our pid, a per-process count and random bits
-    (pids repeat across hosts and pid namespaces sharing one directory)."""
-    return f"{os.getpid()}.{next(_tokens)}.{os.urandom(4).hex()}"
+def nonce(pid: int | None = None) -> str:
+    """Return a token no other hold has: our pid (*pid*, else asked), a per-process count
+    and random bits drawn once per process (pids repeat across hosts and pid namespaces
+    sharing one directory)."""
+    global _salt
+    if pid is None:
+        pid = os.getpid()
+    if _salt[0] != pid:
+        _salt = (pid, os.urandom(4).hex())
+    return f"{pid}.{next(_tokens)}.{_salt[1]}"
 
 
 #: the inode of the initial pid namespace (Linux's PROC_PID_INIT_INO).
@@ -223,15 +246,17 @@ INITIAL_PIDNS = "4026531836"
 _place: tuple[int, str, str] | None = None
 
 
-def place() -> tuple[str, str]:
-    """Return (boot id, pid namespace id) of this process; "" where /proc cannot tell.
+def place(pid: int | None = None) -> tuple[str, str]:
+    """Return (boot id, pid namespace id) of this process (*pid*, else asked); "" where
+    /proc cannot tell.
 
     The boot id (``/proc/sys/kernel/random/boot_id``, without dashes) changes at
     every boot; the pid namespace id (the inode of ``/proc/self/ns/pid``) differs
     between containers.  A pid means the same process only where both match.
     """
     global _place
-    pid = os.getpid()
+    if pid is None:
+        pid = os.getpid()
     if _place is None or _place[0] != pid:
         boot, pidns = _osapi.boot_and_pidns()
         _place = (pid, boot, pidns if pidns.isdigit() else "")

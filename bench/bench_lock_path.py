@@ -1,0 +1,116 @@
+"""The cost of one uncontended ``lock()`` + ``unlock()`` per method, against Perl's mkdir sub.
+
+One process, no contention: the path of one lock, as a CGI request pays it.  Each
+row repeats ``lock(name, method=M)`` + ``unlock(name, method=M)`` on a relative name
+(the working directory is the bench's temporary directory, as a CGI script's lock
+name is relative to its own directory) and reports microseconds per pair.  In the
+same run, side by side:
+
+* "perl sub": Perl's ``sub lock { mkdir($_[0], 0755) }`` / ``sub unlock { rmdir($_[0]) }``
+  called in a loop by real ``perl`` (timed inside perl, start-up excluded);
+* "raw os": ``os.mkdir`` + ``os.rmdir`` in a Python loop: the floor of any mkdir lock.
+
+The rows run in rounds (every row once per round, ``--rounds`` rounds); each row's
+figure is its median round, so a noisy moment on a shared machine touches every
+row alike.  The ratios are to the Perl sub and to the raw loop of the same run.
+
+    python bench/bench_lock_path.py [--cycles 2000] [--rounds 7] [--dir DIR] [--methods ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from perlcompat import lock, unlock
+
+METHODS = ["mkdir", "flock", "excl", "symlink", "rename", "link", "toplock"]
+PERL = "perl sub mkdir/rmdir"
+RAW = "raw os.mkdir/rmdir"
+
+PERL_LOOP = r"""
+use strict; use warnings; use Time::HiRes ();
+sub lock { mkdir($_[0], 0755) }
+sub unlock { rmdir($_[0]) }
+my ($name, $cycles) = @ARGV;
+my $t = Time::HiRes::time();
+for (1 .. $cycles) { lock($name) or die "lock: $!"; unlock($name) or die "unlock: $!"; }
+printf "%.9f\n", Time::HiRes::time() - $t;
+"""
+
+
+def _perl(name: str, cycles: int) -> float:
+    out = subprocess.run(
+        ["perl", "-e", PERL_LOOP, name, str(cycles)], capture_output=True, text=True, check=True
+    )
+    return float(out.stdout)
+
+
+def _raw(name: str, cycles: int) -> float:
+    mkdir, rmdir = os.mkdir, os.rmdir
+    began = time.perf_counter()
+    for _ in range(cycles):
+        mkdir(name, 0o755)
+        rmdir(name)
+    return time.perf_counter() - began
+
+
+def _method(method: str, name: str, cycles: int) -> float:
+    if lock(name, method=method) != 1 or unlock(name, method=method) != 1:  # warm
+        raise RuntimeError(f"{method}: lock()/unlock() failed")
+    began = time.perf_counter()
+    for _ in range(cycles):
+        if lock(name, method=method) != 1 or unlock(name, method=method) != 1:
+            raise RuntimeError(f"{method}: lock()/unlock() failed")
+    return time.perf_counter() - began
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--cycles", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--dir", help="directory to run in (default: the temporary directory)")
+    parser.add_argument("--methods", nargs="*", default=METHODS)
+    args = parser.parse_args()
+    has_perl = shutil.which("perl") is not None
+    rows = ([PERL] if has_perl else []) + [RAW, *args.methods]
+    times: dict[str, list[float]] = {row: [] for row in rows}
+    here = os.getcwd()
+    with tempfile.TemporaryDirectory(dir=args.dir) as workdir:
+        os.chdir(workdir)
+        try:
+            for _ in range(args.rounds):
+                for row in rows:
+                    name = f"{row.split()[0]}.lock"
+                    if row == PERL:
+                        elapsed = _perl(name, args.cycles)
+                    elif row == RAW:
+                        elapsed = _raw(name, args.cycles)
+                    else:
+                        elapsed = _method(row, name, args.cycles)
+                    times[row].append(elapsed / args.cycles * 1e6)
+        finally:
+            os.chdir(here)
+    per = {row: statistics.median(values) for row, values in times.items()}
+    perl_us = per.get(PERL)
+    print(
+        f"lock()+unlock() of one relative name, {args.cycles} cycles x {args.rounds} rounds"
+        f" (median round), in {args.dir or tempfile.gettempdir()}"
+    )
+    print(f"{'row':<22}{'us/cycle':>10}{'x perl sub':>12}{'x raw os':>10}")
+    for row in rows:
+        ratio = f"{per[row] / perl_us:>11.2f}x" if perl_us else f"{'-':>12}"
+        print(f"{row:<22}{per[row]:>10.1f}{ratio}{per[row] / per[RAW]:>9.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
