@@ -13,6 +13,9 @@ same run, side by side:
 The rows run in rounds (every row once per round, ``--rounds`` rounds); each row's
 figure is its median round, so a noisy moment on a shared machine touches every
 row alike.  The ratios are to the Perl sub and to the raw loop of the same run.
+Two figures per row: wall-clock time, and the CPU time the process spent (user +
+system: Perl's ``times``, Python's ``time.process_time``), which other processes
+on a busy machine disturb less (a disk's own work is not in it).
 
     python bench/bench_lock_path.py [--cycles 2000] [--rounds 7] [--dir DIR] [--methods ...]
 """
@@ -41,36 +44,40 @@ use strict; use warnings; use Time::HiRes ();
 sub lock { mkdir($_[0], 0755) }
 sub unlock { rmdir($_[0]) }
 my ($name, $cycles) = @ARGV;
+my ($u, $s) = times();
 my $t = Time::HiRes::time();
 for (1 .. $cycles) { lock($name) or die "lock: $!"; unlock($name) or die "unlock: $!"; }
-printf "%.9f\n", Time::HiRes::time() - $t;
+my $wall = Time::HiRes::time() - $t;
+my ($u2, $s2) = times();
+printf "%.9f %.9f\n", $wall, $u2 + $s2 - $u - $s;
 """
 
 
-def _perl(name: str, cycles: int) -> float:
+def _perl(name: str, cycles: int) -> tuple[float, float]:
     out = subprocess.run(
         ["perl", "-e", PERL_LOOP, name, str(cycles)], capture_output=True, text=True, check=True
     )
-    return float(out.stdout)
+    wall, cpu = out.stdout.split()
+    return float(wall), float(cpu)
 
 
-def _raw(name: str, cycles: int) -> float:
+def _raw(name: str, cycles: int) -> tuple[float, float]:
     mkdir, rmdir = os.mkdir, os.rmdir
-    began = time.perf_counter()
+    cpu, began = time.process_time(), time.perf_counter()
     for _ in range(cycles):
         mkdir(name, 0o755)
         rmdir(name)
-    return time.perf_counter() - began
+    return time.perf_counter() - began, time.process_time() - cpu
 
 
-def _method(method: str, name: str, cycles: int) -> float:
+def _method(method: str, name: str, cycles: int) -> tuple[float, float]:
     if lock(name, method=method) != 1 or unlock(name, method=method) != 1:  # warm
         raise RuntimeError(f"{method}: lock()/unlock() failed")
-    began = time.perf_counter()
+    cpu, began = time.process_time(), time.perf_counter()
     for _ in range(cycles):
         if lock(name, method=method) != 1 or unlock(name, method=method) != 1:
             raise RuntimeError(f"{method}: lock()/unlock() failed")
-    return time.perf_counter() - began
+    return time.perf_counter() - began, time.process_time() - cpu
 
 
 def main() -> int:
@@ -82,7 +89,8 @@ def main() -> int:
     args = parser.parse_args()
     has_perl = shutil.which("perl") is not None
     rows = ([PERL] if has_perl else []) + [RAW, *args.methods]
-    times: dict[str, list[float]] = {row: [] for row in rows}
+    walls: dict[str, list[float]] = {row: [] for row in rows}
+    cpus: dict[str, list[float]] = {row: [] for row in rows}
     here = os.getcwd()
     with tempfile.TemporaryDirectory(dir=args.dir) as workdir:
         os.chdir(workdir)
@@ -91,24 +99,33 @@ def main() -> int:
                 for row in rows:
                     name = f"{row.split()[0]}.lock"
                     if row == PERL:
-                        elapsed = _perl(name, args.cycles)
+                        wall, cpu = _perl(name, args.cycles)
                     elif row == RAW:
-                        elapsed = _raw(name, args.cycles)
+                        wall, cpu = _raw(name, args.cycles)
                     else:
-                        elapsed = _method(row, name, args.cycles)
-                    times[row].append(elapsed / args.cycles * 1e6)
+                        wall, cpu = _method(row, name, args.cycles)
+                    walls[row].append(wall / args.cycles * 1e6)
+                    cpus[row].append(cpu / args.cycles * 1e6)
         finally:
             os.chdir(here)
-    per = {row: statistics.median(values) for row, values in times.items()}
-    perl_us = per.get(PERL)
     print(
         f"lock()+unlock() of one relative name, {args.cycles} cycles x {args.rounds} rounds"
         f" (median round), in {args.dir or tempfile.gettempdir()}"
     )
-    print(f"{'row':<22}{'us/cycle':>10}{'x perl sub':>12}{'x raw os':>10}")
+    print(f"{'':<22}{'wall-clock':^32}{'CPU (user + system)':^32}")
+    head = f"{'us/cycle':>10}{'x perl sub':>12}{'x raw os':>10}"
+    print(f"{'row':<22}{head}{head}")
+    columns = [
+        {row: statistics.median(values) for row, values in found.items()} for found in (walls, cpus)
+    ]
     for row in rows:
-        ratio = f"{per[row] / perl_us:>11.2f}x" if perl_us else f"{'-':>12}"
-        print(f"{row:<22}{per[row]:>10.1f}{ratio}{per[row] / per[RAW]:>9.2f}x")
+        line = f"{row:<22}"
+        for per in columns:
+            perl_us = per.get(PERL)
+            ratio = f"{per[row] / perl_us:>11.2f}x" if perl_us else f"{'-':>12}"
+            raw = f"{per[row] / per[RAW]:>9.2f}x" if per[RAW] else f"{'-':>10}"
+            line += f"{per[row]:>10.1f}{ratio}{raw}"
+        print(line)
     return 0
 
 
