@@ -97,12 +97,26 @@ def started_at(ticks: int) -> float | None:
 
 
 def me() -> tuple[int, str, int | None]:
-    """Return this process's (pid, host, start time)."""
+    """Return this process's (pid, host, start time).
+
+    Asked once per process: a forked child forgets it (``os.register_at_fork``), so a
+    lock's path makes no ``getpid`` for it.
+    """
     global _me
-    pid = os.getpid()
-    if _me is None or _me[0] != pid:
+    if _me is None:
+        pid = os.getpid()
         _me = (pid, hostname(), start_time(pid))
     return _me
+
+
+def _forget_me() -> None:
+    """In a forked child: this process is another one (:func:`me` asks again)."""
+    global _me
+    _me = None
+
+
+if hasattr(os, "register_at_fork"):  # (not on Windows, where no process forks)
+    os.register_at_fork(after_in_child=_forget_me)
 
 
 def alive(
@@ -150,7 +164,7 @@ def record(kind: str, *, where: bool = True, **extra: object) -> str:
 def signed(kind: str, **extra: object) -> tuple[str, str]:
     """(record, token): :func:`record` with a fresh :func:`nonce` as its last field, ``token=``.
 
-    One ``getpid`` for both (a lock's path asks the kernel once).
+    One look at :func:`me` for both.
     """
     ident = me()
     token = nonce(ident[0])
@@ -229,12 +243,12 @@ _salt: tuple[int, str] = (0, "")
 
 
 def nonce(pid: int | None = None) -> str:
-    """Return a token no other hold has: our pid (*pid*, else asked), a per-process count
+    """Return a token no other hold has: our pid (*pid*, else :func:`me`'s), a per-process count
     and random bits drawn once per process (pids repeat across hosts and pid namespaces
     sharing one directory)."""
     global _salt
     if pid is None:
-        pid = os.getpid()
+        pid = me()[0]
     if _salt[0] != pid:
         _salt = (pid, os.urandom(4).hex())
     return f"{pid}.{next(_tokens)}.{_salt[1]}"
@@ -247,7 +261,7 @@ _place: tuple[int, str, str] | None = None
 
 
 def place(pid: int | None = None) -> tuple[str, str]:
-    """Return (boot id, pid namespace id) of this process (*pid*, else asked); "" where
+    """Return (boot id, pid namespace id) of this process (*pid*: :func:`me`'s); "" where
     /proc cannot tell.
 
     The boot id (``/proc/sys/kernel/random/boot_id``, without dashes) changes at
@@ -256,7 +270,7 @@ def place(pid: int | None = None) -> tuple[str, str]:
     """
     global _place
     if pid is None:
-        pid = os.getpid()
+        pid = me()[0]
     if _place is None or _place[0] != pid:
         boot, pidns = _osapi.boot_and_pidns()
         _place = (pid, boot, pidns if pidns.isdigit() else "")
