@@ -128,13 +128,28 @@ def resolve_path(name: str | os.PathLike[str], root: str | os.PathLike[str] | No
     if root is None:
         root = os.environ.get("PERLCOMPAT_LOCK_ROOT") or None
     if root is None:
-        return os.path.abspath(text)
+        return _absolute(text)
     base = os.path.realpath(os.fspath(root))
     path = os.path.abspath(os.path.join(base, text))
     parent = os.path.realpath(os.path.dirname(path))
     if os.path.commonpath([base, parent]) != base or path == base:
         raise ValueError(f"lock name {text!r} escapes the lock root {base!r}")
     return os.path.join(parent, os.path.basename(path))
+
+
+#: (working directory, name) -> ``os.path.abspath`` of the name there, for names seen before.
+_absolutes: dict[tuple[str, str], str] = {}
+
+
+def _absolute(text: str) -> str:
+    """``os.path.abspath(text)``: the working directory asked once, the rest remembered."""
+    key = (os.getcwd() if not os.path.isabs(text) else "", text)
+    found = _absolutes.get(key)
+    if found is None:
+        found = os.path.abspath(os.path.join(key[0], text))
+        if len(_absolutes) < 256:
+            _absolutes[key] = found
+    return found
 
 
 def locate(

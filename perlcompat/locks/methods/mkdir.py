@@ -183,7 +183,7 @@ class MkdirBackend(StaleBackend):
         self._netfs = on_network(st.st_dev)
         if self._template is None:
             self._record, self._token = _owner.signed(self.method, dir=_tag(st))
-            self._sign(self._record)
+            self._sign(self._record, st.st_uid)
         else:
             self._token = _owner.nonce()
         if self._pin < 0:
@@ -329,13 +329,14 @@ class MkdirBackend(StaleBackend):
         return (path + OWNER_SUFFIX, *super().parts(path))
 
     # -- owner file --------------------------------------------------------
-    def _sign(self, text: str) -> None:
+    def _sign(self, text: str, uid: int) -> None:
         """Write our record into the owner file beside the directory (advisory: best effort).
 
         The file is rewritten in place (padded, never truncated on open) and kept
-        open while held.  An owner file that is not a plain file of ours with one
-        link is replaced instead of written through; anything that is not an
-        owner file (empty, blank or an mkdir record) is left alone, unrecorded.
+        open while held.  An owner file that is not a plain file of ours (owned by
+        *uid*, the owner of the directory we just made) with one link is replaced
+        instead of written through; anything that is not an owner file (empty, blank
+        or an mkdir record) is left alone, unrecorded.
         """
         data = _owner.padded(text)
         try:
@@ -351,16 +352,13 @@ class MkdirBackend(StaleBackend):
             return
         try:
             st = os.fstat(fd)
-            whole = pread(
-                fd, RECORD_LIMIT + 1, 0
-            )  # (as ``files.read_fd``; blank: a release left it)
+            whole = pread(fd, RECORD_LIMIT + 1, 0)  # (``files.read_fd``; blank: as released)
             if not stat_module.S_ISREG(st.st_mode) or not (
                 whole == _BLANK or (len(whole) <= RECORD_LIMIT and is_owner_file(whole))
             ):
                 os.close(fd)
                 return
-            uid = getattr(os, "geteuid", None)
-            if st.st_nlink != 1 or (uid is not None and st.st_uid != uid()):
+            if st.st_nlink != 1 or st.st_uid != uid:
                 os.close(fd)
                 self._replace_owner(data)
                 return
