@@ -17,7 +17,8 @@ lives here, once:
   interval capped well below ``wait`` (a released lock is taken within
   milliseconds), or ``poll`` seconds jittered +-50%, a Perl sub's cadence, fair to
   Perl waiters (docs/locks.md has the bench).  A pending ``alarm()`` is honoured
-  between tries.  The loop is ``locks.retry.tries``.
+  between tries.  The first try is made at once; only a busy lock enters the
+  loop, ``locks.retry.tries``.
 * **Staleness.** After a failed try (at most every ``BREAK_EVERY`` seconds) the
   backend is asked to recover a lock older than ``stale`` seconds, or one whose
   owner on this host is dead.  The

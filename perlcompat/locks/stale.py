@@ -25,7 +25,8 @@ The hooks, with their defaults:
 
 **A release never waits long.**  Holders release under a shared flock on the lock's
 directory (rule 3 of ``locks.remover``), so no perlcompat remover is between its
-look and its removal.  Other programs can hold a directory's flock too (``flock -x
+look and its removal; taken at once when free (:func:`_shared_now`), else through
+``Remover.release_flock``.  Other programs can hold a directory's flock too (``flock -x
 DIR cmd``, a backup tool), for as long as they like, so a release waits for it at
 most ``locks.guards.RELEASE_WAIT`` seconds (a perlcompat remover holds it
 exclusively only for a look and a removal: microseconds).  If it is still busy then,
