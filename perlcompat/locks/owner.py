@@ -113,6 +113,7 @@ def _forget_me() -> None:
     """In a forked child: this process is another one (:func:`me` asks again)."""
     global _me
     _me = None
+    _heads.clear()
 
 
 if hasattr(os, "register_at_fork"):  # (not on Windows, where no process forks)
@@ -168,7 +169,15 @@ def signed(kind: str, **extra: object) -> tuple[str, str]:
     """
     ident = me()
     token = nonce(ident[0])
-    return _line(ident, kind, True, {**extra, "token": token}), token
+    head = _heads.get(kind)
+    if head is None:  # this process's part of the record, made once per kind
+        head = _heads[kind] = _line(ident, kind, True, {}).rstrip("\n")
+    fields = "".join(f" {key}={value}" for key, value in extra.items())
+    return f"{head}{fields} token={token}\n", token
+
+
+#: kind -> the start of this process's records (:func:`signed`); a forked child clears it.
+_heads: dict[str, str] = {}
 
 
 def _line(

@@ -82,6 +82,7 @@ class StaleBackend(Backend):
         self.stale = stale
         self.shared = shared
         self._remover_: Remover | None = None
+        self._directory = os.path.dirname(path) or "."  # (its flock: the release guard)
 
     @property
     def _remover(self) -> Remover:
@@ -187,7 +188,7 @@ class StaleBackend(Backend):
         mine = self._mine
         if mine is None:
             return False
-        fd = _shared_now(self.path)
+        fd = _shared_now(self._directory)
         if fd is None:
             fd = self._remover.release_flock(self, mine)  # waits for a remover, or decides
         try:
@@ -325,9 +326,9 @@ class StaleBackend(Backend):
         }
 
 
-def _shared_now(path: str) -> int | None:
-    """The release guard of *path* (rule 3) when it can be had at once: the lock's
-    directory opened and flocked shared without waiting; None otherwise.
+def _shared_now(directory: str) -> int | None:
+    """The release guard (rule 3) when it can be had at once: the lock's *directory*
+    opened and flocked shared without waiting; None otherwise.
 
     The common case of every release, with no remover at work.  None (a remover holds
     the flock, the directory cannot be opened here: Windows, mode 0733, no descriptor
@@ -335,7 +336,7 @@ def _shared_now(path: str) -> int | None:
     ``.breaker`` file, or decides as the module docstring says.
     """
     try:
-        fd = os.open(os.path.dirname(path) or ".", os.O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        fd = os.open(directory, os.O_RDONLY | O_DIRECTORY | O_CLOEXEC)
     except OSError:
         return None
     try:
