@@ -281,3 +281,49 @@ def test_no_module_is_over_700_lines() -> None:
     }
     assert len(sizes) > 50  # the package was found
     assert {name: n for name, n in sizes.items() if n > MAX_MODULE_LINES} == {}
+
+
+#: issue 33: the modules one mkdir ``lock()`` + ``unlock()`` runs code of, at most
+MAX_LOCK_PATH_MODULES = 8
+
+LOCK_PATH_TRACE = """
+import json, os, sys
+from perlcompat import lock, unlock
+os.chdir(sys.argv[1])
+assert lock("x.lock") == 1 and unlock("x.lock") == 1  # warm: first-use imports and caches
+seen = []
+def profile(frame, event, arg):
+    if event == "call":
+        module = frame.f_globals.get("__name__", "")
+        if module.startswith("perlcompat"):
+            seen.append(module)
+sys.setprofile(profile)
+taken = lock("x.lock")
+released = unlock("x.lock")
+sys.setprofile(None)
+print(json.dumps([taken, released, seen]))
+"""
+
+
+def test_the_path_of_one_mkdir_lock_runs_in_a_few_modules(tmp_path: Path) -> None:
+    """Issue 33: one ``lock("x.lock")`` + ``unlock("x.lock")`` (the mkdir method, the
+    classic ``sub lock { mkdir }`` port) reads top to bottom in a few places: the
+    function, the Lock, the method module and the shared file primitives.  Traced with
+    ``sys.setprofile``, perlcompat frames only, after a first cycle (imports, caches)."""
+    import json
+
+    out = subprocess.run(
+        [sys.executable, "-c", LOCK_PATH_TRACE, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    taken, released, seen = json.loads(out.stdout)
+    assert (taken, released) == (1, 1)
+    modules_seen = sorted(set(seen))
+    # the trace sees the path (the function, the method), so a count of 8 means 8
+    assert "perlcompat.locks.functions" in modules_seen
+    assert "perlcompat.locks.methods.mkdir" in modules_seen
+    assert len(modules_seen) <= MAX_LOCK_PATH_MODULES, modules_seen
+    assert not (tmp_path / "x.lock").exists()

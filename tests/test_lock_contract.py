@@ -79,7 +79,7 @@ class _Memory(contract.Backend):
 def test_a_registered_method_works_without_touching_the_rest(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(contract, "_classes", dict(contract._classes))
+    monkeypatch.setattr(contract, "REGISTERED", dict(contract.REGISTERED))
     assert contract.register(_Memory) is _Memory
     assert "memory" in contract.names()
     path = str(tmp_path / "m")

@@ -111,6 +111,13 @@ def _functions(path: Path) -> set[str]:
         for target in node.targets
         if isinstance(target, ast.Name) and target.id.isupper() and target.id != "TYPE_CHECKING"
     }
+    names |= {  # an OS function bound as it is (``pread = os.pread``: no frame of ours)
+        target.id
+        for node in tree.body
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Attribute)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
     return {name for name in names if not name.startswith("_")}
 
 

@@ -17,7 +17,8 @@ lives here, once:
   interval capped well below ``wait`` (a released lock is taken within
   milliseconds), or ``poll`` seconds jittered +-50%, a Perl sub's cadence, fair to
   Perl waiters (docs/locks.md has the bench).  A pending ``alarm()`` is honoured
-  between tries.  The loop is ``locks.retry.tries``.
+  between tries.  The first try is made at once; only a busy lock enters the
+  loop, ``locks.retry.tries``.
 * **Staleness.** After a failed try (at most every ``BREAK_EVERY`` seconds) the
   backend is asked to recover a lock older than ``stale`` seconds, or one whose
   owner on this host is dead.  The
@@ -79,6 +80,7 @@ from . import cleanup as _cleanup, retry as _retry
 from .acquired import Acquired
 from .contract import (
     DEFAULT_METHOD,
+    REGISTERED,
     URL_METHOD,
     Backend,
     backend_class,
@@ -94,17 +96,15 @@ from .errors import (
     NotLockedError,
 )
 from .options import (
-    DEFAULT_RETRY,
     UNSET,
     _Unset,
-    check_retry,
     check_timeout,
     locate,
     missing_directory,
+    patience,
     perl_formats,
     poll_seconds,
     resolve_held,
-    retry_patience,
 )
 
 TYPE_CHECKING = False
@@ -181,18 +181,7 @@ class Lock:
         auto_refresh: float | None = None,
         data: bool | None = None,
     ) -> None:
-        if not isinstance(timeout, _Unset) and not isinstance(retry, _Unset):
-            raise ValueError(
-                "give the patience as timeout= (seconds) or as retry= (tries), not both"
-                f" (timeout={timeout!r}, retry={retry!r})"
-            )
-        retry = check_retry(DEFAULT_RETRY if isinstance(retry, _Unset) else retry)
-        wait = check_seconds("wait", wait)
-        stale = check_seconds("stale", stale, zero=False)
-        if isinstance(timeout, _Unset):
-            self.timeout = retry_patience(retry, wait)
-        else:
-            self.timeout = check_timeout(timeout)
+        self.timeout, retry, wait, stale = patience(timeout, retry, wait, stale)
         self.poll = poll_seconds(poll)
         method, path, url = locate(name, method, url, root)
         method = method or DEFAULT_METHOD
@@ -212,8 +201,10 @@ class Lock:
         self.stale = float(stale)
         self.shared = shared
         self.path = path
-        cls = backend_class(method)
-        self.formats = perl_formats(method, cls.options, record, target, pidfile)
+        cls = REGISTERED.get(method) or backend_class(method)
+        self.formats: dict[str, str] = {}
+        if record is not None or target is not None or pidfile is not None:
+            self.formats = perl_formats(method, cls.options, record, target, pidfile)
         options.update(self.formats)
         for option in options:
             if option not in cls.options:
@@ -296,33 +287,39 @@ class Lock:
         counts one more hold (released at the last :meth:`release`).  Returns
         an :class:`Acquired`, so ``with lk.acquire(timeout=1):`` releases on exit.
         """
+        self._acquire(timeout, poll_interval, blocking)
+        return Acquired(self)
+
+    def _acquire(self, timeout: float | _Unset | None, poll: float | None, blocking: bool) -> None:
+        """:meth:`acquire` (*poll* its *poll_interval*), returning nothing (``lock()`` calls it)."""
         me = get_ident()
         if self._owner_thread == me and _cleanup.holder(self.method, self.path) is self:
             self._release_failed = None  # its holder takes it again: held, not pending
             self._count += 1
             _debug("lock %r taken again by its holder (count %d)", self.path, self._count)
-            return Acquired(self)
+            return
         if not blocking:
             timeout = 0
         timeout = self.timeout if isinstance(timeout, _Unset) else check_timeout(timeout)
-        poll = self.poll
-        if poll_interval is not None:
-            poll = check_seconds("poll_interval", poll_interval, zero=False)
+        poll = self.poll if poll is None else check_seconds("poll_interval", poll, zero=False)
         pending = owned_here(self.method, self.path)
         if pending is not None and pending._release_failed is None:
             raise DuplicateLockError(f"this thread already holds the lock {self.path!r}")
-        deadline = _retry.deadline_after(timeout)
+        deadline = None if timeout is None else time.monotonic() + timeout
         backend = self._backend
         backend.deadline = deadline
         self._next_break = 0.0
+        if pending is None and self._take(me):
+            return  # the first try, at once: a free lock needs no wait set up
         # redis: block until a release wakes us
         block = backend.wait_for_release if backend.waits_for_release else None
         cap = _retry.cap_for(self.wait)
-        for _ in _retry.tries(deadline, cap=cap, poll=poll, block=block):
+        at_once = pending is not None  # (else the first try was made above)
+        for _ in _retry.tries(deadline, cap=cap, poll=poll, block=block, at_once=at_once):
             if pending is not None and pending.is_locked and not pending._finish_release():
                 continue  # our own failed release is still pending: busy, as for anyone's lock
             if self._take(me):
-                return Acquired(self)
+                return
         failed = pending._release_failed if pending is not None else None
         raise self._timed_out(timeout, failed)
 

@@ -73,7 +73,6 @@ _orphans = 0  # the last key number given to what a thread that ended held (-1, 
 #: the registry's kind for ``sem_acquire``'s slots (not a lock method: no ``Lock`` has it).
 SEMAPHORE = "semaphore"
 _previous: dict[int, Any] = {}
-_installed_pid = 0
 _atexit_done = False
 _main_ident = -1
 _depth = 0  # steps in progress in the main thread that a signal must not split
@@ -136,6 +135,29 @@ def holder(kind: str, path: str) -> Any:
     return found
 
 
+def held_at(path: str, method: str | None = None) -> Lock | None:
+    """The ``Lock`` by which this thread holds *path* (with *method*, or with any), else None.
+
+    Of several (one name locked with two methods), the first method in
+    ``locks.contract.METHODS`` order.
+    """
+    if method is not None:
+        found: Lock | None = holder(method, path)
+        return found
+    me = get_ident()
+    kinds = [key[0] for key in _held if key[1] == path and key[2] == me and key[0] != SEMAPHORE]
+    if len(kinds) > 1:
+        from .contract import names
+
+        order = names()
+        kinds.sort(key=lambda kind: order.index(kind) if kind in order else len(order))
+    for kind in kinds:
+        found = holder(kind, path)
+        if found is not None:
+            return found
+    return None
+
+
 def _orphan(key: tuple[str, str, int]) -> None:
     """Set apart what an ended thread held at *key*: no thread's, released at exit."""
     global _orphans
@@ -169,7 +191,7 @@ def track(lock_: Lock) -> None:
         _tokens[key] = _token()
     else:
         _tokens.pop(key, None)  # set by the owner thread's first look (:func:`holder`)
-    if _installed_pid != os.getpid() or not _previous:
+    if not _previous:  # (inherited by a forked child: installed there too)
         _install()
 
 
@@ -211,9 +233,8 @@ def _watch_forks() -> None:
 
 
 def _install() -> None:
-    global _installed_pid, _main_ident
+    global _main_ident
     _watch_forks()
-    _installed_pid = os.getpid()
     for name in SIGNALS:
         number = getattr(_signal, name, None)
         if number is None or number in _previous:

@@ -198,7 +198,8 @@ class Backend(ABC):
         return ()
 
 
-_classes: dict[str, type[Backend]] = {}
+#: the registry: method name -> its backend class (:func:`register`).
+REGISTERED: dict[str, type[Backend]] = {}
 
 
 def register(cls: B) -> B:
@@ -206,21 +207,21 @@ def register(cls: B) -> B:
     name = cls.method
     if not name or not isinstance(name, str):
         raise ValueError(f"{cls.__qualname__} has no method name")
-    known = _classes.get(name)
+    known = REGISTERED.get(name)
     if known is not None and known is not cls:
         raise ValueError(f"lock method {name!r} is already {known.__qualname__}")
-    _classes[name] = cls
+    REGISTERED[name] = cls
     return cls
 
 
 def names() -> list[str]:
     """Every lock method's name: :data:`METHODS`, then any registered from elsewhere."""
-    return [*METHODS, *(name for name in _classes if name not in METHODS)]
+    return [*METHODS, *(name for name in REGISTERED if name not in METHODS)]
 
 
 def backend_class(method: str) -> type[Backend]:
     """The backend class of lock method *method*, its module imported on first use."""
-    cls = _classes.get(method)
+    cls = REGISTERED.get(method)
     if cls is not None:
         return cls
     module = METHODS.get(method) if isinstance(method, str) else None
@@ -229,7 +230,7 @@ def backend_class(method: str) -> type[Backend]:
     from importlib import import_module
 
     import_module(f"{__package__}.methods.{module}")
-    cls = _classes.get(method)
+    cls = REGISTERED.get(method)
     if cls is None:
         raise LookupError(f"module locks.methods.{module} registers no lock method {method!r}")
     return cls

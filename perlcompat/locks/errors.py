@@ -1,5 +1,6 @@
 """The lock errors: ``LockError`` (an ``OSError`` with errno set) and its subclasses,
-and :func:`perl_sub`, the one adapter that turns them into Perl's 0 and ``$!``.
+and :func:`perl_sub`, the one adapter that turns them into Perl's 0 and ``$!``
+(:func:`perl_failure` its failing half).
 
 ``Lock``, ``Semaphore`` and ``replace_file`` raise them; the Perl-shaped subs
 (``lock()``/``unlock()``, ``sem_acquire``/``sem_release``, ``rename_if_holding``)
@@ -86,9 +87,7 @@ def perl_sub(*, raises: bool = False) -> Callable[[F], F]:
                 if raises:
                     set_errno(exc.errno or errno.EIO)
                     raise
-                if not isinstance(exc, LockError):
-                    reraise_foreign(exc)
-                return fail(exc.errno or errno.EIO)
+                return perl_failure(exc)
             if raises or result:
                 set_errno(0)
             return result
@@ -99,6 +98,18 @@ def perl_sub(*, raises: bool = False) -> Callable[[F], F]:
         return sub  # type: ignore[return-value]
 
     return wrap
+
+
+def perl_failure(exc: OSError) -> int:
+    """Perl's 0 with ``$!`` set from *exc* (EIO if it has no errno), for a sub that failed.
+
+    An ``OSError`` that did not come from a system call, or that an ``alarm()`` handler
+    raised, propagates instead (``perl.errno.reraise_foreign``).  (``lock()`` and
+    ``unlock()`` call it as :func:`perl_sub` does, without its wrapper.)
+    """
+    if not isinstance(exc, LockError):
+        reraise_foreign(exc)
+    return fail(exc.errno or errno.EIO)
 
 
 # Named where users import them: tracebacks say ``perlcompat.LockTimeout``, and a

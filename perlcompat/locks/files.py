@@ -2,8 +2,7 @@
 
 Looks never follow a symlink nor block on a FIFO: :func:`lstat`,
 :func:`read_small`, :func:`read_same` (only if the path still holds exactly what
-was judged) and :func:`read_fd`/:func:`read_at_zero`/:func:`write_at_zero`
-(offset 0, pread/pwrite where there are some).  A lock object is named by
+was judged) and :func:`read_fd` (from offset 0).  A lock object is named by
 :func:`identity` (device, inode, mtime, ctime); :func:`remove_same` is the last
 step of every stale removal: it compares that identity once more and removes
 only the very object judged; :func:`touch` makes one young again (a refresh).
@@ -24,7 +23,7 @@ import stat as stat_module
 
 from ..perl.osflags import O_BINARY, O_CLOEXEC, O_NOFOLLOW, O_NONBLOCK
 from . import osapi as _osapi, owner as _owner
-from .osapi import open_file, read_at_zero, write_at_zero
+from .osapi import open_file, pread, pwrite
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -68,7 +67,7 @@ def read_small(path: str, limit: int = 4096) -> bytes | None:
 def read_fd(fd: int, limit: int = 4096) -> bytes | None:
     """The whole of the open file *fd* from offset 0; None if longer than *limit* or unreadable."""
     try:
-        data = read_at_zero(fd, limit + 1)
+        data = pread(fd, limit + 1, 0)
     except OSError:
         return None
     return None if len(data) > limit else data
@@ -97,7 +96,7 @@ def read_same(path: str, st: os.stat_result, limit: int = 4096) -> bytes | None:
     try:
         if _shape(os.fstat(fd)) != _shape(st):
             return None
-        data = read_at_zero(fd, limit)
+        data = pread(fd, limit, 0)
         if _shape(os.fstat(fd)) != _shape(st) or len(data) != min(st.st_size, limit):
             return None  # rewritten while we read (timestamps can be a few ms coarse)
         return data
@@ -130,7 +129,7 @@ def rewrite_record(path: str, st: os.stat_result, data: bytes, limit: int = 4096
         if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
             return False
         os.ftruncate(fd, 0)
-        write_at_zero(fd, data)
+        pwrite(fd, data, 0)
     finally:
         os.close(fd)
     return True

@@ -10,14 +10,14 @@ from __future__ import annotations
 import errno
 import os
 
-from ..perl.errno import fail
+from ..perl.errno import fail, set_errno
+from . import cleanup as _cleanup
 from .api import Lock, owned_here
 from .contract import URL_METHOD, detect as detect_method, names
-from .errors import perl_sub
-from .options import locate, perl_formats
+from .errors import perl_failure
+from .options import UNSET, locate, perl_formats
 
 
-@perl_sub()
 def lock(
     name: str | os.PathLike[str] = "lockdir",
     *,
@@ -48,27 +48,30 @@ def lock(
     holding the lock.  ``record=``/``target=``/``pidfile=`` declare what the Perl
     side writes into its lock (``locks.record``; docs/locks.md).
     """
-    Lock(
-        name,
-        method=method,
-        retry=retry,
-        wait=wait,
-        stale=stale,
-        shared=shared,
-        root=root,
-        poll=poll,
-        url=url,
-        mode=mode,
-        held=held,
-        record=record,
-        target=target,
-        pidfile=pidfile,
-        data=data,
-    ).acquire()
+    try:
+        Lock(
+            name,
+            method=method,
+            retry=retry,
+            wait=wait,
+            stale=stale,
+            shared=shared,
+            root=root,
+            poll=poll,
+            url=url,
+            mode=mode,
+            held=held,
+            record=record,
+            target=target,
+            pidfile=pidfile,
+            data=data,
+        )._acquire(UNSET, None, True)
+    except OSError as exc:
+        return perl_failure(exc)  # (``errors.perl_sub``'s rule, without a wrapper on the path)
+    set_errno(0)
     return 1
 
 
-@perl_sub()
 def unlock(
     name: str | os.PathLike[str] = "lockdir",
     *,
@@ -90,21 +93,25 @@ def unlock(
     may be called again.  ``record=``/``target=``/``pidfile=``, if given, must be
     those the lock was taken with (ValueError otherwise).
     """
-    method, path, url = locate(name, method, url, root)
-    owners = (owned_here(m, path) for m in ([method] if method else names()))
-    found = [owner for owner in owners if owner is not None]
-    given = perl_formats(None, None, record, target, pidfile)
-    for key, value in given.items():
-        if found and found[0].formats.get(key) != value:
-            raise ValueError(
-                f"unlock({os.fspath(name)!r}, {key}={value!r}): the lock was taken with"
-                f" {key}={found[0].formats.get(key)!r}"
-            )
-    if not found:
-        if method != URL_METHOD:
-            _not_ours(path, method)
-        return fail(errno.ENOLCK)
-    found[0].release()
+    try:
+        method, path, url = locate(name, method, url, root)
+        found = _cleanup.held_at(path, method)
+        if record is not None or target is not None or pidfile is not None:
+            given = perl_formats(None, None, record, target, pidfile)
+            for key, value in given.items():
+                if found is not None and found.formats.get(key) != value:
+                    raise ValueError(
+                        f"unlock({os.fspath(name)!r}, {key}={value!r}): the lock was taken"
+                        f" with {key}={found.formats.get(key)!r}"
+                    )
+        if found is None:
+            if method != URL_METHOD:
+                _not_ours(path, method)
+            return fail(errno.ENOLCK)
+        found.release()
+    except OSError as exc:
+        return perl_failure(exc)
+    set_errno(0)
     return 1
 
 

@@ -1,7 +1,7 @@
 """The arguments of ``Lock``, ``lock()``/``unlock()`` and ``Semaphore``, checked once.
 
-The patience: ``timeout=`` seconds (None or -1: without limit, filelock's
-convention), or the mkdir lock sub's ``retry`` tries ``wait`` seconds apart
+The patience (:func:`patience`): ``timeout=`` seconds (None or -1: without limit,
+filelock's convention), or the mkdir lock sub's ``retry`` tries ``wait`` seconds apart
 (:func:`retry_patience`: five tries with four one-second sleeps, 4 s; ``retry`` 0 or 1:
 one try; None: without limit), never both; ``poll=`` seconds between tries (or
 ``PERLCOMPAT_LOCK_POLL``, :func:`poll_seconds`); the lock path (:func:`resolve_path`: ``root=`` or
@@ -61,6 +61,45 @@ def retry_patience(retry: int | None, wait: float) -> float | None:
     return check_seconds("(retry - 1) * wait", max(retry - 1, 0) * wait)
 
 
+#: ``patience()`` results by their arguments (types too): the same arguments, checked once.
+_checked: dict[tuple[object, ...], tuple[float | None, int | None, float, float]] = {}
+
+
+def patience(
+    timeout: object, retry: object, wait: object, stale: object
+) -> tuple[float | None, int | None, float, float]:
+    """(timeout, retry, wait, stale) of ``Lock``, checked: the patience in seconds (None: for
+    ever), the tries, the seconds between them, the stale age.
+
+    *timeout* or *retry* not given is :data:`UNSET` (both given: ValueError); without
+    *timeout*, the patience is the mkdir lock sub's (:func:`retry_patience`).  Arguments
+    seen before (the same values of the same types) are not checked again.
+    """
+    key = (type(timeout), timeout, type(retry), retry, type(wait), wait, type(stale), stale)
+    try:
+        found = _checked.get(key)
+    except TypeError:  # unhashable: refused below
+        found = None
+    if found is not None:
+        return found
+    if not isinstance(timeout, _Unset) and not isinstance(retry, _Unset):
+        raise ValueError(
+            "give the patience as timeout= (seconds) or as retry= (tries), not both"
+            f" (timeout={timeout!r}, retry={retry!r})"
+        )
+    tries = check_retry(DEFAULT_RETRY if isinstance(retry, _Unset) else retry)
+    between = check_seconds("wait", wait)
+    age = check_seconds("stale", stale, zero=False)
+    if isinstance(timeout, _Unset):
+        seconds = retry_patience(tries, between)
+    else:
+        seconds = check_timeout(timeout)
+    result = (seconds, tries, between, age)
+    if len(_checked) < 64:
+        _checked[key] = result
+    return result
+
+
 def poll_seconds(poll: float | None) -> float | None:
     """*poll* checked, or ``PERLCOMPAT_LOCK_POLL`` when *poll* is None (unset or empty: None)."""
     if poll is None:
@@ -91,7 +130,7 @@ def resolve_path(
     if root is None:
         root = os.environ.get("PERLCOMPAT_LOCK_ROOT") or None
     if root is None:
-        return os.path.abspath(text)
+        return _absolute(text)
     base = os.path.realpath(os.fspath(root))
     path = os.path.abspath(os.path.join(base, text))
     parent = os.path.realpath(os.path.dirname(path))
@@ -109,6 +148,21 @@ def resolve_held(held: str | os.PathLike[str], root: str | os.PathLike[str] | No
     if isinstance(text, str) and os.path.basename(text) == text:
         return text
     return resolve_path(text, root, "held name")
+
+
+#: (working directory, name) -> ``os.path.abspath`` of the name there, for names seen before.
+_absolutes: dict[tuple[str, str], str] = {}
+
+
+def _absolute(text: str) -> str:
+    """``os.path.abspath(text)``: the working directory asked once, the rest remembered."""
+    key = (os.getcwd() if not os.path.isabs(text) else "", text)
+    found = _absolutes.get(key)
+    if found is None:
+        found = os.path.abspath(os.path.join(key[0], text))
+        if len(_absolutes) < 256:
+            _absolutes[key] = found
+    return found
 
 
 def locate(

@@ -34,7 +34,9 @@ Files (``locks.files``, ``locks.replace``, the methods):
 * ``changed_at(path, st)``: when the file last changed status (``st_ctime`` on POSIX; the
   NTFS change time on Windows, where ``st_ctime`` is the creation time);
   ``change_time(path)``: that NTFS time (None on POSIX);
-* ``read_at_zero(fd, limit)``, ``write_at_zero(fd, data)``: ``pread``/``pwrite`` at 0;
+* ``pread(fd, limit, offset)``, ``pwrite(fd, data, offset)``: ``os.pread``/``os.pwrite``
+  themselves on POSIX (no Python frame on a lock's path), seek and read/write on Windows;
+* ``remove_directory(path)``: ``os.rmdir`` on POSIX; on Windows retried as ``retry_busy``;
 * ``utime_open(fd, path)``: times to now through *fd* (by *path* on Windows);
   ``touch(path, st)``: ``locks.files.touch``;
 * ``generation(path)``: the Linux inode generation (None elsewhere);
@@ -77,11 +79,12 @@ open_file = _platform.open_file
 pids_known = _platform.pids_known
 proc_locks_device = _platform.proc_locks_device
 process_exists = _platform.process_exists
-read_at_zero = _platform.read_at_zero
+pread = _platform.pread
+pwrite = _platform.pwrite
 renames_by_handle = _platform.renames_by_handle
 renames_open_files = _platform.renames_open_files
+remove_directory = _platform.remove_directory
 retry_busy = _platform.retry_busy
 touch = _platform.touch
 utime_open = _platform.utime_open
 while_readers = _platform.while_readers
-write_at_zero = _platform.write_at_zero

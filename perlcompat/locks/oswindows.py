@@ -263,16 +263,21 @@ def change_time(path: str) -> float | None:
     return ticks / 1e7 - 11644473600.0
 
 
-def read_at_zero(fd: int, limit: int) -> bytes:
-    """Up to *limit* bytes of *fd* from offset 0 (seek, read: no ``pread`` here)."""
-    os.lseek(fd, 0, os.SEEK_SET)
+def pread(fd: int, limit: int, offset: int) -> bytes:
+    """Up to *limit* bytes of *fd* from *offset* (seek, read: no ``pread`` here)."""
+    os.lseek(fd, offset, os.SEEK_SET)
     return os.read(fd, limit)
 
 
-def write_at_zero(fd: int, data: bytes) -> None:
-    """Write *data* at offset 0 of *fd* (seek, write: no ``pwrite`` here)."""
-    os.lseek(fd, 0, os.SEEK_SET)
-    os.write(fd, data)
+def pwrite(fd: int, data: bytes, offset: int) -> int:
+    """Write *data* at *offset* of *fd* (seek, write: no ``pwrite`` here)."""
+    os.lseek(fd, offset, os.SEEK_SET)
+    return os.write(fd, data)
+
+
+def remove_directory(path: str) -> None:
+    """``os.rmdir``, retried as :func:`retry_busy` retries (a waiter listing it for a moment)."""
+    retry_busy(os.rmdir, path)
 
 
 def utime_open(fd: int, path: str) -> None:

@@ -97,12 +97,27 @@ def started_at(ticks: int) -> float | None:
 
 
 def me() -> tuple[int, str, int | None]:
-    """Return this process's (pid, host, start time)."""
+    """Return this process's (pid, host, start time).
+
+    Asked once per process: a forked child forgets it (``os.register_at_fork``), so a
+    lock's path makes no ``getpid`` for it.
+    """
     global _me
-    pid = os.getpid()
-    if _me is None or _me[0] != pid:
+    if _me is None:
+        pid = os.getpid()
         _me = (pid, hostname(), start_time(pid))
     return _me
+
+
+def _forget_me() -> None:
+    """In a forked child: this process is another one (:func:`me` asks again)."""
+    global _me
+    _me = None
+    _heads.clear()
+
+
+if hasattr(os, "register_at_fork"):  # (not on Windows, where no process forks)
+    os.register_at_fork(after_in_child=_forget_me)
 
 
 def alive(
@@ -144,11 +159,35 @@ def record(kind: str, *, where: bool = True, **extra: object) -> str:
 
     With *where*, ``boot=`` and ``pidns=`` (see :func:`place`) follow where /proc has them.
     """
-    pid, host, start = me()
+    return _line(me(), kind, where, extra)
+
+
+def signed(kind: str, **extra: object) -> tuple[str, str]:
+    """(record, token): :func:`record` with a fresh :func:`nonce` as its last field, ``token=``.
+
+    One look at :func:`me` for both.
+    """
+    ident = me()
+    token = nonce(ident[0])
+    head = _heads.get(kind)
+    if head is None:  # this process's part of the record, made once per kind
+        head = _heads[kind] = _line(ident, kind, True, {}).rstrip("\n")
+    fields = "".join(f" {key}={value}" for key, value in extra.items())
+    return f"{head}{fields} token={token}\n", token
+
+
+#: kind -> the start of this process's records (:func:`signed`); a forked child clears it.
+_heads: dict[str, str] = {}
+
+
+def _line(
+    ident: tuple[int, str, int | None], kind: str, where: bool, extra: dict[str, object]
+) -> str:
+    pid, host, start = ident
     head = f"perlcompat {kind} pid={pid} host={host}"
     if start is not None:
         head += f" start={start}"
-    boot, pidns = place() if where else ("", "")
+    boot, pidns = place(pid) if where else ("", "")
     if boot:
         head += f" boot={boot}"
     if pidns:
@@ -209,12 +248,19 @@ def _int(text: str | None) -> int | None:
 
 
 _tokens = itertools.count(1)
+_salt: tuple[int, str] = (0, "")
 
 
-def nonce() -> str:
-    """Return a token no other hold has: our pid, a per-process count and random bits
-    (pids repeat across hosts and pid namespaces sharing one directory)."""
-    return f"{os.getpid()}.{next(_tokens)}.{os.urandom(4).hex()}"
+def nonce(pid: int | None = None) -> str:
+    """Return a token no other hold has: our pid (*pid*, else :func:`me`'s), a per-process count
+    and random bits drawn once per process (pids repeat across hosts and pid namespaces
+    sharing one directory)."""
+    global _salt
+    if pid is None:
+        pid = me()[0]
+    if _salt[0] != pid:
+        _salt = (pid, os.urandom(4).hex())
+    return f"{pid}.{next(_tokens)}.{_salt[1]}"
 
 
 #: the inode of the initial pid namespace (Linux's PROC_PID_INIT_INO).
@@ -223,15 +269,17 @@ INITIAL_PIDNS = "4026531836"
 _place: tuple[int, str, str] | None = None
 
 
-def place() -> tuple[str, str]:
-    """Return (boot id, pid namespace id) of this process; "" where /proc cannot tell.
+def place(pid: int | None = None) -> tuple[str, str]:
+    """Return (boot id, pid namespace id) of this process (*pid*: :func:`me`'s); "" where
+    /proc cannot tell.
 
     The boot id (``/proc/sys/kernel/random/boot_id``, without dashes) changes at
     every boot; the pid namespace id (the inode of ``/proc/self/ns/pid``) differs
     between containers.  A pid means the same process only where both match.
     """
     global _place
-    pid = os.getpid()
+    if pid is None:
+        pid = me()[0]
     if _place is None or _place[0] != pid:
         boot, pidns = _osapi.boot_and_pidns()
         _place = (pid, boot, pidns if pidns.isdigit() else "")

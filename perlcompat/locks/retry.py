@@ -88,17 +88,21 @@ def tries(
     first: float = FIRST,
     growth: float = GROWTH,
     alarm: bool = True,
+    at_once: bool = True,
 ) -> Iterator[None]:
     """Yield before each attempt until ``time.monotonic()`` passes *deadline* (None: never).
 
-    The first attempt comes at once and the last one at the deadline; see the
+    The first attempt comes at once (``at_once=False``: the caller has just made it,
+    the first yield comes after a pause) and the last one at the deadline; see the
     module docstring for the pauses between them (*first* seconds, times
     *growth*, capped at *cap*).  ``alarm=False``: the pauses are plain sleeps,
     for a wait inside a step that an ALRM handler must not cut (a release).
     """
     pauses = delays(deadline, cap=cap, poll=poll, first=first, growth=growth)
     while True:
-        yield
+        if at_once:
+            yield
+        at_once = True
         delay = next(pauses, None)  # measured after the attempt
         if delay is None:
             return

@@ -25,7 +25,8 @@ The hooks, with their defaults:
 
 **A release never waits long.**  Holders release under a shared flock on the lock's
 directory (rule 3 of ``locks.remover``), so no perlcompat remover is between its
-look and its removal.  Other programs can hold a directory's flock too (``flock -x
+look and its removal; taken at once when free (:func:`_shared_now`), else through
+``Remover.release_flock``.  Other programs can hold a directory's flock too (``flock -x
 DIR cmd``, a backup tool), for as long as they like, so a release waits for it at
 most ``locks.guards.RELEASE_WAIT`` seconds (a perlcompat remover holds it
 exclusively only for a look and a removal: microseconds).  If it is still busy then,
@@ -47,11 +48,14 @@ import os
 import stat as stat_module
 import time
 
+from ..perl.consts import LOCK_NB, LOCK_SH
+from ..perl.flock import lock_fd
 from ..perl.fsinfo import is_network
+from ..perl.osflags import O_CLOEXEC, O_DIRECTORY
 from . import osapi as _osapi, owner as _owner
 from .contract import Backend
 from .files import identity, lstat, read_small, remove_same, touch
-from .guards import BREAKER_SUFFIX, unguard
+from .guards import BREAKER_SUFFIX
 from .remover import Remover
 
 TYPE_CHECKING = False
@@ -71,8 +75,22 @@ class StaleBackend(Backend):
     """
 
     def __init__(self, path: str, *, stale: float, shared: bool = False) -> None:
-        super().__init__(path, stale=stale, shared=shared)
-        self._remover = Remover()
+        # ``Backend.__init__``'s fields, set here (a lock's path runs no frame of the contract)
+        if shared:
+            raise ValueError(f"lock method {self.method!r} cannot take shared locks")
+        self.path = path
+        self.stale = stale
+        self.shared = shared
+        self._remover_: Remover | None = None
+        self._directory = os.path.dirname(path) or "."  # (its flock: the release guard)
+
+    @property
+    def _remover(self) -> Remover:
+        """This lock's :class:`Remover`, made on first use (a lock never broken needs none)."""
+        remover = self._remover_
+        if remover is None:
+            remover = self._remover_ = Remover()
+        return remover
 
     # -- on disk: the breaker file beside a lock is a piece of it --------
     @classmethod
@@ -147,7 +165,9 @@ class StaleBackend(Backend):
         mine = self._mine
         if mine is None:
             return False
-        remover = self._remover.release_netfs(self, mine)
+        remover = None  # (a young lock needs none: ``Remover.release_netfs`` says why)
+        if self._age(mine) > self.stale / 2:
+            remover = self._remover.release_netfs(self, mine)
         try:
             return self._release_local()
         except FileNotFoundError:  # removed under us (a cached look said it was there)
@@ -168,9 +188,14 @@ class StaleBackend(Backend):
         mine = self._mine
         if mine is None:
             return False
-        fd = self._remover.release_flock(self, mine)
+        fd = _shared_now(self._directory)
+        if fd is None:
+            fd = self._remover.release_flock(self, mine)  # waits for a remover, or decides
         try:
-            st = lstat(self._held_path())
+            try:
+                st: os.stat_result | None = os.lstat(self._held_path())
+            except (FileNotFoundError, NotADirectoryError):
+                st = None
             if st is None or not self._still_mine(st, mine):
                 self._mine = None
                 return False
@@ -178,7 +203,8 @@ class StaleBackend(Backend):
             self._mine = None
             return True
         finally:
-            unguard(fd)
+            if fd is not None:
+                os.close(fd)
             if self._mine is None:
                 self._after_release()
 
@@ -206,7 +232,8 @@ class StaleBackend(Backend):
             self._mine = fresh
             return True
         finally:
-            unguard(fd)
+            if fd is not None:
+                os.close(fd)
 
     def _touch(self, st: os.stat_result) -> os.stat_result | None:
         """Make our lock object *st* young (times now); its new stat, None if it changed."""
@@ -297,3 +324,36 @@ class StaleBackend(Backend):
             "judged": _owner.judged(pid, host),
             "age": age,
         }
+
+
+def _shared_now(directory: str) -> int | None:
+    """The release guard (rule 3) when it can be had at once: the lock's *directory*
+    opened and flocked shared without waiting; None otherwise.
+
+    The common case of every release, with no remover at work.  None (a remover holds
+    the flock, the directory cannot be opened here: Windows, mode 0733, no descriptor
+    left) sends the release to ``Remover.release_flock``, which waits, uses the
+    ``.breaker`` file, or decides as the module docstring says.
+    """
+    try:
+        fd = os.open(directory, os.O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        lock_fd(fd, LOCK_SH | LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+#: device -> on shared storage (``perl.fsinfo.is_network``), looked up once per device.
+_network: dict[int, bool] = {}
+
+
+def on_network(dev: int) -> bool:
+    """``perl.fsinfo.is_network(dev)``, remembered for the device."""
+    found = _network.get(dev)
+    if found is None:
+        found = _network[dev] = is_network(dev)
+    return found

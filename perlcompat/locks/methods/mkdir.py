@@ -25,12 +25,13 @@ A lock is stale when its mtime is older than ``stale`` (the mkdir lock column's
 ``(stat($dir))[9] < time - 180``), or at once when its record names a dead
 process on this host.  Stale locks are removed by ``locks.remover``: one remover at a
 time, identity re-checked right before the ``rmdir``.  Release removes the
-directory only if it is still the one this holder made: on local storage its
-inode generation where the file system has one (ext4, XFS, btrfs), else its
-unchanged identity, so a Perl lock that reused the inode number after breaking
-ours is never removed.  On Windows a release
+directory only if it is still the one this holder made: on local storage the
+holder keeps its directory open (so its inode number cannot be reused) and
+compares device and inode; where it cannot be opened, the inode generation where
+the file system has one (ext4, XFS, btrfs), else its unchanged identity.  So a
+Perl lock that reused the inode number after breaking ours is never removed.  On Windows a release
 whose ``rmdir`` meets a sharing violation (another process looking at the
-directory at that instant) retries it for a moment (``locks.osapi.retry_busy``).
+directory at that instant) retries it for a moment (``locks.osapi.remove_directory``).
 
 **A pid file inside** (``pidfile=``: the "mkdir + pid file inside" recipe,
 ``mkdir $d and print {open ">$d/pid"} "$$\n"``, stale when ``kill 0`` says the pid
@@ -54,7 +55,7 @@ import stat as stat_module
 import time
 
 from ...perl.fsinfo import is_network
-from ...perl.osflags import O_BINARY, O_CLOEXEC, O_NOFOLLOW, O_NONBLOCK
+from ...perl.osflags import O_BINARY, O_CLOEXEC, O_DIRECTORY, O_NOFOLLOW, O_NONBLOCK
 from .. import osapi as _osapi, owner as _owner
 from ..contract import register
 from ..files import (
@@ -71,8 +72,8 @@ from ..files import (
     same,
     unlink_quietly,
 )
-from ..osapi import generation, retry_busy, write_at_zero
-from ..stale import StaleBackend
+from ..osapi import generation, pread, pwrite, remove_directory, retry_busy
+from ..stale import StaleBackend, on_network
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -149,6 +150,9 @@ class MkdirBackend(StaleBackend):
         self._token = ""
         self._record = ""
         self._owner_fd = -1
+        #: our directory, held open while we hold it (its inode cannot be reused meanwhile)
+        self._pin = -1
+        self._netfs = False
         self._generation: int | None = None
         self.pidfile = pidfile
         self.pid_path = os.path.join(path, pidfile) if pidfile else ""
@@ -173,14 +177,17 @@ class MkdirBackend(StaleBackend):
             raise
         if self._template is not None and not self._write_pidfile(data):
             return False
-        st = lstat(self.path)
+        self._pin, st = _pin(self.path)
         if st is None:
             return False  # removed at once by someone else (the mkdir lock sub's racy stale check)
-        self._token = _owner.nonce()
+        self._netfs = on_network(st.st_dev)
         if self._template is None:
-            self._record = _owner.record(self.method, dir=_tag(st), token=self._token)
-            self._sign(self._record)
-        self._generation = generation(self.path)
+            self._record, self._token = _owner.signed(self.method, dir=_tag(st))
+            self._sign(self._record, st.st_uid)
+        else:
+            self._token = _owner.nonce()
+        if self._pin < 0:
+            self._generation = generation(self.path)
         self._mine = st
         return True
 
@@ -218,7 +225,7 @@ class MkdirBackend(StaleBackend):
                 _osapi.utime_open(fd, self.pid_path)  # (by path on Windows)
                 return True
             os.ftruncate(fd, 0)
-            write_at_zero(fd, data)
+            pwrite(fd, data, 0)
         finally:
             os.close(fd)
         self._written = data
@@ -230,16 +237,22 @@ class MkdirBackend(StaleBackend):
         A Perl ``sub lock`` that broke our lock (held past its stale time) and made its
         own directory often gets the same inode (ext4 reuses it at once), and our
         ``.owner`` record, which Perl never touches, still names us.  So on local storage
-        the inode generation decides where the file system has one (ext4, XFS, btrfs),
-        else the directory's identity (device, inode, mtime, ctime) unchanged; only on
-        shared storage, where inode numbers are not stable, does our record's token.
+        we hold our directory open while we hold the lock: its inode cannot be freed, so
+        its number names no other directory, and the same device and inode at the path
+        is ours.  Where it could not be opened (Windows, a mode without read
+        permission, no descriptor left), the inode generation decides where the file
+        system has one (ext4, XFS, btrfs), else the directory's identity (device, inode,
+        mtime, ctime) unchanged; only on shared storage, where inode numbers are not
+        stable, does our record's token.
         """
-        if is_network(st.st_dev):
+        if self._netfs:
             if self._template is not None:
                 return read_small(self.pid_path) == self._written
             return self._record_is_ours(st, mine, self.owner_path, self.method)
         if (st.st_dev, st.st_ino) != (mine.st_dev, mine.st_ino):
             return False
+        if self._pin >= 0:
+            return True
         if self._generation is not None:
             now = generation(self.path)
             if now is not None:  # (None: it cannot be read now, EMFILE: the identity decides)
@@ -251,13 +264,19 @@ class MkdirBackend(StaleBackend):
         if self.pid_path:
             _unlink_if_there(self.pid_path)
         try:
-            retry_busy(os.rmdir, self.path)  # Windows: a waiter may be listing it for a moment
+            remove_directory(self.path)  # Windows: retried while a waiter lists it for a moment
         except OSError:
             self._resign()  # still held (ENOTEMPTY ...): the record must name us again
             raise
 
     def _after_release(self) -> None:
         self._close_owner()
+        self._unpin()
+
+    def _unpin(self) -> None:
+        fd, self._pin = self._pin, -1
+        if fd >= 0:
+            os.close(fd)
 
     def _touch(self, st: os.stat_result) -> os.stat_result | None:
         """Refresh: the directory's mtime now (the sub's age rule), our record naming it again.
@@ -270,7 +289,7 @@ class MkdirBackend(StaleBackend):
         if fresh is not None and self._owner_fd >= 0:
             record = _owner.record(self.method, dir=_tag(fresh), token=self._token)
             try:  # noqa: SIM105 - advisory, as at acquire: the lock then recovers by age
-                write_at_zero(self._owner_fd, _owner.padded(record))  # this process, after a fork
+                pwrite(self._owner_fd, _owner.padded(record), 0)  # this process, after a fork
             except OSError:
                 pass
         return fresh
@@ -279,6 +298,7 @@ class MkdirBackend(StaleBackend):
         """In a forked child: drop the parent's hold without touching the directory."""
         self._mine = None
         self._close_owner()
+        self._unpin()
 
     # -- on disk -----------------------------------------------------------
     @classmethod
@@ -309,13 +329,14 @@ class MkdirBackend(StaleBackend):
         return (path + OWNER_SUFFIX, *super().parts(path))
 
     # -- owner file --------------------------------------------------------
-    def _sign(self, text: str) -> None:
+    def _sign(self, text: str, uid: int) -> None:
         """Write our record into the owner file beside the directory (advisory: best effort).
 
         The file is rewritten in place (padded, never truncated on open) and kept
-        open while held.  An owner file that is not a plain file of ours with one
-        link is replaced instead of written through; anything that is not an
-        owner file (empty, blank or an mkdir record) is left alone, unrecorded.
+        open while held.  An owner file that is not a plain file of ours (owned by
+        *uid*, the owner of the directory we just made) with one link is replaced
+        instead of written through; anything that is not an owner file (empty, blank
+        or an mkdir record) is left alone, unrecorded.
         """
         data = _owner.padded(text)
         try:
@@ -331,15 +352,17 @@ class MkdirBackend(StaleBackend):
             return
         try:
             st = os.fstat(fd)
-            if not stat_module.S_ISREG(st.st_mode) or not is_owner_file(read_fd(fd)):
+            whole = pread(fd, RECORD_LIMIT + 1, 0)  # (``files.read_fd``; blank: as released)
+            if not stat_module.S_ISREG(st.st_mode) or not (
+                whole == _BLANK or (len(whole) <= RECORD_LIMIT and is_owner_file(whole))
+            ):
                 os.close(fd)
                 return
-            uid = getattr(os, "geteuid", None)
-            if st.st_nlink != 1 or (uid is not None and st.st_uid != uid()):
+            if st.st_nlink != 1 or st.st_uid != uid:
                 os.close(fd)
                 self._replace_owner(data)
                 return
-            write_at_zero(fd, data)
+            pwrite(fd, data, 0)
             if st.st_size > len(data):
                 os.ftruncate(fd, len(data))
         except OSError:
@@ -366,7 +389,7 @@ class MkdirBackend(StaleBackend):
         """Blank our record, so it cannot name a later directory that reuses the inode."""
         if self._owner_fd >= 0:
             try:
-                write_at_zero(self._owner_fd, _BLANK)
+                pwrite(self._owner_fd, _BLANK, 0)
             except OSError:
                 return
 
@@ -374,7 +397,7 @@ class MkdirBackend(StaleBackend):
         """Write our record back after a failed release blanked it (best effort)."""
         if self._owner_fd >= 0:
             try:
-                write_at_zero(self._owner_fd, _owner.padded(self._record))
+                pwrite(self._owner_fd, _owner.padded(self._record), 0)
             except OSError:
                 return
 
@@ -532,7 +555,7 @@ class MkdirBackend(StaleBackend):
         try:
             st = os.fstat(fd)
             if stat_module.S_ISREG(st.st_mode) and st.st_nlink == 1 and is_owner_file(read_fd(fd)):
-                write_at_zero(fd, _BLANK)
+                pwrite(fd, _BLANK, 0)
         except OSError:
             pass
         finally:
@@ -557,3 +580,20 @@ def _rmdir_quietly(path: str) -> None:
         os.rmdir(path)
     except OSError:
         return
+
+
+def _pin(path: str) -> tuple[int, os.stat_result | None]:
+    """Open the directory just made at *path* (never through a symlink) and stat it.
+
+    (descriptor, stat); (-1, its lstat) where it cannot be opened (Windows, a mode
+    without read permission, no descriptor left); (-1, None) if it is gone already.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+    except OSError:
+        return -1, lstat(path)  # gone (None), or not to be opened: its lstat, judged as before
+    try:
+        return fd, os.fstat(fd)
+    except BaseException:
+        os.close(fd)
+        raise

@@ -57,7 +57,7 @@ from ..files import (
     unlink_quietly,
 )
 from ..guards import release_guard, unguard
-from ..osapi import BUSY_PATIENCE, busy_create, open_file, read_at_zero, retry_busy, write_at_zero
+from ..osapi import BUSY_PATIENCE, busy_create, open_file, pread, pwrite, retry_busy
 from ..retry import deadline_after, tries
 from ..stale import StaleBackend
 
@@ -186,7 +186,7 @@ def _look(path: str) -> tuple[os.stat_result | None, bytes | None]:
 
 
 def _read_head(fd: int, limit: int = 4096) -> bytes:
-    return read_at_zero(fd, limit)
+    return pread(fd, limit, 0)
 
 
 @register
@@ -294,7 +294,7 @@ class ToplockBackend(StaleBackend):
             try:
                 if (os.fstat(fd).st_dev, os.fstat(fd).st_ino) != self._held_key:
                     return False
-                write_at_zero(fd, f"{ident}<>{int(time.time())}<>".encode())  # same length
+                pwrite(fd, f"{ident}<>{int(time.time())}<>".encode(), 0)  # same length
             finally:
                 os.close(fd)
             self._id = ident
