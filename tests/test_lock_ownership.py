@@ -80,21 +80,47 @@ def test_unlock_from_a_thread_that_does_not_hold_leaves_the_lock(tmp_path: Path)
     assert not os.path.exists(path)
 
 
-def run_in_a_thread_with_the_ident_of(ident: int, work: Callable[[], None]) -> None:
-    """Run *work* in a new thread that has the ended thread *ident*'s ident (idents are reused)."""
-    for _ in range(200):
-        got: list[int] = []
+def run_in_a_thread_with_the_ident_of(ident: int, native: int, work: Callable[[], None]) -> None:
+    """Run *work* in a new thread that has the ended thread *ident*'s ident (idents are reused).
 
-        def attempt(got: list[int]) -> None:
-            got.append(threading.get_ident())
-            if got[0] == ident:
+    An ident is the address of a thread's stack: glibc reuses the stack of a thread whose
+    kernel task (*native*) is gone.  Wait for that, then start threads that stay alive, so
+    that each takes another cached stack, until one has the ident."""
+    task = f"/proc/self/task/{native}"
+    deadline = time.monotonic() + 30
+    while os.path.exists(task) and time.monotonic() < deadline:
+        time.sleep(0.001)  # polls the kernel's own record of the task
+    release = threading.Event()
+    found: list[Callable[[], None]] = []
+    done = threading.Event()
+    threads: list[threading.Thread] = []
+
+    def attempt(started: threading.Event) -> None:
+        if threading.get_ident() == ident:
+            found.append(work)
+            started.set()
+            try:
                 work()
-
-        thread = threading.Thread(target=attempt, args=(got,))
-        thread.start()
-        thread.join()
-        if got[0] == ident:
+            finally:
+                done.set()
             return
+        started.set()
+        release.wait()
+
+    try:
+        for _ in range(64):
+            started = threading.Event()
+            thread = threading.Thread(target=attempt, args=(started,))
+            thread.start()
+            threads.append(thread)
+            started.wait()
+            if found:
+                done.wait()
+                return
+    finally:
+        release.set()
+        for thread in threads:
+            thread.join()
     pytest.fail("no new thread was given the ended thread's ident")
 
 
@@ -107,6 +133,7 @@ def test_a_thread_given_an_ended_threads_ident_does_not_hold_its_locks(tmp_path:
 
     def take() -> None:
         ended.append(threading.get_ident())
+        ended.append(threading.get_native_id())
         assert lock(path, retry=1) == 1
         shared.acquire()
         assert sem_acquire(str(tmp_path / "sem"), 1) == 1
@@ -126,7 +153,7 @@ def test_a_thread_given_an_ended_threads_ident_does_not_hold_its_locks(tmp_path:
         seen["sem_release"] = (sem_release(str(tmp_path / "sem")), int(OS_ERROR))
         seen["sem_acquire"] = (sem_acquire(str(tmp_path / "sem"), 1, retry=1), int(OS_ERROR))
 
-    run_in_a_thread_with_the_ident_of(ended[0], reuse)
+    run_in_a_thread_with_the_ident_of(ended[0], ended[1], reuse)
     assert seen == {
         "lock": (0, errno.EAGAIN),
         "unlock": (0, errno.ENOLCK),
