@@ -1,7 +1,10 @@
 """A listening socket for ``perlcompat serve --fastcgi``: TCP, or a unix socket made safely.
 
 A unix socket is created with mode 0660 (no window with wider permissions); one
-left by a dead server is replaced, anything else at the path is refused.
+left by a dead server is replaced, anything else at the path is refused.  TCP,
+loopback included, is open to every local user.  :func:`peer_of` names who is at
+the other end of a connection (the user on a unix socket, the address on TCP) for
+the server's per-peer connection cap.
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 import os
 import socket
 import stat
+import struct
 import sys
 
 assert sys.platform != "win32"  # AF_UNIX and fork: the serve command says so on Windows
@@ -58,3 +62,24 @@ def _remove_stale_socket(path: str) -> None:
     finally:
         probe.close()
     raise ValueError(f"{path}: another server is listening there")
+
+
+def peer_of(sock: socket.socket) -> str:
+    """``uid:N`` of the process at the other end of a unix socket; the address for TCP.
+
+    Over TCP every local user has the same loopback address: the cap per peer then
+    tells no local user from another (one more reason for a unix socket).
+    """
+    if sock.family == socket.AF_UNIX:
+        so_peercred = getattr(socket, "SO_PEERCRED", None)
+        if so_peercred is not None:
+            try:
+                creds = sock.getsockopt(socket.SOL_SOCKET, so_peercred, struct.calcsize("3i"))
+                return f"uid:{struct.unpack('3i', creds)[2]}"
+            except OSError:
+                pass
+        return "unix"
+    try:
+        return str(sock.getpeername()[0])
+    except OSError:
+        return "?"

@@ -13,10 +13,20 @@ child per request (the parent itself never forks again).  The forker is forked b
 any connection exists and holds only its socket to the parent; a child closes that
 too, so it holds neither the listening socket nor another request's connection.  The
 parent opens no data file and takes no lock: it reads and compiles scripts (cached by
-path, mtime, ctime, size and inode) and nothing else.  A time-out, an aborted request or a
-client that goes away sends SIGTERM to the child's process group (perlcompat's lock
-cleanup runs), then SIGKILL after :data:`GRACE` seconds (flock locks die with the
-process; a mkdir lock is then a dead holder's, which ``lock()`` recovers).
+path, mtime, ctime, size and inode) and nothing else.  An aborted request or a client
+that goes away closes the child's output pipes, as mod_cgi does: its next write fails
+(EPIPE) and it is never signalled in the middle of an update.  A time-out closes the
+pipes too (a process the script left holding them does not hold the answer) and sends
+SIGTERM to the child's process group (perlcompat's lock cleanup runs), then SIGKILL
+after :data:`GRACE` seconds; a child whose exit is already known is never signalled.
+
+What the parent holds is bounded: requests per connection (FCGI_MAX_REQS), params and
+bodies in memory (a body over ``request.SPOOL_AT`` goes to a temp file), output waiting
+for a client (over :data:`HIGH_WATER`, the children's stdout and stderr and the
+connection itself are not read).  A connection with no complete request is closed
+after ``--idle-timeout``; at ``--max-connections`` (or when out of descriptors) the
+connection idle longest is closed for a new one; one peer may hold half of them, and
+the next request to run is one of the peer with the fewest running.
 
 Beside this loop: ``request`` (a request's state and its CGI environment),
 ``scripts`` (which scripts may run; their compiled code), ``response`` (the header
@@ -34,9 +44,7 @@ import signal
 import socket
 import sys
 import time
-import traceback
-import types
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass
 
 from . import fastcgi as fcgi
@@ -47,6 +55,7 @@ from .scripts import Scripts
 assert sys.platform != "win32"  # fork only: the serve command says so on Windows
 
 from .forker import Forker, Spare  # noqa: E402  (POSIX only, as this module)
+from .listen import peer_of  # noqa: E402
 from .runner import request_message  # noqa: E402
 
 TYPE_CHECKING = False
@@ -59,8 +68,13 @@ GRACE = 2.0
 MAX_HEADER = 64 * 1024
 #: the most bytes of FastCGI params per request.
 MAX_PARAMS = 256 * 1024
-#: a connection's unsent output above which its children's stdout is not read.
+#: a connection's unsent output above which its children's stdout and stderr, and the
+#: connection itself, are not read (back pressure).
 HIGH_WATER = 1024 * 1024
+#: the most params and body bytes held in memory, all requests together; more is a 503.
+MAX_BUFFERED = 64 * 1024 * 1024
+#: seconds accepting waits after running out of descriptors with no idle connection to close.
+ACCEPT_PAUSE = 0.5
 #: children kept ready while no request runs: one may still be getting ready when a
 #: request comes, the other is ready (forking one takes ~1 ms on a busy machine).
 SPARES = 2
@@ -76,6 +90,12 @@ class Options:
     max_body: int = 64 * 1024 * 1024
     extensions: tuple[str, ...] = (".py",)
     max_connections: int = 256
+    idle_timeout: float = 60.0
+
+    @property
+    def max_per_peer(self) -> int:
+        """Connections one peer (a user on a unix socket, an address on TCP) may hold."""
+        return max(1, self.max_connections // 2)
 
 
 class Server:
@@ -92,6 +112,9 @@ class Server:
         self.scripts = Scripts(options.root, options.extensions, log)
         self.stopping = False
         self.accepting = True
+        self.accept_at = 0.0  # when accepting may start again after EMFILE
+        self.peers: Counter[str] = Counter()  # connections per peer
+        self.buffered = 0  # params and body bytes held in memory
         self.spares: deque[Spare] = deque()
         self.forker: Forker | None = None
         self.wake_r, self.wake_w = socket.socketpair()
@@ -117,6 +140,7 @@ class Server:
                 callback(key.fileobj, events)
             self._reap()
             self._timers()
+            self._sweep()
         self._drop_spares()
         if self.forker is not None:
             self.forker.close()
@@ -156,7 +180,8 @@ class Server:
     def _on_stop(self, signum: int, frame: object) -> None:
         if self.stopping:  # a second signal: stop now
             for request in list(self.running.values()):
-                self._kill(request, signal.SIGKILL)
+                if _alive(request):
+                    self._kill(request, signal.SIGKILL)
             raise SystemExit(128 + signum)
         self.stopping = True
         self._stop_accepting()
@@ -170,6 +195,34 @@ class Server:
             self.accepting = False
             self.selector.unregister(self.listener)
 
+    def _sweep(self) -> None:
+        """Close connections idle past --idle-timeout; accept again when there is room."""
+        now = time.monotonic()
+        idle = [
+            c for c in self.conns if not c.busy and now - c.idle_since >= self.options.idle_timeout
+        ]
+        for conn in idle:
+            self._close(conn)
+        if idle:
+            self.log(f"closed {len(idle)} connection(s) idle past --idle-timeout")
+        if self.accepting or self.stopping or now < self.accept_at:
+            return
+        if len(self.conns) < self.options.max_connections or self._idlest(None):
+            self.accepting = True
+            self.selector.register(self.listener, selectors.EVENT_READ, self._on_accept)
+
+    def _idlest(self, peer: str | None) -> Connection | None:
+        """The connection (of *peer*, or of anyone) with no complete request, idle longest."""
+        idle = [c for c in self.conns if not c.busy and (peer is None or c.peer == peer)]
+        return min(idle, key=lambda c: c.idle_since) if idle else None
+
+    def _evict(self, peer: str | None) -> bool:
+        """Close the connection _idlest finds, to make room; False if there is none."""
+        conn = self._idlest(peer)
+        if conn is not None:
+            self._close(conn)
+        return conn is not None
+
     def _on_wake(self, sock: object, events: int) -> None:
         try:
             while self.wake_r.recv(4096):
@@ -179,27 +232,52 @@ class Server:
 
     def _next_timer(self) -> float | None:
         times = [r.kill_at or r.deadline for r in self.running.values()]
+        times += [c.idle_since + self.options.idle_timeout for c in self.conns if not c.busy]
+        if not self.accepting and self.accept_at:
+            times.append(self.accept_at)
         if not times:
             return None
         return max(0.0, min(times) - time.monotonic())
 
     def _timers(self) -> None:
         now = time.monotonic()
-        for request in list(self.running.values()):
-            if request.kill_at and now >= request.kill_at:
-                self._kill(request, signal.SIGKILL)
+        due = [r for r in self.running.values() if now >= (r.kill_at or r.deadline)]
+        if due and self.forker is not None:
+            self._on_forker(None, 0)  # exits reaped already: those are not signalled
+        for request in due:
+            if request.pid not in self.running:
+                continue
+            if request.kill_at:
+                if _alive(request):
+                    self._kill(request, signal.SIGKILL)
                 request.kill_at = now + 3600  # once; it dies (uninterruptible waits aside)
-            elif not request.kill_at and now >= request.deadline:
+            else:
                 if not request.discard:
                     request.timed_out = True
                     self.log(f"{request.script}: killed after --timeout {self.options.timeout:g} s")
                 self._stop(request)
 
     def _stop(self, request: Request) -> None:
-        """SIGTERM the request's process group now, SIGKILL after GRACE."""
-        if request.pid and not request.kill_at:
+        """At --timeout: close its pipes; SIGTERM its process group if it runs, SIGKILL after GRACE.
+
+        A process the script left behind holding the pipes no longer holds the answer.
+        """
+        if _alive(request):
             self._kill(request, signal.SIGTERM)
-            request.kill_at = time.monotonic() + GRACE
+        request.kill_at = time.monotonic() + GRACE
+        self._detach(request)
+
+    def _detach(self, request: Request) -> None:
+        """Close the parent's ends of the child's stdout and stderr: its next write fails.
+
+        What mod_cgi and fcgiwrap do when the client goes away: a script is never
+        signalled mid-update; one still running after that is stopped by --timeout.
+        """
+        for name in ("out_fd", "err_fd"):
+            fd = getattr(request, name)
+            if fd >= 0:
+                setattr(request, name, self._close_fd(fd))
+        self._maybe_done(request)
 
     def _kill(self, request: Request, signum: int) -> None:
         for kill in (os.killpg, os.kill):
@@ -214,22 +292,33 @@ class Server:
     # -- connections ----------------------------------------------------------------
     def _on_accept(self, sock: object, events: int) -> None:
         for _ in range(16):
+            if len(self.conns) >= self.options.max_connections and not self._evict(None):
+                self._stop_accepting()  # every connection has a request: wait for one to end
+                return
             try:
                 conn_sock, _addr = self.listener.accept()
             except (BlockingIOError, InterruptedError):
                 return
             except OSError as exc:
-                if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
-                    self.log(f"accept: {exc.strerror}")
-                    return
-                raise
-            conn_sock.setblocking(False)
-            conn = Connection(conn_sock)
-            self.conns.add(conn)
-            self.selector.register(conn_sock, selectors.EVENT_READ, self._on_conn_event(conn))
-            if len(self.conns) >= self.options.max_connections:
-                self._stop_accepting()
+                if exc.errno in (errno.ECONNABORTED, errno.EPROTO):
+                    continue
+                if exc.errno not in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+                    raise
+                if self._evict(None):
+                    continue  # an idle connection's descriptor for the new one
+                self.log(f"accept: {exc.strerror}; pausing {ACCEPT_PAUSE:g} s")
+                self._stop_accepting()  # the listener stays readable: no spinning on it
+                self.accept_at = time.monotonic() + ACCEPT_PAUSE
                 return
+            peer = peer_of(conn_sock)
+            if self.peers[peer] >= self.options.max_per_peer and not self._evict(peer):
+                conn_sock.close()  # this peer holds its share, each with a request
+                continue
+            conn_sock.setblocking(False)
+            conn = Connection(conn_sock, peer)
+            self.conns.add(conn)
+            self.peers[peer] += 1
+            self.selector.register(conn_sock, selectors.EVENT_READ, self._on_conn_event(conn))
 
     def _on_conn_event(self, conn: Connection) -> Callable[[object, int], None]:
         def handle(sock: object, events: int) -> None:
@@ -275,6 +364,10 @@ class Server:
             if role != fcgi.RESPONDER:
                 self._send(conn, fcgi.record(fcgi.END_REQUEST, rid, fcgi.END_BODY.pack(0, 3)))
                 return
+            if len(conn.requests) >= self.options.max_children:  # FCGI_MAX_REQS, enforced
+                body = fcgi.END_BODY.pack(0, fcgi.OVERLOADED)
+                self._send(conn, fcgi.record(fcgi.END_REQUEST, rid, body))
+                return
             conn.requests[rid] = Request(conn, rid, bool(flags & fcgi.KEEP_CONN))
             return
         request = conn.requests.get(rid)
@@ -285,18 +378,41 @@ class Server:
         elif kind == fcgi.PARAMS and not request.params_done:
             if not content:
                 request.params_done = True
+            elif request.refuse:
+                pass
             elif len(request.params) + len(content) > MAX_PARAMS:
-                request.bad = True
-            elif not request.bad:
+                self._refuse(request, 400)
+            elif self.buffered + len(content) > MAX_BUFFERED:
+                self._refuse(request, 503)
+            else:
                 request.params += content
-        elif kind == fcgi.STDIN and request.params_done and not request.pid:
+                self.buffered += len(content)
+        elif kind == fcgi.STDIN and request.params_done and not request.ready:
             if not content:
                 self._ready(request)
-            elif len(request.body) + len(content) > self.options.max_body:
-                request.too_large = True
-                request.body = bytearray()
-            elif not request.too_large:
-                request.body += content
+            elif request.refuse:
+                pass
+            elif request.spool is None and self.buffered + len(content) > MAX_BUFFERED:
+                self._refuse(request, 503)
+            else:
+                held = request.held
+                try:
+                    request.add_body(content, self.options.max_body)
+                except OSError as exc:  # no temp file for the body (no space, no descriptor)
+                    self.log(f"spooling a request body: {exc.strerror}: 503")
+                    self._refuse(request, 503)
+                self.buffered += request.held - held
+
+    def _refuse(self, request: Request, status: int) -> None:
+        """Answer *status* once the request is complete; drop what it holds now."""
+        request.refuse = status
+        self._release(request)
+
+    def _release(self, request: Request) -> None:
+        """Drop the params and body *request* holds (and their count in MAX_BUFFERED)."""
+        self.buffered -= request.held
+        request.params = bytearray()
+        request.drop_body()
 
     def _values(self, content: bytes) -> bytes:
         known = {
@@ -328,28 +444,32 @@ class Server:
             del conn.outbuf[:sent]
         if conn.closed:
             return
-        want = selectors.EVENT_READ | (selectors.EVENT_WRITE if conn.outbuf else 0)
+        self._pause(conn, len(conn.outbuf) > HIGH_WATER)
+        want = (0 if conn.paused else selectors.EVENT_READ) | (
+            selectors.EVENT_WRITE if conn.outbuf else 0
+        )
         key = self.selector.get_key(conn.sock)
         if key.events != want:
             self.selector.modify(conn.sock, want, key.data)
-        self._pause(conn, len(conn.outbuf) > HIGH_WATER)
         if conn.closing and not conn.outbuf:
             self._close(conn)
 
     def _pause(self, conn: Connection, paused: bool) -> None:
-        """Stop (or resume) reading the stdout of *conn*'s children: back pressure."""
+        """Stop (or resume) reading *conn* and its children's stdout and stderr: back pressure."""
         if conn.paused == paused:
             return
         conn.paused = paused
         for request in conn.requests.values():
-            if request.out_fd >= 0:
+            for fd in (request.out_fd, request.err_fd):
+                if fd < 0 or request.on_io is None:
+                    continue
                 if paused:
-                    self.selector.unregister(request.out_fd)
+                    self.selector.unregister(fd)
                 else:
-                    self.selector.register(request.out_fd, selectors.EVENT_READ, request.on_io)
+                    self.selector.register(fd, selectors.EVENT_READ, request.on_io)
 
     def _close(self, conn: Connection) -> None:
-        """Drop *conn*; the requests still on it are stopped, their output discarded."""
+        """Drop *conn*: its running requests lose their pipes (_detach), the others are dropped."""
         if conn.closed:
             return
         conn.closed = True
@@ -358,26 +478,28 @@ class Server:
         for request in list(conn.requests.values()):
             request.discard = True
             if request.pid:
-                self._stop(request)
+                self._detach(request)
             else:
                 self._forget(request)
         self.selector.unregister(conn.sock)
         conn.sock.close()
         conn.inbuf = conn.outbuf = bytearray()
         self.conns.discard(conn)
-        if not self.stopping and not self.accepting:
-            self.accepting = True
-            self.selector.register(self.listener, selectors.EVENT_READ, self._on_accept)
+        self.peers[conn.peer] -= 1
+        if self.peers[conn.peer] <= 0:
+            del self.peers[conn.peer]
 
     def _forget(self, request: Request) -> None:
+        self._release(request)
         request.conn.requests.pop(request.rid, None)
+        request.conn.idle_since = time.monotonic()
         if request in self.queue:
             self.queue.remove(request)
 
     def _abort(self, request: Request) -> None:
         if request.pid:
             request.discard = True  # END_REQUEST goes out when the child is gone
-            self._stop(request)
+            self._detach(request)
         else:
             self._forget(request)
             self._send(request.conn, fcgi.end_request(request.rid, 0))
@@ -386,7 +508,10 @@ class Server:
     # -- a request becomes a child --------------------------------------------------
     def _ready(self, request: Request) -> None:
         """The body is complete: answer an error at once, or queue the child."""
+        request.ready = True
+        held = request.held
         status = check(request, self.options.max_body, self.scripts, self.log)
+        self.buffered -= held - request.held  # check() let go of the params
         if status:
             self._answer(request, status)
             return
@@ -406,7 +531,17 @@ class Server:
 
     def _start_queued(self) -> None:
         while self.queue and self.spares and len(self.running) < self.options.max_children:
-            self._hand(self.queue.popleft())
+            self._hand(self._next_queued())
+
+    def _next_queued(self) -> Request:
+        """The first queued request of the peer with the fewest running: one peer's flood
+        of requests does not keep another's waiting behind it."""
+        if len(self.queue) > 1:
+            counts = Counter(r.conn.peer for r in self.running.values())
+            request = min(self.queue, key=lambda r: counts[r.conn.peer])
+            self.queue.remove(request)
+            return request
+        return self.queue.popleft()
 
     def _drop_spares(self) -> None:
         """End the spare children (each exits when its request pipe closes unused)."""
@@ -417,15 +552,9 @@ class Server:
 
     def _hand(self, request: Request) -> None:
         """Give *request* to a spare child (there is one: see _start_queued)."""
-        path = request.path
-        compiled = self.scripts.compiled(path)
-        code: types.CodeType | None = None
-        error = ""
-        if isinstance(compiled, BaseException):
-            error = "".join(traceback.format_exception_only(type(compiled), compiled))
-        else:
-            code = compiled
-        message = request_message(path, code, error, request.env, bytes(request.body))
+        self.buffered -= request.held
+        body = request.take_body()
+        message = request_message(request.path, request.code, request.error, request.env, body)
         while True:
             spare = self.spares.popleft()
             try:
@@ -436,9 +565,10 @@ class Server:
                 for fd in (spare.ctl, spare.out_fd, spare.err_fd):
                     os.close(fd)
                 if not self.spares:
+                    request.body = bytearray(body)
+                    self.buffered += len(body)
                     self.queue.appendleft(request)  # it waits for the next spare
                     return
-        request.body = bytearray()
         request.env = {}
         request.pid = spare.pid
         request.out_fd, request.err_fd, request.ctl_fd = spare.out_fd, spare.err_fd, spare.ctl
@@ -447,7 +577,7 @@ class Server:
         request.on_io = lambda fd, events: self._drain(request)
         for fd in (spare.out_fd, spare.err_fd, spare.ctl):
             os.set_blocking(fd, False)
-            if fd != spare.out_fd or not request.conn.paused:
+            if fd == spare.ctl or not request.conn.paused:
                 self.selector.register(fd, selectors.EVENT_READ, request.on_io)
 
     def _close_all(self) -> None:
@@ -459,6 +589,8 @@ class Server:
         self.wake_w.close()
         for conn in self.conns:
             conn.sock.close()
+            for queued in conn.requests.values():
+                queued.drop_body()
         for other in self.running.values():
             for fd in (other.out_fd, other.err_fd, other.ctl_fd):
                 if fd >= 0:
@@ -479,8 +611,9 @@ class Server:
         for _ in range(4):  # bounded: other requests get their turn
             if request.out_fd < 0 or request.conn.paused or not self._read_out(request):
                 break
-        while request.err_fd >= 0 and self._read_err(request):
-            pass
+        for _ in range(4):
+            if request.err_fd < 0 or request.conn.paused or not self._read_err(request):
+                break
         if request.ctl_fd >= 0:
             try:
                 data = os.read(request.ctl_fd, 16)
@@ -621,10 +754,21 @@ class Server:
             self._fail(request, 504 if request.timed_out else 500)
         conn = request.conn
         conn.requests.pop(request.rid, None)
+        conn.idle_since = time.monotonic()
         if not conn.closed:
             self._send(conn, fcgi.end_request(request.rid, app_status))
             self._done_with(conn, request.keep)
         self._start_queued()
+
+
+def _alive(request: Request) -> bool:
+    """Whether *request*'s child may still run: not reaped, no exit status sent.
+
+    A reaped pid may be another process's already; it is never signalled.
+    """
+    if request.orphan or not request.pid:
+        return False  # a dead forker's child: init reaps it, unseen
+    return request.exit_status is None and request.app_status is None
 
 
 def _write_all(fd: int, data: bytes) -> None:
