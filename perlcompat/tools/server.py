@@ -22,21 +22,15 @@ after :data:`GRACE` seconds; a child whose exit is already known is never signal
 
 What the parent holds is bounded: requests per connection (FCGI_MAX_REQS), params and
 bodies in memory (a body over ``request.SPOOL_AT`` goes to a temp file), output waiting
-for a client (over :data:`HIGH_WATER`, the children's stdout and stderr and the
-connection itself are not read).  A connection with no complete request is closed
-after ``--idle-timeout``; at ``--max-connections`` (or when out of descriptors) the
-connection idle longest is closed for a new one; one peer may hold half of them, and
-the next request to run is one of the peer with the fewest running.
-
-Beside this loop: ``request`` (a request's state and its CGI environment),
-``scripts`` (which scripts may run; their compiled code), ``response`` (the header
-checks and the error answers), ``forker`` (the forker and its spares), ``listen``
-(the listening socket), ``fastcgi`` (the wire format).
+for a client (over :data:`HIGH_WATER` the children's stdout and stderr and the
+connection are not read).  The next request to run is one of the peer with the fewest
+running.  Beside this loop: ``request`` (a request, its CGI environment), ``scripts``
+(which scripts may run, their code), ``response`` (header checks, error answers),
+``forker``, ``listen`` (the socket; ``Doorman``: who gets a connection), ``fastcgi``.
 """
 
 from __future__ import annotations
 
-import errno
 import gc
 import os
 import selectors
@@ -55,7 +49,7 @@ from .scripts import Scripts
 assert sys.platform != "win32"  # fork only: the serve command says so on Windows
 
 from .forker import Forker, Spare  # noqa: E402  (POSIX only, as this module)
-from .listen import peer_of  # noqa: E402
+from .listen import Doorman  # noqa: E402
 from .runner import request_message  # noqa: E402
 
 TYPE_CHECKING = False
@@ -73,8 +67,6 @@ MAX_PARAMS = 256 * 1024
 HIGH_WATER = 1024 * 1024
 #: the most params and body bytes held in memory, all requests together; more is a 503.
 MAX_BUFFERED = 64 * 1024 * 1024
-#: seconds accepting waits after running out of descriptors with no idle connection to close.
-ACCEPT_PAUSE = 0.5
 #: children kept ready while no request runs: one may still be getting ready when a
 #: request comes, the other is ready (forking one takes ~1 ms on a busy machine).
 SPARES = 2
@@ -92,11 +84,6 @@ class Options:
     max_connections: int = 256
     idle_timeout: float = 60.0
 
-    @property
-    def max_per_peer(self) -> int:
-        """Connections one peer (a user on a unix socket, an address on TCP) may hold."""
-        return max(1, self.max_connections // 2)
-
 
 class Server:
     """The parent: listen, read requests, hand them to spares, relay (see the module docstring)."""
@@ -106,14 +93,13 @@ class Server:
         self.options = options
         self.log = log
         self.selector = selectors.DefaultSelector()
-        self.conns: set[Connection] = set()
         self.running: dict[int, Request] = {}  # pid -> request
         self.queue: deque[Request] = deque()
         self.scripts = Scripts(options.root, options.extensions, log)
         self.stopping = False
-        self.accepting = True
-        self.accept_at = 0.0  # when accepting may start again after EMFILE
-        self.peers: Counter[str] = Counter()  # connections per peer
+        limits = (options.max_connections, options.idle_timeout)
+        self.doorman = Doorman(listener, self.selector, limits, self._close, log)
+        self.conns = self.doorman.conns
         self.buffered = 0  # params and body bytes held in memory
         self.spares: deque[Spare] = deque()
         self.forker: Forker | None = None
@@ -130,7 +116,7 @@ class Server:
         for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(number, self._on_stop)
         self.selector.register(self.wake_r, selectors.EVENT_READ, self._on_wake)
-        self.selector.register(self.listener, selectors.EVENT_READ, self._on_accept)
+        self.doorman.watch(self._on_accept)
         gc.freeze()  # what is loaded now stays shared with the children (copy-on-write)
         self._start_forker()
         while not (self.stopping and not self.running and not self.conns):
@@ -140,7 +126,7 @@ class Server:
                 callback(key.fileobj, events)
             self._reap()
             self._timers()
-            self._sweep()
+            self.doorman.sweep()
         self._drop_spares()
         if self.forker is not None:
             self.forker.close()
@@ -184,44 +170,11 @@ class Server:
                     self._kill(request, signal.SIGKILL)
             raise SystemExit(128 + signum)
         self.stopping = True
-        self._stop_accepting()
+        self.doorman.stop()
         self._drop_spares()
         for conn in list(self.conns):
             if not conn.requests:
                 self._close(conn)
-
-    def _stop_accepting(self) -> None:
-        if self.accepting:
-            self.accepting = False
-            self.selector.unregister(self.listener)
-
-    def _sweep(self) -> None:
-        """Close connections idle past --idle-timeout; accept again when there is room."""
-        now = time.monotonic()
-        idle = [
-            c for c in self.conns if not c.busy and now - c.idle_since >= self.options.idle_timeout
-        ]
-        for conn in idle:
-            self._close(conn)
-        if idle:
-            self.log(f"closed {len(idle)} connection(s) idle past --idle-timeout")
-        if self.accepting or self.stopping or now < self.accept_at:
-            return
-        if len(self.conns) < self.options.max_connections or self._idlest(None):
-            self.accepting = True
-            self.selector.register(self.listener, selectors.EVENT_READ, self._on_accept)
-
-    def _idlest(self, peer: str | None) -> Connection | None:
-        """The connection (of *peer*, or of anyone) with no complete request, idle longest."""
-        idle = [c for c in self.conns if not c.busy and (peer is None or c.peer == peer)]
-        return min(idle, key=lambda c: c.idle_since) if idle else None
-
-    def _evict(self, peer: str | None) -> bool:
-        """Close the connection _idlest finds, to make room; False if there is none."""
-        conn = self._idlest(peer)
-        if conn is not None:
-            self._close(conn)
-        return conn is not None
 
     def _on_wake(self, sock: object, events: int) -> None:
         try:
@@ -232,9 +185,7 @@ class Server:
 
     def _next_timer(self) -> float | None:
         times = [r.kill_at or r.deadline for r in self.running.values()]
-        times += [c.idle_since + self.options.idle_timeout for c in self.conns if not c.busy]
-        if not self.accepting and self.accept_at:
-            times.append(self.accept_at)
+        times += self.doorman.times()
         if not times:
             return None
         return max(0.0, min(times) - time.monotonic())
@@ -291,34 +242,8 @@ class Server:
 
     # -- connections ----------------------------------------------------------------
     def _on_accept(self, sock: object, events: int) -> None:
-        for _ in range(16):
-            if len(self.conns) >= self.options.max_connections and not self._evict(None):
-                self._stop_accepting()  # every connection has a request: wait for one to end
-                return
-            try:
-                conn_sock, _addr = self.listener.accept()
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError as exc:
-                if exc.errno in (errno.ECONNABORTED, errno.EPROTO):
-                    continue
-                if exc.errno not in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
-                    raise
-                if self._evict(None):
-                    continue  # an idle connection's descriptor for the new one
-                self.log(f"accept: {exc.strerror}; pausing {ACCEPT_PAUSE:g} s")
-                self._stop_accepting()  # the listener stays readable: no spinning on it
-                self.accept_at = time.monotonic() + ACCEPT_PAUSE
-                return
-            peer = peer_of(conn_sock)
-            if self.peers[peer] >= self.options.max_per_peer and not self._evict(peer):
-                conn_sock.close()  # this peer holds its share, each with a request
-                continue
-            conn_sock.setblocking(False)
-            conn = Connection(conn_sock, peer)
-            self.conns.add(conn)
-            self.peers[peer] += 1
-            self.selector.register(conn_sock, selectors.EVENT_READ, self._on_conn_event(conn))
+        for conn in self.doorman.accept():
+            self.selector.register(conn.sock, selectors.EVENT_READ, self._on_conn_event(conn))
 
     def _on_conn_event(self, conn: Connection) -> Callable[[object, int], None]:
         def handle(sock: object, events: int) -> None:
@@ -484,10 +409,7 @@ class Server:
         self.selector.unregister(conn.sock)
         conn.sock.close()
         conn.inbuf = conn.outbuf = bytearray()
-        self.conns.discard(conn)
-        self.peers[conn.peer] -= 1
-        if self.peers[conn.peer] <= 0:
-            del self.peers[conn.peer]
+        self.doorman.forget(conn)
 
     def _forget(self, request: Request) -> None:
         self._release(request)
