@@ -204,10 +204,10 @@ class Doorman:
         if len(self.conns) < self.max_connections or self._idlest(None):
             self._watch(True)
 
-    def times(self) -> list[float]:
+    def times(self, now: float) -> list[float]:
         """When :meth:`sweep` has work: an idle connection's time-out, the end of a pause."""
         found = [c.idle_since + self.idle_timeout for c in self.conns if not c.busy]
-        if not self.watching and not self.stopped and self.accept_at:
+        if not self.watching and not self.stopped and self.accept_at > now:
             found.append(self.accept_at)
         return found
 

@@ -49,7 +49,7 @@ from .scripts import Scripts
 assert sys.platform != "win32"  # fork only: the serve command says so on Windows
 
 from .forker import Forker, Spare  # noqa: E402  (POSIX only, as this module)
-from .listen import Doorman  # noqa: E402
+from .listen import ACCEPT_PAUSE, Doorman  # noqa: E402
 from .runner import request_message  # noqa: E402
 
 TYPE_CHECKING = False
@@ -101,6 +101,8 @@ class Server:
         self.doorman = Doorman(listener, self.selector, limits, self._close, log)
         self.conns = self.doorman.conns
         self.buffered = 0  # params and body bytes held in memory
+        self.spare_at = 0.0  # no spare asked for before (a spare came without descriptors)
+        self.turns: dict[str, float] = {}  # peer -> when it last had a request started
         self.spares: deque[Spare] = deque()
         self.forker: Forker | None = None
         self.wake_r, self.wake_w = socket.socketpair()
@@ -143,7 +145,7 @@ class Server:
         takes CPU from the script (measured on 2 cores: the request 1.4x slower).
         """
         forker = self.forker
-        if forker is None or self.stopping:
+        if forker is None or self.stopping or time.monotonic() < self.spare_at:
             return
         room = self.options.max_children - len(self.running)
         want = min(max(room, 0), len(self.queue)) + (0 if self.running else SPARES)
@@ -153,12 +155,14 @@ class Server:
     def _on_forker(self, sock: object, events: int) -> None:
         assert self.forker is not None
         for kind, pid, status, fds in self.forker.messages():
-            if kind == b"S" and len(fds) == 3:
+            if kind == b"S":
                 self.forker.asked = max(0, self.forker.asked - 1)
+            if kind == b"S" and len(fds) == 3:
                 self.spares.append(Spare(pid, *fds))
             elif kind == b"X":
                 self._exited(pid, status)
-            else:
+            else:  # out of descriptors (the spare sees end of file and exits): ask later
+                self.spare_at = time.monotonic() + ACCEPT_PAUSE
                 for fd in fds:
                     os.close(fd)
         self._start_queued()
@@ -185,10 +189,9 @@ class Server:
 
     def _next_timer(self) -> float | None:
         times = [r.kill_at or r.deadline for r in self.running.values()]
-        times += self.doorman.times()
-        if not times:
-            return None
-        return max(0.0, min(times) - time.monotonic())
+        now = time.monotonic()
+        times += [*self.doorman.times(now), *([self.spare_at] if self.spare_at > now else [])]
+        return max(0.0, min(times) - now) if times else None
 
     def _timers(self) -> None:
         now = time.monotonic()
@@ -278,7 +281,8 @@ class Server:
     def _record(self, conn: Connection, kind: int, rid: int, content: bytes) -> None:
         if rid == 0:
             if kind == fcgi.GET_VALUES:
-                self._send(conn, fcgi.record(fcgi.GET_VALUES_RESULT, 0, self._values(content)))
+                limits = (self.options.max_connections, self.options.max_children)
+                self._send(conn, fcgi.values_result(content, *limits))
             else:
                 self._send(conn, fcgi.record(fcgi.UNKNOWN_TYPE, 0, bytes([kind]) + bytes(7)))
             return
@@ -338,18 +342,6 @@ class Server:
         self.buffered -= request.held
         request.params = bytearray()
         request.drop_body()
-
-    def _values(self, content: bytes) -> bytes:
-        known = {
-            b"FCGI_MAX_CONNS": str(self.options.max_connections).encode(),
-            b"FCGI_MAX_REQS": str(self.options.max_children).encode(),
-            b"FCGI_MPXS_CONNS": b"1",
-        }
-        try:
-            asked = fcgi.parse_pairs(content)
-        except fcgi.ProtocolError:
-            asked = []
-        return fcgi.pairs([(name, known[name]) for name, _ in asked if name in known])
 
     def _send(self, conn: Connection, data: bytes) -> None:
         if conn.closed or not data:
@@ -456,14 +448,21 @@ class Server:
             self._hand(self._next_queued())
 
     def _next_queued(self) -> Request:
-        """The first queued request of the peer with the fewest running: one peer's flood
-        of requests does not keep another's waiting behind it."""
+        """The first queued request of the peer with the fewest running, then of the one
+        served longest ago: one peer's flood does not keep another's waiting behind it."""
         if len(self.queue) > 1:
             counts = Counter(r.conn.peer for r in self.running.values())
-            request = min(self.queue, key=lambda r: counts[r.conn.peer])
+            turns = self.turns
+            request = min(
+                self.queue, key=lambda r: (counts[r.conn.peer], turns.get(r.conn.peer, 0.0))
+            )
             self.queue.remove(request)
-            return request
-        return self.queue.popleft()
+        else:
+            request = self.queue.popleft()
+        if len(self.turns) > 4096:
+            self.turns.clear()
+        self.turns[request.conn.peer] = time.monotonic()
+        return request
 
     def _drop_spares(self) -> None:
         """End the spare children (each exits when its request pipe closes unused)."""
