@@ -29,6 +29,9 @@ assert sys.platform != "win32"  # AF_UNIX and fork: the serve command says so on
 
 #: seconds accepting waits after running out of descriptors with no idle connection to close.
 ACCEPT_PAUSE = 0.5
+#: seconds a connection must have been idle before it is closed to make room for another
+#: (one just accepted has not had the time to send its request).
+EVICT_AGE = 1.0
 
 
 def listen(address: str) -> socket.socket:
@@ -107,6 +110,7 @@ class Doorman:
     (EMFILE), the connection idle longest is closed for the new one; with none idle,
     the listener is not watched for :data:`ACCEPT_PAUSE` seconds (EMFILE) or until a
     connection ends, so a listener that stays readable never makes the loop spin.
+    Only a connection idle for :data:`EVICT_AGE` seconds is closed to make room.
     """
 
     def __init__(
@@ -205,15 +209,23 @@ class Doorman:
             self._watch(True)
 
     def times(self, now: float) -> list[float]:
-        """When :meth:`sweep` has work: an idle connection's time-out, the end of a pause."""
-        found = [c.idle_since + self.idle_timeout for c in self.conns if not c.busy]
-        if not self.watching and not self.stopped and self.accept_at > now:
+        """When :meth:`sweep` may have work: an idle connection's time-out; while not
+        watching the listener, the end of a pause and when a connection may make room."""
+        paused = not self.watching and not self.stopped
+        wait = min(self.idle_timeout, EVICT_AGE) if paused else self.idle_timeout
+        found = [c.idle_since + wait for c in self.conns if not c.busy]
+        if paused:
             found.append(self.accept_at)
-        return found
+        return [t for t in found if t > now]
 
     def _idlest(self, peer: str | None) -> Connection | None:
         """The connection (of *peer*, or of anyone) with no complete request, idle longest."""
-        idle = [c for c in self.conns if not c.busy and (peer is None or c.peer == peer)]
+        old = time.monotonic() - min(EVICT_AGE, self.idle_timeout)
+        idle = [
+            c
+            for c in self.conns
+            if not c.busy and c.idle_since <= old and (peer is None or c.peer == peer)
+        ]
         return min(idle, key=lambda c: c.idle_since) if idle else None
 
     def _evict(self, peer: str | None) -> bool:
