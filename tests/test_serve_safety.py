@@ -20,6 +20,7 @@ import struct
 import subprocess
 import sys
 import termios
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -43,10 +44,11 @@ ran = subprocess.run(["date"], capture_output=True, check=False).returncode
 print("Content-Type: application/json\\n")
 print(json.dumps({"env": dict(os.environ), "date": ran}))
 """,
-    # a truncate-then-write counter; between the two it tells the test (the FIFO) and
-    # waits until its stdout's reader is gone (POLLERR), up to 20 s
+    # a truncate-then-write counter that sends a dot a tick while it works; between the
+    # truncate and the write it tells the test (the FIFO) and works on until its output
+    # fails (the client is gone: EPIPE, as a Perl script's SIGPIPE), or for 20 s
     "update.py": """
-import os, select
+import os, time
 from perlcompat import LOCK_EX, OS_ERROR, close, die, flock, open_, print_, seek, truncate
 data = os.environ["PERLCOMPAT_DATA_DIR"]
 COUNT = open_("+< " + data + "/counter.dat") or die(f"counter: {OS_ERROR}")
@@ -54,15 +56,18 @@ flock(COUNT, LOCK_EX)
 n = int(COUNT.readline() or 0)
 seek(COUNT, 0, 0)
 truncate(COUNT, 0)
+print("Content-Type: text/plain\\n", flush=True)
 with open(data + "/window.fifo", "w") as fifo:
     fifo.write(f"{os.getpid()}\\n")
-poll = select.poll()
-poll.register(1, 0)
-poll.poll(20000)
+deadline = time.monotonic() + 20
+while time.monotonic() < deadline:
+    try:
+        os.write(1, b".")
+    except BrokenPipeError:
+        break
+    time.sleep(0.05)
 print_(COUNT, n + 1, "\\n")
 close(COUNT)
-print("Content-Type: text/plain\\n")
-print(n + 1)
 """,
     # holds its child until the test writes to the gate FIFO
     "gate.py": """
@@ -163,7 +168,7 @@ def front(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Front]:
     nginx_dir = base / "nginx"
     nginx_dir.mkdir()
     env = {"PERLCOMPAT_DATA_DIR": str(data), "PYTHONPATH": PACKAGE_ROOT}
-    lighttpd = CgiServer(www, env, fastcgi=str(serve.sock))
+    lighttpd = CgiServer(www, env, fastcgi=str(serve.sock), stream=True)
     nginx = NginxServer(www, str(serve.sock), nginx_dir)
     try:
         lighttpd.start()
@@ -239,11 +244,16 @@ def read_fifo(path: Path, timeout: float = 30) -> bytes:
 
 
 def open_gate(data: Path) -> None:
-    fd = os.open(data / "gate.fifo", os.O_RDWR | os.O_NONBLOCK)
-    try:
-        os.write(fd, b"g" * 16)
-    finally:
-        os.close(fd)
+    """Let gate.py go on: a byte through its FIFO, once it has opened it."""
+
+    def release() -> None:
+        with open(data / "gate.fifo", "wb") as gate:  # opens when gate.py has
+            gate.write(b"g")
+
+    thread = threading.Thread(target=release, daemon=True)
+    thread.start()
+    thread.join(30)
+    assert not thread.is_alive(), "gate.py never opened its gate"
 
 
 def rss(pid: int) -> int:
@@ -336,7 +346,8 @@ def test_the_environment_filter_itself() -> None:
 def test_a_client_gone_mid_update_leaves_the_counter_whole(front: Front, client: str) -> None:
     """The counter is truncated, then written; the client leaves in between.  serve
     closes the script's output pipes (as mod_cgi does) instead of SIGTERM: the update
-    completes and the counter goes from 41 to 42, never to empty."""
+    completes and the counter goes from 41 to 42, never to empty.  (lighttpd streams
+    answers here: buffering them, the default, it does not see the client go.)"""
     counter = front.data / "counter.dat"
     counter.write_text("41\n")
     if client == "raw":
@@ -513,7 +524,7 @@ def test_one_peer_cannot_crowd_out_another(tmp_path: Path) -> None:
             except (EOFError, ConnectionError):
                 refused += 1
         mine = ask(("127.0.0.1", port), params(www, "nap.py", "mine"))
-        assert split(mine.read(1)[1].stdout)[1] == b"ok"
+        assert split(mine.read(1)[1].stdout)[1] == b"ok\n"
         mine.close()
     finally:
         for client in flood:
@@ -545,12 +556,20 @@ def test_running_out_of_descriptors_does_not_spin(tmp_path: Path) -> None:
         assert serve.wait_for("accept: Too many open files")
         time.sleep(1)  # the window in which a spinning loop logs thousands of lines
         open_gate(data)
-        for client in clients[1:]:
-            assert split(client.read(1)[1].stdout)[1] == b"fresh\n"
+        answers = [split(client.read(1)[1].stdout)[1] for client in clients[1:]]
+        for client in clients:
+            client.close()
+        clients = []
+        resource.prlimit(serve.pid, resource.RLIMIT_NOFILE, (hard, hard))
+        after = ask(serve.sock, params(www, "fresh.py"))
+        clients.append(after)
+        assert split(after.read(1)[1].stdout)[1] == b"fresh\n"
     finally:
         for client in clients:
             client.close()
         assert serve.stop() == 0, serve.log
+    # each got an answer: its script's, or a 503 where no descriptor was left to open it
+    assert set(answers) <= {b"fresh\n", b"503 Service Unavailable\n"}, answers
     assert serve.log.count("accept: ") < 40, serve.log[-2000:]
 
 

@@ -67,8 +67,11 @@ def _quote(value: str) -> str:
 class CgiServer:
     """One lighttpd process serving *root* with CGI for .cgi/.pl (perl) and .py (Python)."""
 
-    def __init__(self, root: Path, env: dict[str, str], fastcgi: str | None = None) -> None:
+    def __init__(
+        self, root: Path, env: dict[str, str], fastcgi: str | None = None, stream: bool = False
+    ) -> None:
         self.root = root
+        self.stream = stream  # server.stream-response-body = 2: answers go out as they come
         self.env = env
         self.fastcgi = fastcgi  # a unix socket path: .py goes there (mod_fastcgi), not mod_cgi
         self.lighttpd = find_tool("lighttpd", "/usr/sbin", "/usr/local/sbin")
@@ -100,6 +103,7 @@ class CgiServer:
                 f"cgi.assign = ({assign})",
                 f"setenv.add-environment = ({env})",
                 "server.max-connections = 256",
+                *(["server.stream-response-body = 2"] if self.stream else []),
                 "",
             ]
         )

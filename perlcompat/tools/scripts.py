@@ -75,7 +75,8 @@ class Scripts:
         return real
 
     def load(self, name: str) -> tuple[str, types.CodeType | BaseException] | int:
-        """(the path opened, its code or compile error) if *name* may run, else 403 or 404.
+        """(the path opened, its code or compile error) if *name* may run, else 403 or 404
+        (503 when out of descriptors).
 
         The file is opened once and everything is checked on the descriptor; the path
         returned is where that file is, which the child's ``__file__`` and directory use.
@@ -89,6 +90,9 @@ class Scripts:
             if exc.errno == errno.ENOENT:
                 self.log(f"SCRIPT_FILENAME {name!r} does not exist: 404")
                 return 404
+            if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOMEM):
+                self.log(f"SCRIPT_FILENAME {name!r}: {exc.strerror}: 503")
+                return 503
             self.log(f"SCRIPT_FILENAME {name!r} cannot be opened ({exc.strerror}): 403")
             return 403
         try:
