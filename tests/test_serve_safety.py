@@ -88,10 +88,10 @@ for _ in range(512):
     os.write(2, chunk)
 print("Content-Type: text/plain\\n")
 """,
-    # leaves `sleep 30` holding its stdout: in a session of its own (?session), or not
+    # leaves `sleep 300` holding its stdout: in a session of its own (?session), or not
     "detach.py": """
 import os, subprocess
-child = subprocess.Popen(["sleep", "30"], start_new_session=os.environ["QUERY_STRING"] == "session")
+child = subprocess.Popen(["sleep", "300"], start_new_session=os.environ["QUERY_STRING"] == "session")
 print("Content-Type: text/plain\\n")
 print(child.pid)
 """,
@@ -648,7 +648,7 @@ def test_the_descriptor_is_checked_not_the_name(
 
 # -- 6. --timeout with a process holding the script's stdout -------------------------
 def test_timeout_answers_while_a_detached_process_holds_stdout(tmp_path: Path) -> None:
-    """`sleep 30` in a session of its own holds the script's stdout: the answer comes at
+    """`sleep 300` in a session of its own holds the script's stdout: the answer comes at
     --timeout (the pipes are closed), while that process still runs."""
     www, data = make_site(tmp_path)
     serve = start_serve(tmp_path, data, "--timeout", "1")
@@ -666,7 +666,7 @@ def test_timeout_answers_while_a_detached_process_holds_stdout(tmp_path: Path) -
 
 
 def test_a_script_that_has_exited_is_never_signalled(tmp_path: Path) -> None:
-    """The script exits, leaving `sleep 30` (its process group) holding stdout; at
+    """The script exits, leaving `sleep 300` (its process group) holding stdout; at
     --timeout serve closes the pipes and sends no signal to the reaped pid's group."""
     www, data = make_site(tmp_path)
     serve = start_serve(tmp_path, data, "--timeout", "1")
