@@ -91,7 +91,8 @@ print("Content-Type: text/plain\\n")
     # leaves `sleep 300` holding its stdout: in a session of its own (?session), or not
     "detach.py": """
 import os, subprocess
-child = subprocess.Popen(["sleep", "300"], start_new_session=os.environ["QUERY_STRING"] == "session")
+alone = os.environ["QUERY_STRING"] == "session"
+child = subprocess.Popen(["sleep", "300"], start_new_session=alone)
 print("Content-Type: text/plain\\n")
 print(child.pid)
 """,
