@@ -505,12 +505,13 @@ def test_a_connection_without_a_whole_request_is_closed_after_idle_timeout(
 
 
 def test_one_peer_cannot_crowd_out_another(tmp_path: Path) -> None:
-    """127.0.0.2 opens 12 connections, each with a request: it gets half of
-    --max-connections 8, the rest are closed; 127.0.0.1's request then runs next, not
-    after the flood (the next to run is the peer's with the fewest running)."""
+    """127.0.0.2 opens 12 connections with two requests each: it gets half of
+    --max-connections 8 (eight requests, two running), the other connections are closed;
+    127.0.0.1's request then starts as soon as a child is free, not after the flood
+    (the next to run is the peer's with the fewest running, then the least served)."""
     www, data = make_site(tmp_path)
     port = free_port()
-    args = ("--max-children", "1", "--max-connections", "8")
+    args = ("--max-children", "2", "--max-connections", "8")
     serve = start_serve(tmp_path, data, *args, fastcgi=f"127.0.0.1:{port}")
     flood: list[Raw] = []
     refused = 0
@@ -519,7 +520,8 @@ def test_one_peer_cannot_crowd_out_another(tmp_path: Path) -> None:
             client = connect(("127.0.0.1", port), source="127.0.0.2", timeout=10)
             flood.append(client)
             try:
-                client.send(*request_records(1, params(www, "nap.py", f"flood{i}")))
+                for rid in (1, 2):
+                    client.send(*request_records(rid, params(www, "nap.py", f"flood{i}.{rid}")))
                 client.send(rec(9, 0, nv({"FCGI_MAX_REQS": ""})))
                 until_values(client)
             except (EOFError, ConnectionError):
@@ -533,7 +535,7 @@ def test_one_peer_cannot_crowd_out_another(tmp_path: Path) -> None:
         assert serve.stop() == 0, serve.log
     order = (data / "order.log").read_text().split()
     assert refused >= 4
-    assert order.index("mine") <= 5, order  # first-come first-served: 8 or more
+    assert order.index("mine") <= 5, order  # first come, first served: 8
 
 
 def test_running_out_of_descriptors_does_not_spin(tmp_path: Path) -> None:
@@ -571,7 +573,7 @@ def test_running_out_of_descriptors_does_not_spin(tmp_path: Path) -> None:
         assert serve.stop() == 0, serve.log
     # each got an answer: its script's, or a 503 where no descriptor was left to open it
     assert set(answers) <= {b"fresh\n", b"503 Service Unavailable\n"}, answers
-    assert serve.log.count("accept: ") < 40, serve.log[-2000:]
+    assert serve.log.count("accept: ") < 100, serve.log[-2000:]
 
 
 # -- 5. the script checked is the script run -----------------------------------------
