@@ -304,6 +304,7 @@ def test_params_cannot_set_what_the_script_and_its_children_load(
         "http_proxy": "http://evil.example:8080",
         "HTTP_PROXY": "http://evil.example:8080",
         "BASH_ENV": str(evil / "env.sh"),
+        "SSL_CERT_FILE": str(evil / "ca.pem"),
         "HTTP_X_BAD-NAME": "x",
     }
     wanted = {"HTTP_X_TOKEN": "kept", "SERVER_NAME": "example.org", "REMOTE_USER": "alice"}
@@ -337,9 +338,17 @@ def test_the_environment_filter_itself() -> None:
             b"HTTP_lower": b"x",
             b"CONTENT_TYPE": b"text/plain\0hidden",
             b"SERVER_PORT": b"80",
+            b"SSL_CLIENT_S_DN_CN": b"alice",
+            b"SSL_CERT_FILE": b"/x",
+            b"SSL_CERT_DIR": b"/x",
         }
     )
-    assert env == {"QUERY_STRING": "a=1", "HTTP_COOKIE": "c=1", "SERVER_PORT": "80"}
+    assert env == {
+        "QUERY_STRING": "a=1",
+        "HTTP_COOKIE": "c=1",
+        "SERVER_PORT": "80",
+        "SSL_CLIENT_S_DN_CN": "alice",
+    }
 
 
 # -- 2. a client that goes away loses no data ----------------------------------------

@@ -42,8 +42,14 @@ CGI_NAMES = frozenset(
     REDIRECT_STATUS REDIRECT_URL REDIRECT_QUERY_STRING REDIRECT_REMOTE_USER
     CONTEXT_PREFIX CONTEXT_DOCUMENT_ROOT UNIQUE_ID""".split()  # noqa: SIM905
 )
-#: a header variable: what web servers make of a header name (upper case, ``-`` as ``_``).
-_HEADER_VARIABLE = re.compile(r"^HTTP_[A-Z0-9_]+$")
+#: a header variable: what web servers make of a header name (upper case, ``-`` as ``_``),
+#: and mod_ssl's TLS variables (``SSL_CLIENT_S_DN`` …; never ``SSL_CERT_FILE``/``_DIR``,
+#: which would choose the trust store of the script's own TLS connections).
+_HEADER_VARIABLE = re.compile(
+    r"^(HTTP_[A-Z0-9_]+|SSL_(CLIENT|SERVER)_[A-Z0-9_]+|SSL_(PROTOCOL|CIPHER|CIPHER_EXPORT"
+    r"|CIPHER_USEKEYSIZE|CIPHER_ALGKEYSIZE|SESSION_ID|SESSION_RESUMED|SECURE_RENEG"
+    r"|VERSION_INTERFACE|VERSION_LIBRARY|TLS_SNI))$"
+)
 #: what :func:`clear_cgi_variables` also removes: the prefixes of CGI variables.
 _CGI_VARIABLE = re.compile(
     r"^(HTTP_|CONTENT_|REQUEST_|SCRIPT_|SERVER_|REMOTE_|PATH_INFO$|PATH_TRANSLATED$"
@@ -58,7 +64,7 @@ def clear_cgi_variables() -> None:
 
 
 def cgi_environment(params: dict[bytes, bytes]) -> dict[str, str]:
-    """The variables a request may set: CGI meta-variables and ``HTTP_*``, nothing else.
+    """The variables a request may set: CGI meta-variables, ``HTTP_*`` and mod_ssl's.
 
     ``LD_PRELOAD``, ``PATH``, ``PYTHONPATH``, ``PERLCOMPAT_*``, a lowercase
     ``http_proxy`` … from params are dropped: whoever can connect could otherwise choose
