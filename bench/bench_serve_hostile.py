@@ -6,7 +6,7 @@ socket and, one case after another, measures the growth of the parent's resident
 
 - 1000 multiplexed requests with 250 KiB params each, on one connection, never finished;
 - 8 requests with 60 MiB bodies queued behind a running one (``--max-children 1``);
-- 64 MiB of stdout and stderr for a client that reads nothing;
+- 64 MiB to stderr, then 64 MiB to stdout, for a client that reads nothing;
 - 300 idle connections, then one request from the same user, tried again when refused
   (answered, and how long it took);
 - 20,000 random FastCGI records on 200 connections;
@@ -48,13 +48,15 @@ from test_serve_safety import (  # noqa: E402
 MiB = 1024 * 1024
 
 FLOOD = """
-import sys
+import os, sys
+chunk = b"o" * 65536
+count = int(os.environ["QUERY_STRING"])
+for _ in range(count):
+    sys.stderr.buffer.write(chunk)
 sys.stdout.write("Content-Type: application/octet-stream\\n\\n")
 sys.stdout.flush()
-chunk = b"o" * 65536
-for _ in range(int(sys.argv[0] and __import__("os").environ["QUERY_STRING"])):
+for _ in range(count):
     sys.stdout.buffer.write(chunk)
-    sys.stderr.buffer.write(chunk)
 """
 
 
@@ -113,7 +115,7 @@ def main() -> int:
 
             # 3. output to a client that reads nothing
             before = rss(pid)
-            chunks = 1024 // scale  # 64 KiB each, to stdout and to stderr
+            chunks = 1024 // scale  # 64 KiB each, to stderr, then to stdout
             deaf = ask(serve.sock, params(www, "flood_out.py", str(chunks)))
             time.sleep(3)  # what the server takes meanwhile is what it holds
             held = grown(pid, before)
