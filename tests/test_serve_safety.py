@@ -492,6 +492,7 @@ def test_300_idle_connections_lock_nobody_out(tmp_path: Path) -> None:
         assert serve.stop() == 0, serve.log
     assert split(reply.stdout)[1] == b"fresh\n"
     assert closed >= 300 - 128  # one peer: half of --max-connections
+    assert "TCP 127.0.0.1 is open to every local user" in serve.log  # said at start
 
 
 def test_a_connection_without_a_whole_request_is_closed_after_idle_timeout(
