@@ -31,6 +31,7 @@ running.  Beside this loop: ``request`` (a request, its CGI environment), ``scri
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import selectors
@@ -97,6 +98,7 @@ class Server:
         self.queue: deque[Request] = deque()
         self.scripts = Scripts(options.root, options.extensions, log)
         self.stopping = False
+        self.signals: list[int] = []  # SIGTERM, SIGINT, SIGHUP received, not yet handled
         limits = (options.max_connections, options.idle_timeout)
         self.doorman = Doorman(listener, self.selector, limits, self._close, log)
         self.conns = self.doorman.conns
@@ -116,7 +118,7 @@ class Server:
         signal.set_wakeup_fd(self.wake_w.fileno(), warn_on_full_buffer=False)
         signal.signal(signal.SIGCHLD, lambda *_: None)
         for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            signal.signal(number, self._on_stop)
+            signal.signal(number, lambda signum, _: self.signals.append(signum))
         self.selector.register(self.wake_r, selectors.EVENT_READ, self._on_wake)
         self.doorman.watch(self._on_accept)
         gc.freeze()  # what is loaded now stays shared with the children (copy-on-write)
@@ -126,6 +128,8 @@ class Server:
             for key, events in self.selector.select(self._next_timer()):
                 callback = key.data
                 callback(key.fileobj, events)
+            while self.signals:  # handled here, not in the handler: it may run mid-loop
+                self._on_stop(self.signals.pop(0))
             self._reap()
             self._timers()
             self.doorman.sweep()
@@ -167,7 +171,7 @@ class Server:
                     os.close(fd)
         self._start_queued()
 
-    def _on_stop(self, signum: int, frame: object) -> None:
+    def _on_stop(self, signum: int) -> None:
         if self.stopping:  # a second signal: stop now
             for request in list(self.running.values()):
                 if _alive(request):
@@ -181,11 +185,9 @@ class Server:
                 self._close(conn)
 
     def _on_wake(self, sock: object, events: int) -> None:
-        try:
+        with contextlib.suppress(BlockingIOError):
             while self.wake_r.recv(4096):
                 pass
-        except BlockingIOError:
-            pass
 
     def _next_timer(self) -> float | None:
         times = [r.kill_at or r.deadline for r in self.running.values()]
