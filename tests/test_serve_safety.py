@@ -46,7 +46,8 @@ print(json.dumps({"env": dict(os.environ), "date": ran}))
 """,
     # a truncate-then-write counter that sends a dot a tick while it works; between the
     # truncate and the write it tells the test (the FIFO) and works on until its output
-    # fails (the client is gone: EPIPE, as a Perl script's SIGPIPE), or for 20 s
+    # fails (the client is gone: EPIPE, as a Perl script's SIGPIPE), or for 20 s; then
+    # it warns on stderr (which must not fail) and writes the counter
     "update.py": """
 import os, time
 from perlcompat import LOCK_EX, OS_ERROR, close, die, flock, open_, print_, seek, truncate
@@ -66,6 +67,7 @@ while time.monotonic() < deadline:
     except BrokenPipeError:
         break
     time.sleep(0.05)
+os.write(2, b"update.py: writing the counter\\n")  # a warning: to the log, and no failure
 print_(COUNT, n + 1, "\\n")
 close(COUNT)
 """,
@@ -372,6 +374,7 @@ def test_a_client_gone_mid_update_leaves_the_counter_whole(front: Front, client:
         http.close()
     wait_gone(pid)
     assert counter.read_text() == "42\n"
+    assert front.serve.wait_for("update.py: writing the counter")  # its stderr: serve's log
 
 
 # -- 3. nothing unbounded in the parent ----------------------------------------------

@@ -108,6 +108,7 @@ class Request:
     header: bytearray = field(default_factory=bytearray)
     headers_sent: bool = False
     discard: bool = False
+    gone: bool = False  # its client left (or aborted it): stdout closed, stderr to our log
     script: str = ""
     path: str = ""
     code: types.CodeType | None = None

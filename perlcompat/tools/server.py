@@ -14,19 +14,16 @@ any connection exists and holds only its socket to the parent; a child closes th
 too, so it holds neither the listening socket nor another request's connection.  The
 parent opens no data file and takes no lock: it reads and compiles scripts (cached by
 path, mtime, ctime, size and inode) and nothing else.  An aborted request or a client
-that goes away closes the child's output pipes, as mod_cgi does: its next write fails
-(EPIPE) and it is never signalled in the middle of an update.  A time-out closes the
+that goes away closes the child's stdout, as mod_cgi does: its next write there fails
+(EPIPE; stderr goes on to our log) and it is never signalled mid-update.  A time-out closes the
 pipes too (a process the script left holding them does not hold the answer) and sends
 SIGTERM to the child's process group (perlcompat's lock cleanup runs), then SIGKILL
 after :data:`GRACE` seconds; a child whose exit is already known is never signalled.
 
-What the parent holds is bounded: requests per connection (FCGI_MAX_REQS), params and
-bodies in memory (a body over ``request.SPOOL_AT`` goes to a temp file), output waiting
-for a client (over :data:`HIGH_WATER` the children's stdout and stderr and the
-connection are not read).  The next request to run is one of the peer with the fewest
-running.  Beside this loop: ``request`` (a request, its CGI environment), ``scripts``
-(which scripts may run, their code), ``response`` (header checks, error answers),
-``forker``, ``listen`` (the socket; ``Doorman``: who gets a connection), ``fastcgi``.
+Bounded: requests per connection (FCGI_MAX_REQS), params and bodies in memory (a body
+over ``request.SPOOL_AT`` goes to a temp file), output for a client (over HIGH_WATER
+the children's output and the connection are not read).  Beside this loop: ``request``,
+``scripts``, ``response``, ``forker``, ``listen`` (``Doorman``: who gets a connection).
 """
 
 from __future__ import annotations
@@ -223,13 +220,15 @@ class Server:
         request.kill_at = time.monotonic() + GRACE
         self._detach(request)
 
-    def _detach(self, request: Request) -> None:
-        """Close the parent's ends of the child's stdout and stderr: its next write fails.
+    def _detach(self, request: Request, gone: bool = False) -> None:
+        """Close the parent's end of the child's stdout (and stderr): its next write fails.
 
-        What mod_cgi and fcgiwrap do when the client goes away: a script is never
-        signalled mid-update; one still running after that is stopped by --timeout.
+        What mod_cgi does when the client is *gone*: the script is never signalled
+        mid-update, its stdout fails, its stderr goes on to our log (mod_cgi's error
+        log); one still running is stopped by --timeout, which closes both.
         """
-        for name in ("out_fd", "err_fd"):
+        request.gone = request.gone or gone
+        for name in ("out_fd",) if gone else ("out_fd", "err_fd"):
             fd = getattr(request, name)
             if fd >= 0:
                 setattr(request, name, self._close_fd(fd))
@@ -397,7 +396,7 @@ class Server:
         for request in list(conn.requests.values()):
             request.discard = True
             if request.pid:
-                self._detach(request)
+                self._detach(request, gone=True)
             else:
                 self._forget(request)
         self.selector.unregister(conn.sock)
@@ -415,7 +414,7 @@ class Server:
     def _abort(self, request: Request) -> None:
         if request.pid:
             request.discard = True  # END_REQUEST goes out when the child is gone
-            self._detach(request)
+            self._detach(request, gone=True)
         else:
             self._forget(request)
             self._send(request.conn, fcgi.end_request(request.rid, 0))
@@ -534,8 +533,9 @@ class Server:
         for _ in range(4):  # bounded: other requests get their turn
             if request.out_fd < 0 or request.conn.paused or not self._read_out(request):
                 break
-        for _ in range(4):
-            if request.err_fd < 0 or request.conn.paused or not self._read_err(request):
+        for _ in range(4):  # stderr of a request whose client is gone goes to our log
+            paused = request.conn.paused and not request.gone
+            if request.err_fd < 0 or paused or not self._read_err(request):
                 break
         if request.ctl_fd >= 0:
             try:
@@ -605,7 +605,7 @@ class Server:
         if not data:
             request.err_fd = self._close_fd(request.err_fd)
             return False
-        if request.conn.closed:
+        if request.conn.closed or request.gone:
             self.log(data.decode("utf-8", "backslashreplace").rstrip("\n"))
         else:
             self._send(request.conn, fcgi.stream(fcgi.STDERR, request.rid, data))
