@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up a fresh machine for the tests: perl, redis-server, lighttpd, python3-venv, CGI.pm,
-# cgi-fcgi, PPI (apt)
+# cgi-fcgi, nginx, PPI (apt)
 # when missing, then the package with its test and dev extras in .venv.  The README's test
 # command is this script followed by `.venv/bin/python -m pytest -q`.
 set -euo pipefail
@@ -33,6 +33,8 @@ command -v sshfs >/dev/null 2>&1 || pkgs+=(sshfs)
 command -v fusermount3 >/dev/null 2>&1 || command -v fusermount >/dev/null 2>&1 || pkgs+=(fuse3)
 # tests/test_serve.py: cgi-fcgi, a FastCGI client, sends raw params to `perlcompat serve`
 command -v cgi-fcgi >/dev/null 2>&1 || pkgs+=(libfcgi-bin)
+# tests/test_serve_safety.py: nginx in front of `perlcompat serve` too (fastcgi_pass)
+PATH="$PATH:/usr/sbin" command -v nginx >/dev/null 2>&1 || pkgs+=(nginx-light)
 if ((${#pkgs[@]})); then
     SUDO=""
     [ "$(id -u)" = 0 ] || SUDO="sudo"

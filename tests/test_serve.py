@@ -658,6 +658,8 @@ def test_get_values(site: Site) -> None:
 
 
 def test_an_aborted_request_ends_its_child_and_frees_its_lock(site: Site) -> None:
+    """The abort closes the script's output pipes; slow.py writes nothing more, so
+    --timeout ends it (SIGTERM), and its END_REQUEST comes then."""
     client = Raw(site.sock)
     try:
         client.send(*request_records(7, cgi_params(site, "slow.py")))
@@ -672,6 +674,8 @@ def test_an_aborted_request_ends_its_child_and_frees_its_lock(site: Site) -> Non
 
 
 def test_a_client_that_disconnects_ends_its_child(site: Site) -> None:
+    """Its output pipes are closed (never a SIGTERM mid-update: test_serve_safety);
+    slow.py writes nothing more and --timeout ends it."""
     client = Raw(site.sock)
     client.send(*request_records(1, cgi_params(site, "slow.py")))
     pid = running_pid(client, 1)

@@ -8,7 +8,8 @@
 - ``serve``: ``perlcompat serve``: ported CGI scripts over FastCGI, a forked child per
   request; ``server`` is its event loop, with ``request`` (a request's state and CGI
   environment), ``scripts`` (which scripts may run, compiled once), ``response`` (the
-  header checks, the error answers) and ``listen`` (the socket); ``forker`` forks the
+  header checks, the error answers) and ``listen`` (the socket; who gets a connection);
+  ``forker`` forks the
   children, ``runner`` is the child that runs one script as ``__main__``, ``fastcgi``
   the wire format (POSIX only: ``server``, ``forker``, ``listen``, ``runner``).
 - ``audit/``: ``perlcompat audit PATH...``: the unsafe locking idioms in Perl scripts.

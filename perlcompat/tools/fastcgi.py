@@ -2,8 +2,8 @@
 
 Only what a Responder needs: records are read from a byte buffer as they arrive
 (:func:`take_record`) and written with :func:`record`/:func:`stream` (content
-split at 65535 bytes, padded to 8).  ``FCGI_GET_VALUES`` is answered by the
-server.  No I/O happens here; ``tools.server`` owns the sockets.  Spec: "FastCGI
+split at 65535 bytes, padded to 8), ``FCGI_GET_VALUES`` answered with
+:func:`values_result`.  No I/O happens here; ``tools.server`` owns the sockets.  Spec: "FastCGI
 Specification", Open Market, 1996 (fastcgi-archives.github.io).
 """
 
@@ -77,6 +77,21 @@ def end_request(request_id: int, app_status: int, protocol_status: int = REQUEST
     """The FCGI_END_REQUEST record (with the empty STDOUT that closes the stream first)."""
     body = END_BODY.pack(app_status & 0xFFFFFFFF, protocol_status)
     return record(STDOUT, request_id) + record(END_REQUEST, request_id, body)
+
+
+def values_result(content: bytes, max_conns: int, max_reqs: int) -> bytes:
+    """The FCGI_GET_VALUES_RESULT record answering the FCGI_GET_VALUES *content*."""
+    known = {
+        b"FCGI_MAX_CONNS": str(max_conns).encode(),
+        b"FCGI_MAX_REQS": str(max_reqs).encode(),
+        b"FCGI_MPXS_CONNS": b"1",
+    }
+    try:
+        asked = parse_pairs(content)
+    except ProtocolError:
+        asked = []
+    found = pairs([(name, known[name]) for name, _ in asked if name in known])
+    return record(GET_VALUES_RESULT, 0, found)
 
 
 def _length(data: bytes, pos: int) -> tuple[int, int]:

@@ -1,10 +1,12 @@
 """A FastCGI request of ``perlcompat serve`` and its connection; the request's CGI environment.
 
 The parent keeps a :class:`Request` from BEGIN_REQUEST to END_REQUEST: its params and
-body as they arrive, then its child's pipes.  :func:`check` turns the params into the
-environment the script sees, or into the HTTP status to answer without running it;
-:func:`clear_cgi_variables` makes sure no CGI variable comes from the server's own
-environment.
+body as they arrive (a body over :data:`SPOOL_AT` bytes in an unlinked temp file), then
+its child's pipes.  :func:`check` turns the params into the environment the script
+sees, or into the HTTP status to answer without running it.  Only the CGI
+meta-variables (:data:`CGI_NAMES`) and ``HTTP_*`` header variables come from a request;
+:func:`clear_cgi_variables` removes those names from the server's own environment
+at start, so a request adds variables and never replaces one of the server's.
 """
 
 from __future__ import annotations
@@ -12,6 +14,9 @@ from __future__ import annotations
 import os
 import re
 import socket
+import tempfile
+import time
+import types
 from dataclasses import dataclass, field
 
 from . import fastcgi as fcgi
@@ -19,20 +24,61 @@ from . import fastcgi as fcgi
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from typing import IO
 
     from .scripts import Scripts
 
-#: variables of a CGI request (RFC 3875 4.1, and the usual extras): never from our environment.
+#: a body up to this size is kept in memory; a larger one goes to an unlinked temp file.
+SPOOL_AT = 64 * 1024
+
+#: the CGI meta-variables (RFC 3875 4.1) and the ones web servers add (nginx's
+#: fastcgi_params, lighttpd, Apache's mod_proxy_fcgi); with ``HTTP_*``, all a request sets.
+CGI_NAMES = frozenset(
+    """AUTH_TYPE CONTENT_LENGTH CONTENT_TYPE GATEWAY_INTERFACE PATH_INFO PATH_TRANSLATED
+    QUERY_STRING REMOTE_ADDR REMOTE_HOST REMOTE_IDENT REMOTE_USER REQUEST_METHOD SCRIPT_NAME
+    SERVER_NAME SERVER_PORT SERVER_PROTOCOL SERVER_SOFTWARE
+    SCRIPT_FILENAME SCRIPT_URI SCRIPT_URL DOCUMENT_ROOT DOCUMENT_URI REQUEST_URI
+    REQUEST_SCHEME REMOTE_PORT SERVER_ADDR SERVER_ADMIN SERVER_SIGNATURE HTTPS
+    REDIRECT_STATUS REDIRECT_URL REDIRECT_QUERY_STRING REDIRECT_REMOTE_USER
+    CONTEXT_PREFIX CONTEXT_DOCUMENT_ROOT UNIQUE_ID""".split()  # noqa: SIM905
+)
+#: a header variable: what web servers make of a header name (upper case, ``-`` as ``_``),
+#: and mod_ssl's TLS variables (``SSL_CLIENT_S_DN`` …; never ``SSL_CERT_FILE``/``_DIR``,
+#: which would choose the trust store of the script's own TLS connections).
+_HEADER_VARIABLE = re.compile(
+    r"^(HTTP_[A-Z0-9_]+|SSL_(CLIENT|SERVER)_[A-Z0-9_]+|SSL_(PROTOCOL|CIPHER|CIPHER_EXPORT"
+    r"|CIPHER_USEKEYSIZE|CIPHER_ALGKEYSIZE|SESSION_ID|SESSION_RESUMED|SECURE_RENEG"
+    r"|VERSION_INTERFACE|VERSION_LIBRARY|TLS_SNI))$"
+)
+#: what :func:`clear_cgi_variables` also removes: the prefixes of CGI variables.
 _CGI_VARIABLE = re.compile(
     r"^(HTTP_|CONTENT_|REQUEST_|SCRIPT_|SERVER_|REMOTE_|PATH_INFO$|PATH_TRANSLATED$"
-    r"|QUERY_STRING$|GATEWAY_INTERFACE$|AUTH_TYPE$|DOCUMENT_ROOT$|HTTPS$|REDIRECT_)"
+    r"|QUERY_STRING$|GATEWAY_INTERFACE$|AUTH_TYPE$|DOCUMENT_|HTTPS$|REDIRECT_|CONTEXT_)"
 )
 
 
 def clear_cgi_variables() -> None:
     """Remove every CGI variable from ``os.environ`` (a request brings its own)."""
-    for name in [name for name in os.environ if _CGI_VARIABLE.match(name)]:
+    for name in [n for n in os.environ if n in CGI_NAMES or _CGI_VARIABLE.match(n)]:
         del os.environ[name]
+
+
+def cgi_environment(params: dict[bytes, bytes]) -> dict[str, str]:
+    """The variables a request may set: CGI meta-variables, ``HTTP_*`` and mod_ssl's.
+
+    ``LD_PRELOAD``, ``PATH``, ``PYTHONPATH``, ``PERLCOMPAT_*``, a lowercase
+    ``http_proxy`` … from params are dropped: whoever can connect could otherwise choose
+    what the script's interpreter and its subprocesses load.  ``HTTP_PROXY`` (a request's
+    ``Proxy:`` header, httpoxy) and values holding a NUL byte are dropped too.
+    """
+    env = {}
+    for key, value in params.items():
+        name = os.fsdecode(key)
+        if name == "HTTP_PROXY" or b"\0" in value:
+            continue
+        if name in CGI_NAMES or _HEADER_VARIABLE.match(name):
+            env[name] = os.fsdecode(value)
+    return env
 
 
 @dataclass(eq=False)
@@ -44,9 +90,11 @@ class Request:
     keep: bool
     params: bytearray = field(default_factory=bytearray)
     body: bytearray = field(default_factory=bytearray)
+    spool: IO[bytes] | None = None  # the body, once over SPOOL_AT
+    body_size: int = 0
     params_done: bool = False
-    too_large: bool = False
-    bad: bool = False
+    refuse: int = 0  # an HTTP status to answer instead of running (400, 413, 503)
+    ready: bool = False  # all of it came: queued, running or answered
     pid: int = 0
     out_fd: int = -1
     err_fd: int = -1
@@ -60,47 +108,105 @@ class Request:
     header: bytearray = field(default_factory=bytearray)
     headers_sent: bool = False
     discard: bool = False
+    gone: bool = False  # its client left (or aborted it): stdout closed, stderr to our log
     script: str = ""
     path: str = ""
+    code: types.CodeType | None = None
+    error: str = ""
     env: dict[str, str] = field(default_factory=dict)
     on_io: Callable[[object, int], None] | None = None
+
+    @property
+    def held(self) -> int:
+        """Bytes of this request the parent holds in memory (params and body)."""
+        return len(self.params) + len(self.body)
+
+    def add_body(self, data: bytes, max_body: int) -> None:
+        """Append *data* to the body: in memory up to :data:`SPOOL_AT`, then in a temp file.
+
+        Over *max_body* the request becomes a 413 and what came is dropped.
+        """
+        self.body_size += len(data)
+        if self.body_size > max_body:
+            self.refuse = 413
+            self.drop_body()
+            return
+        if self.spool is None and len(self.body) + len(data) > SPOOL_AT:
+            spool = tempfile.TemporaryFile(prefix="perlcompat-body-")  # noqa: SIM115
+            spool.write(self.body)
+            self.spool = spool
+            self.body = bytearray()
+        if self.spool is not None:
+            self.spool.write(data)
+        else:
+            self.body += data
+
+    def take_body(self) -> bytes:
+        """The whole body (read back from its temp file if spooled), no longer held here."""
+        if self.spool is None:
+            body = bytes(self.body)
+        else:
+            self.spool.seek(0)
+            body = self.spool.read()
+        self.drop_body()
+        return body
+
+    def drop_body(self) -> None:
+        """Forget the body (and close its temp file)."""
+        self.body = bytearray()
+        if self.spool is not None:
+            self.spool.close()
+            self.spool = None
 
 
 @dataclass(eq=False)
 class Connection:
-    """One FastCGI connection from the web server."""
+    """One FastCGI connection from the web server (or whoever connected)."""
 
     sock: socket.socket
+    peer: str = ""  # uid:N for a unix socket, the address for TCP: the per-peer cap
     inbuf: bytearray = field(default_factory=bytearray)
     outbuf: bytearray = field(default_factory=bytearray)
     requests: dict[int, Request] = field(default_factory=dict)
     closing: bool = False
     closed: bool = False
     paused: bool = False
+    idle_since: float = field(default_factory=time.monotonic)
+
+    @property
+    def busy(self) -> bool:
+        """A request of it is complete (queued or running): the idle time-out waits."""
+        return any(request.ready for request in self.requests.values())
 
 
 def check(request: Request, max_body: int, scripts: Scripts, log: Callable[[str], None]) -> int:
-    """0 if the request may run; else the HTTP status to answer without running."""
-    if request.bad:
-        log("request params too large or malformed: 400")
-        return 400
+    """0 if the request may run (its script opened and compiled); else the HTTP status to answer."""
+    if request.refuse:
+        reasons = {400: "params too large", 413: f"body over --max-body {max_body}"}
+        reason = reasons.get(request.refuse, "over what the server buffers")
+        log(f"request {reason}: {request.refuse}")
+        return request.refuse
     try:
         params = dict(fcgi.parse_pairs(bytes(request.params)))
     except fcgi.ProtocolError:
         log("request params malformed: 400")
         return 400
     length = params.get(b"CONTENT_LENGTH", b"0") or b"0"
-    if request.too_large or not length.isdigit() or int(length) > max_body:
+    if not length.isdigit() or int(length) > max_body:
         log(f"request body over --max-body {max_body}: 413")
         return 413
     name = os.fsdecode(params.get(b"SCRIPT_FILENAME", b""))
     request.script = name
-    real = scripts.resolve(name)
-    if isinstance(real, int):
-        return real
-    request.path = real
-    env = {os.fsdecode(key): os.fsdecode(value) for key, value in params.items()}
-    env.pop("HTTP_PROXY", None)  # httpoxy: a request's Proxy header is not a proxy setting
+    loaded = scripts.load(name)
+    if isinstance(loaded, int):
+        return loaded
+    request.path, compiled = loaded
+    if isinstance(compiled, BaseException):
+        import traceback
+
+        request.error = "".join(traceback.format_exception_only(type(compiled), compiled))
+    else:
+        request.code = compiled
     request.params = bytearray()
-    request.env = env
+    request.env = cgi_environment(params)
     return 0

@@ -10,8 +10,8 @@ It then waits for one request (:func:`receive`): fd 0 = the body, ``os.environ``
 the server's environment plus the request's CGI variables, working directory and
 ``sys.path[0]`` = the script's directory, ``sys.argv`` = ``[script]``.  The script
 runs in a fresh ``__main__`` module; ``exit()``, ``die()`` and exceptions end the
-process with Python's (or Perl's) exit status, after the ``atexit`` handlers
-(perlcompat's lock cleanup among them) and a flush.
+process with Python's (or Perl's) exit status, after its non-daemon threads have
+ended, the ``atexit`` handlers (perlcompat's lock cleanup among them) and a flush.
 """
 
 from __future__ import annotations
@@ -161,7 +161,8 @@ def _environ(params: dict[str, str]) -> None:
 
 
 def _finish(status: int) -> NoReturn:
-    """Run the atexit handlers, flush, close every file, tell the parent *status*, exit.
+    """Wait for the script's threads, run the atexit handlers, flush, close every file,
+    tell the parent *status*, exit.
 
     Closing first releases the script's flocks and ends its output at once, instead
     of after the kernel has torn the process down; the parent ends the request on
@@ -169,7 +170,10 @@ def _finish(status: int) -> NoReturn:
     """
     import atexit
 
+    threading = sys.modules.get("threading")
     try:
+        if threading is not None:  # non-daemon threads are waited for, as at Python's exit
+            threading._shutdown()
         atexit._run_exitfuncs()
     finally:
         for stream in (sys.stdout, sys.stderr):

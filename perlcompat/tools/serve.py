@@ -1,12 +1,14 @@
 """``perlcompat serve``: ported CGI scripts behind FastCGI, a forked child per request.
 
-``perlcompat serve --fastcgi HOST:PORT|PORT|unix:PATH --root DIR [--timeout S]
-[--max-children N] [--max-body BYTES] [--ext .py,...] [--preload MOD,...]``.
+``perlcompat serve --fastcgi unix:PATH|HOST:PORT|PORT --root DIR [--timeout S]
+[--max-children N] [--max-connections N] [--idle-timeout S] [--max-body BYTES]
+[--ext .py,...] [--preload MOD,...]``.
 The parent imports perlcompat (every name) and the ``--preload`` modules once;
 each request then costs a fork instead of an interpreter start.  The web server
 passes SCRIPT_FILENAME; only files inside ``--root`` (symlinks and ``..``
 resolved) with an allowed extension run, anything else is a 403 with nothing run.
-A bare PORT listens on 127.0.0.1; a unix socket is created with mode 0660.
+A unix socket is created with mode 0660; a bare PORT listens on 127.0.0.1, which
+every local user can reach (the command warns).  A request sets only CGI variables.
 The loop is ``tools.server``, the child ``tools.runner``, the wire format
 ``tools.fastcgi``.  Needs ``fork``: on Windows it says so and exits with status 2.
 """
@@ -141,6 +143,20 @@ if sys.platform != "win32":
             help="requests running at once; more wait their turn (default 16)",
         )
         parser.add_argument(
+            "--max-connections",
+            type=int,
+            default=256,
+            metavar="N",
+            help="connections at once, one peer (user or address) at most half (default 256)",
+        )
+        parser.add_argument(
+            "--idle-timeout",
+            type=float,
+            default=60.0,
+            metavar="S",
+            help="seconds a connection may stay without a complete request (default 60)",
+        )
+        parser.add_argument(
             "--max-body",
             default="64M",
             metavar="BYTES",
@@ -163,8 +179,11 @@ if sys.platform != "win32":
             max_body = _size(args.max_body)
         except ValueError as exc:
             parser.error(f"--max-body: {exc}")
-        if args.timeout <= 0 or args.max_children < 1:
-            parser.error("--timeout and --max-children must be positive")
+        if (
+            min(args.timeout, args.idle_timeout) <= 0
+            or min(args.max_children, args.max_connections) < 1
+        ):
+            parser.error("--timeout, --idle-timeout, --max-children, --max-connections: positive")
         extensions = tuple(e if e.startswith(".") else "." + e for e in args.ext.split(",") if e)
         if not extensions:
             parser.error("--ext: name at least one extension")
@@ -187,12 +206,19 @@ if sys.platform != "win32":
             host = listener.getsockname()[0]
             if not (host.startswith("127.") or host == "::1"):
                 _log(f"warning: listening on {host}, not loopback: whoever reaches it runs scripts")
+            else:
+                _log(
+                    f"warning: TCP {host} is open to every local user, who can then run the"
+                    " scripts as this user; a unix socket (unix:PATH, mode 0660) is not"
+                )
         options = Options(
             root=args.root,
             timeout=args.timeout,
             max_children=args.max_children,
             max_body=max_body,
             extensions=extensions,
+            max_connections=args.max_connections,
+            idle_timeout=args.idle_timeout,
         )
         _log(f"listening on {args.fastcgi}, root {os.path.realpath(args.root)}")
         try:

@@ -13,20 +13,22 @@ child per request (the parent itself never forks again).  The forker is forked b
 any connection exists and holds only its socket to the parent; a child closes that
 too, so it holds neither the listening socket nor another request's connection.  The
 parent opens no data file and takes no lock: it reads and compiles scripts (cached by
-path, mtime, ctime, size and inode) and nothing else.  A time-out, an aborted request or a
-client that goes away sends SIGTERM to the child's process group (perlcompat's lock
-cleanup runs), then SIGKILL after :data:`GRACE` seconds (flock locks die with the
-process; a mkdir lock is then a dead holder's, which ``lock()`` recovers).
+path, mtime, ctime, size and inode) and nothing else.  An aborted request or a client
+that goes away closes the child's stdout, as mod_cgi does: its next write there fails
+(EPIPE; stderr goes on to our log) and it is never signalled mid-update.  A time-out closes the
+pipes too (a process the script left holding them does not hold the answer) and sends
+SIGTERM to the child's process group (perlcompat's lock cleanup runs), then SIGKILL
+after :data:`GRACE` seconds; a child whose exit is already known is never signalled.
 
-Beside this loop: ``request`` (a request's state and its CGI environment),
-``scripts`` (which scripts may run; their compiled code), ``response`` (the header
-checks and the error answers), ``forker`` (the forker and its spares), ``listen``
-(the listening socket), ``fastcgi`` (the wire format).
+Bounded: requests per connection (FCGI_MAX_REQS), params and bodies in memory (a body
+over ``request.SPOOL_AT`` goes to a temp file), output for a client (over HIGH_WATER
+the children's output and the connection are not read).  Beside this loop: ``request``,
+``scripts``, ``response``, ``forker``, ``listen`` (``Doorman``: who gets a connection).
 """
 
 from __future__ import annotations
 
-import errno
+import contextlib
 import gc
 import os
 import selectors
@@ -34,9 +36,7 @@ import signal
 import socket
 import sys
 import time
-import traceback
-import types
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass
 
 from . import fastcgi as fcgi
@@ -47,6 +47,7 @@ from .scripts import Scripts
 assert sys.platform != "win32"  # fork only: the serve command says so on Windows
 
 from .forker import Forker, Spare  # noqa: E402  (POSIX only, as this module)
+from .listen import ACCEPT_PAUSE, Doorman  # noqa: E402
 from .runner import request_message  # noqa: E402
 
 TYPE_CHECKING = False
@@ -59,8 +60,11 @@ GRACE = 2.0
 MAX_HEADER = 64 * 1024
 #: the most bytes of FastCGI params per request.
 MAX_PARAMS = 256 * 1024
-#: a connection's unsent output above which its children's stdout is not read.
+#: a connection's unsent output above which its children's stdout and stderr, and the
+#: connection itself, are not read (back pressure).
 HIGH_WATER = 1024 * 1024
+#: the most params and body bytes held in memory, all requests together; more is a 503.
+MAX_BUFFERED = 64 * 1024 * 1024
 #: children kept ready while no request runs: one may still be getting ready when a
 #: request comes, the other is ready (forking one takes ~1 ms on a busy machine).
 SPARES = 2
@@ -76,6 +80,7 @@ class Options:
     max_body: int = 64 * 1024 * 1024
     extensions: tuple[str, ...] = (".py",)
     max_connections: int = 256
+    idle_timeout: float = 60.0
 
 
 class Server:
@@ -86,12 +91,17 @@ class Server:
         self.options = options
         self.log = log
         self.selector = selectors.DefaultSelector()
-        self.conns: set[Connection] = set()
         self.running: dict[int, Request] = {}  # pid -> request
         self.queue: deque[Request] = deque()
         self.scripts = Scripts(options.root, options.extensions, log)
         self.stopping = False
-        self.accepting = True
+        self.signals: list[int] = []  # SIGTERM, SIGINT, SIGHUP received, not yet handled
+        limits = (options.max_connections, options.idle_timeout)
+        self.doorman = Doorman(listener, self.selector, limits, self._close, log)
+        self.conns = self.doorman.conns
+        self.buffered = 0  # params and body bytes held in memory
+        self.spare_at = 0.0  # no spare asked for before (a spare came without descriptors)
+        self.turns: dict[str, float] = {}  # peer -> when it last had a request started
         self.spares: deque[Spare] = deque()
         self.forker: Forker | None = None
         self.wake_r, self.wake_w = socket.socketpair()
@@ -105,9 +115,9 @@ class Server:
         signal.set_wakeup_fd(self.wake_w.fileno(), warn_on_full_buffer=False)
         signal.signal(signal.SIGCHLD, lambda *_: None)
         for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            signal.signal(number, self._on_stop)
+            signal.signal(number, lambda signum, _: self.signals.append(signum))
         self.selector.register(self.wake_r, selectors.EVENT_READ, self._on_wake)
-        self.selector.register(self.listener, selectors.EVENT_READ, self._on_accept)
+        self.doorman.watch(self._on_accept)
         gc.freeze()  # what is loaded now stays shared with the children (copy-on-write)
         self._start_forker()
         while not (self.stopping and not self.running and not self.conns):
@@ -115,8 +125,11 @@ class Server:
             for key, events in self.selector.select(self._next_timer()):
                 callback = key.data
                 callback(key.fileobj, events)
+            while self.signals:  # handled here, not in the handler: it may run mid-loop
+                self._on_stop(self.signals.pop(0))
             self._reap()
             self._timers()
+            self.doorman.sweep()
         self._drop_spares()
         if self.forker is not None:
             self.forker.close()
@@ -133,7 +146,7 @@ class Server:
         takes CPU from the script (measured on 2 cores: the request 1.4x slower).
         """
         forker = self.forker
-        if forker is None or self.stopping:
+        if forker is None or self.stopping or time.monotonic() < self.spare_at:
             return
         room = self.options.max_children - len(self.running)
         want = min(max(room, 0), len(self.queue)) + (0 if self.running else SPARES)
@@ -143,63 +156,83 @@ class Server:
     def _on_forker(self, sock: object, events: int) -> None:
         assert self.forker is not None
         for kind, pid, status, fds in self.forker.messages():
-            if kind == b"S" and len(fds) == 3:
+            if kind == b"S":
                 self.forker.asked = max(0, self.forker.asked - 1)
+            if kind == b"S" and len(fds) == 3:
                 self.spares.append(Spare(pid, *fds))
             elif kind == b"X":
                 self._exited(pid, status)
-            else:
+            else:  # out of descriptors (the spare sees end of file and exits): ask later
+                self.spare_at = time.monotonic() + ACCEPT_PAUSE
                 for fd in fds:
                     os.close(fd)
         self._start_queued()
 
-    def _on_stop(self, signum: int, frame: object) -> None:
+    def _on_stop(self, signum: int) -> None:
         if self.stopping:  # a second signal: stop now
             for request in list(self.running.values()):
-                self._kill(request, signal.SIGKILL)
+                if _alive(request):
+                    self._kill(request, signal.SIGKILL)
             raise SystemExit(128 + signum)
         self.stopping = True
-        self._stop_accepting()
+        self.doorman.stop()
         self._drop_spares()
         for conn in list(self.conns):
             if not conn.requests:
                 self._close(conn)
 
-    def _stop_accepting(self) -> None:
-        if self.accepting:
-            self.accepting = False
-            self.selector.unregister(self.listener)
-
     def _on_wake(self, sock: object, events: int) -> None:
-        try:
+        with contextlib.suppress(BlockingIOError):
             while self.wake_r.recv(4096):
                 pass
-        except BlockingIOError:
-            pass
 
     def _next_timer(self) -> float | None:
         times = [r.kill_at or r.deadline for r in self.running.values()]
-        if not times:
-            return None
-        return max(0.0, min(times) - time.monotonic())
+        now = time.monotonic()
+        times += [*self.doorman.times(now), *([self.spare_at] if self.spare_at > now else [])]
+        return max(0.0, min(times) - now) if times else None
 
     def _timers(self) -> None:
         now = time.monotonic()
-        for request in list(self.running.values()):
-            if request.kill_at and now >= request.kill_at:
-                self._kill(request, signal.SIGKILL)
+        due = [r for r in self.running.values() if now >= (r.kill_at or r.deadline)]
+        if due and self.forker is not None:
+            self._on_forker(None, 0)  # exits reaped already: those are not signalled
+        for request in due:
+            if request.pid not in self.running:
+                continue
+            if request.kill_at:
+                if _alive(request):
+                    self._kill(request, signal.SIGKILL)
                 request.kill_at = now + 3600  # once; it dies (uninterruptible waits aside)
-            elif not request.kill_at and now >= request.deadline:
+            else:
                 if not request.discard:
                     request.timed_out = True
                     self.log(f"{request.script}: killed after --timeout {self.options.timeout:g} s")
                 self._stop(request)
 
     def _stop(self, request: Request) -> None:
-        """SIGTERM the request's process group now, SIGKILL after GRACE."""
-        if request.pid and not request.kill_at:
+        """At --timeout: close its pipes; SIGTERM its process group if it runs, SIGKILL after GRACE.
+
+        A process the script left behind holding the pipes no longer holds the answer.
+        """
+        if _alive(request):
             self._kill(request, signal.SIGTERM)
-            request.kill_at = time.monotonic() + GRACE
+        request.kill_at = time.monotonic() + GRACE
+        self._detach(request)
+
+    def _detach(self, request: Request, gone: bool = False) -> None:
+        """Close the parent's end of the child's stdout (and stderr): its next write fails.
+
+        What mod_cgi does when the client is *gone*: the script is never signalled
+        mid-update, its stdout fails, its stderr goes on to our log (mod_cgi's error
+        log); one still running is stopped by --timeout, which closes both.
+        """
+        request.gone = request.gone or gone
+        for name in ("out_fd",) if gone else ("out_fd", "err_fd"):
+            fd = getattr(request, name)
+            if fd >= 0:
+                setattr(request, name, self._close_fd(fd))
+        self._maybe_done(request)
 
     def _kill(self, request: Request, signum: int) -> None:
         for kill in (os.killpg, os.kill):
@@ -213,23 +246,8 @@ class Server:
 
     # -- connections ----------------------------------------------------------------
     def _on_accept(self, sock: object, events: int) -> None:
-        for _ in range(16):
-            try:
-                conn_sock, _addr = self.listener.accept()
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError as exc:
-                if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
-                    self.log(f"accept: {exc.strerror}")
-                    return
-                raise
-            conn_sock.setblocking(False)
-            conn = Connection(conn_sock)
-            self.conns.add(conn)
-            self.selector.register(conn_sock, selectors.EVENT_READ, self._on_conn_event(conn))
-            if len(self.conns) >= self.options.max_connections:
-                self._stop_accepting()
-                return
+        for conn in self.doorman.accept():
+            self.selector.register(conn.sock, selectors.EVENT_READ, self._on_conn_event(conn))
 
     def _on_conn_event(self, conn: Connection) -> Callable[[object, int], None]:
         def handle(sock: object, events: int) -> None:
@@ -264,7 +282,8 @@ class Server:
     def _record(self, conn: Connection, kind: int, rid: int, content: bytes) -> None:
         if rid == 0:
             if kind == fcgi.GET_VALUES:
-                self._send(conn, fcgi.record(fcgi.GET_VALUES_RESULT, 0, self._values(content)))
+                limits = (self.options.max_connections, self.options.max_children)
+                self._send(conn, fcgi.values_result(content, *limits))
             else:
                 self._send(conn, fcgi.record(fcgi.UNKNOWN_TYPE, 0, bytes([kind]) + bytes(7)))
             return
@@ -274,6 +293,10 @@ class Server:
             role, flags = fcgi.BEGIN_BODY.unpack_from(content)
             if role != fcgi.RESPONDER:
                 self._send(conn, fcgi.record(fcgi.END_REQUEST, rid, fcgi.END_BODY.pack(0, 3)))
+                return
+            if len(conn.requests) >= self.options.max_children:  # FCGI_MAX_REQS, enforced
+                body = fcgi.END_BODY.pack(0, fcgi.OVERLOADED)
+                self._send(conn, fcgi.record(fcgi.END_REQUEST, rid, body))
                 return
             conn.requests[rid] = Request(conn, rid, bool(flags & fcgi.KEEP_CONN))
             return
@@ -285,30 +308,41 @@ class Server:
         elif kind == fcgi.PARAMS and not request.params_done:
             if not content:
                 request.params_done = True
+            elif request.refuse:
+                pass
             elif len(request.params) + len(content) > MAX_PARAMS:
-                request.bad = True
-            elif not request.bad:
+                self._refuse(request, 400)
+            elif self.buffered + len(content) > MAX_BUFFERED:
+                self._refuse(request, 503)
+            else:
                 request.params += content
-        elif kind == fcgi.STDIN and request.params_done and not request.pid:
+                self.buffered += len(content)
+        elif kind == fcgi.STDIN and request.params_done and not request.ready:
             if not content:
                 self._ready(request)
-            elif len(request.body) + len(content) > self.options.max_body:
-                request.too_large = True
-                request.body = bytearray()
-            elif not request.too_large:
-                request.body += content
+            elif request.refuse:
+                pass
+            elif request.spool is None and self.buffered + len(content) > MAX_BUFFERED:
+                self._refuse(request, 503)
+            else:
+                held = request.held
+                try:
+                    request.add_body(content, self.options.max_body)
+                except OSError as exc:  # no temp file for the body (no space, no descriptor)
+                    self.log(f"spooling a request body: {exc.strerror}: 503")
+                    self._refuse(request, 503)
+                self.buffered += request.held - held
 
-    def _values(self, content: bytes) -> bytes:
-        known = {
-            b"FCGI_MAX_CONNS": str(self.options.max_connections).encode(),
-            b"FCGI_MAX_REQS": str(self.options.max_children).encode(),
-            b"FCGI_MPXS_CONNS": b"1",
-        }
-        try:
-            asked = fcgi.parse_pairs(content)
-        except fcgi.ProtocolError:
-            asked = []
-        return fcgi.pairs([(name, known[name]) for name, _ in asked if name in known])
+    def _refuse(self, request: Request, status: int) -> None:
+        """Answer *status* once the request is complete; drop what it holds now."""
+        request.refuse = status
+        self._release(request)
+
+    def _release(self, request: Request) -> None:
+        """Drop the params and body *request* holds (and their count in MAX_BUFFERED)."""
+        self.buffered -= request.held
+        request.params = bytearray()
+        request.drop_body()
 
     def _send(self, conn: Connection, data: bytes) -> None:
         if conn.closed or not data:
@@ -328,28 +362,32 @@ class Server:
             del conn.outbuf[:sent]
         if conn.closed:
             return
-        want = selectors.EVENT_READ | (selectors.EVENT_WRITE if conn.outbuf else 0)
+        self._pause(conn, len(conn.outbuf) > HIGH_WATER)
+        want = (0 if conn.paused else selectors.EVENT_READ) | (
+            selectors.EVENT_WRITE if conn.outbuf else 0
+        )
         key = self.selector.get_key(conn.sock)
         if key.events != want:
             self.selector.modify(conn.sock, want, key.data)
-        self._pause(conn, len(conn.outbuf) > HIGH_WATER)
         if conn.closing and not conn.outbuf:
             self._close(conn)
 
     def _pause(self, conn: Connection, paused: bool) -> None:
-        """Stop (or resume) reading the stdout of *conn*'s children: back pressure."""
+        """Stop (or resume) reading *conn* and its children's stdout and stderr: back pressure."""
         if conn.paused == paused:
             return
         conn.paused = paused
         for request in conn.requests.values():
-            if request.out_fd >= 0:
+            for fd in (request.out_fd, request.err_fd):
+                if fd < 0 or request.on_io is None:
+                    continue
                 if paused:
-                    self.selector.unregister(request.out_fd)
+                    self.selector.unregister(fd)
                 else:
-                    self.selector.register(request.out_fd, selectors.EVENT_READ, request.on_io)
+                    self.selector.register(fd, selectors.EVENT_READ, request.on_io)
 
     def _close(self, conn: Connection) -> None:
-        """Drop *conn*; the requests still on it are stopped, their output discarded."""
+        """Drop *conn*: its running requests lose their pipes (_detach), the others are dropped."""
         if conn.closed:
             return
         conn.closed = True
@@ -358,26 +396,25 @@ class Server:
         for request in list(conn.requests.values()):
             request.discard = True
             if request.pid:
-                self._stop(request)
+                self._detach(request, gone=True)
             else:
                 self._forget(request)
         self.selector.unregister(conn.sock)
         conn.sock.close()
         conn.inbuf = conn.outbuf = bytearray()
-        self.conns.discard(conn)
-        if not self.stopping and not self.accepting:
-            self.accepting = True
-            self.selector.register(self.listener, selectors.EVENT_READ, self._on_accept)
+        self.doorman.forget(conn)
 
     def _forget(self, request: Request) -> None:
+        self._release(request)
         request.conn.requests.pop(request.rid, None)
+        request.conn.idle_since = time.monotonic()
         if request in self.queue:
             self.queue.remove(request)
 
     def _abort(self, request: Request) -> None:
         if request.pid:
             request.discard = True  # END_REQUEST goes out when the child is gone
-            self._stop(request)
+            self._detach(request, gone=True)
         else:
             self._forget(request)
             self._send(request.conn, fcgi.end_request(request.rid, 0))
@@ -386,7 +423,10 @@ class Server:
     # -- a request becomes a child --------------------------------------------------
     def _ready(self, request: Request) -> None:
         """The body is complete: answer an error at once, or queue the child."""
+        request.ready = True
+        held = request.held
         status = check(request, self.options.max_body, self.scripts, self.log)
+        self.buffered -= held - request.held  # check() let go of the params
         if status:
             self._answer(request, status)
             return
@@ -406,7 +446,24 @@ class Server:
 
     def _start_queued(self) -> None:
         while self.queue and self.spares and len(self.running) < self.options.max_children:
-            self._hand(self.queue.popleft())
+            self._hand(self._next_queued())
+
+    def _next_queued(self) -> Request:
+        """The first queued request of the peer with the fewest running, then of the one
+        served longest ago: one peer's flood does not keep another's waiting behind it."""
+        if len(self.queue) > 1:
+            counts = Counter(r.conn.peer for r in self.running.values())
+            turns = self.turns
+            request = min(
+                self.queue, key=lambda r: (counts[r.conn.peer], turns.get(r.conn.peer, 0.0))
+            )
+            self.queue.remove(request)
+        else:
+            request = self.queue.popleft()
+        if len(self.turns) > 4096:
+            self.turns.clear()
+        self.turns[request.conn.peer] = time.monotonic()
+        return request
 
     def _drop_spares(self) -> None:
         """End the spare children (each exits when its request pipe closes unused)."""
@@ -417,15 +474,9 @@ class Server:
 
     def _hand(self, request: Request) -> None:
         """Give *request* to a spare child (there is one: see _start_queued)."""
-        path = request.path
-        compiled = self.scripts.compiled(path)
-        code: types.CodeType | None = None
-        error = ""
-        if isinstance(compiled, BaseException):
-            error = "".join(traceback.format_exception_only(type(compiled), compiled))
-        else:
-            code = compiled
-        message = request_message(path, code, error, request.env, bytes(request.body))
+        self.buffered -= request.held
+        body = request.take_body()
+        message = request_message(request.path, request.code, request.error, request.env, body)
         while True:
             spare = self.spares.popleft()
             try:
@@ -436,9 +487,10 @@ class Server:
                 for fd in (spare.ctl, spare.out_fd, spare.err_fd):
                     os.close(fd)
                 if not self.spares:
+                    request.body = bytearray(body)
+                    self.buffered += len(body)
                     self.queue.appendleft(request)  # it waits for the next spare
                     return
-        request.body = bytearray()
         request.env = {}
         request.pid = spare.pid
         request.out_fd, request.err_fd, request.ctl_fd = spare.out_fd, spare.err_fd, spare.ctl
@@ -447,7 +499,7 @@ class Server:
         request.on_io = lambda fd, events: self._drain(request)
         for fd in (spare.out_fd, spare.err_fd, spare.ctl):
             os.set_blocking(fd, False)
-            if fd != spare.out_fd or not request.conn.paused:
+            if fd == spare.ctl or not request.conn.paused:
                 self.selector.register(fd, selectors.EVENT_READ, request.on_io)
 
     def _close_all(self) -> None:
@@ -459,6 +511,8 @@ class Server:
         self.wake_w.close()
         for conn in self.conns:
             conn.sock.close()
+            for queued in conn.requests.values():
+                queued.drop_body()
         for other in self.running.values():
             for fd in (other.out_fd, other.err_fd, other.ctl_fd):
                 if fd >= 0:
@@ -479,8 +533,10 @@ class Server:
         for _ in range(4):  # bounded: other requests get their turn
             if request.out_fd < 0 or request.conn.paused or not self._read_out(request):
                 break
-        while request.err_fd >= 0 and self._read_err(request):
-            pass
+        for _ in range(4):  # stderr of a request whose client is gone goes to our log
+            paused = request.conn.paused and not request.gone
+            if request.err_fd < 0 or paused or not self._read_err(request):
+                break
         if request.ctl_fd >= 0:
             try:
                 data = os.read(request.ctl_fd, 16)
@@ -549,7 +605,7 @@ class Server:
         if not data:
             request.err_fd = self._close_fd(request.err_fd)
             return False
-        if request.conn.closed:
+        if request.conn.closed or request.gone:
             self.log(data.decode("utf-8", "backslashreplace").rstrip("\n"))
         else:
             self._send(request.conn, fcgi.stream(fcgi.STDERR, request.rid, data))
@@ -621,10 +677,21 @@ class Server:
             self._fail(request, 504 if request.timed_out else 500)
         conn = request.conn
         conn.requests.pop(request.rid, None)
+        conn.idle_since = time.monotonic()
         if not conn.closed:
             self._send(conn, fcgi.end_request(request.rid, app_status))
             self._done_with(conn, request.keep)
         self._start_queued()
+
+
+def _alive(request: Request) -> bool:
+    """Whether *request*'s child may still run: not reaped, no exit status sent.
+
+    A reaped pid may be another process's already; it is never signalled.
+    """
+    if request.orphan or not request.pid:
+        return False  # a dead forker's child: init reaps it, unseen
+    return request.exit_status is None and request.app_status is None
 
 
 def _write_all(fd: int, data: bytes) -> None:
