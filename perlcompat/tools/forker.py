@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 assert sys.platform != "win32"  # fork only: the serve command says so on Windows
 
-from .runner import serve_one  # noqa: E402  (POSIX only, as this module)
+from .runner import prepare_forker, serve_one  # noqa: E402  (POSIX only, as this module)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -98,13 +98,85 @@ class Forker:
             os.waitpid(self.pid, 0)
 
 
+def _raw_fork() -> Callable[[], int] | None:
+    """The C library's ``fork()``, called with the GIL held; None where ctypes cannot give it.
+
+    ``os.fork`` runs the ``os.register_at_fork`` handlers in the child, ``threading``'s
+    among them, and they write to some 200 pages of the forker's memory: each is
+    copied for the child (measured: 0.3-0.5 ms of CPU per request).  The forker has
+    one thread and no Python signal handler, and it already ran those handlers when
+    the parent forked it, so its children need none of them but ``random``'s reseed
+    (:func:`_spawn` reseeds the forker's before each fork).
+    """
+    try:
+        import ctypes
+
+        libc = ctypes.PyDLL(None, use_errno=True)
+        fork = libc.fork
+    except (ImportError, OSError, AttributeError):
+        return None
+    fork.restype = ctypes.c_int
+    fork.argtypes = []
+
+    def raw_fork() -> int:
+        pid: int = fork()
+        if pid < 0:
+            number = ctypes.get_errno()
+            raise OSError(number, os.strerror(number))
+        return pid
+
+    return raw_fork
+
+
+def _pidfds() -> bool:
+    """True if this system has pidfds: the forker then watches each child through one."""
+    open_pidfd = getattr(os, "pidfd_open", None)
+    if open_pidfd is None:
+        return False
+    try:
+        os.close(open_pidfd(os.getpid()))
+    except OSError:  # a kernel older than Linux 5.3
+        return False
+    return True
+
+
+def _reset_signals() -> None:
+    """Every Python signal handler back to the default; SIGINT, SIGTERM, SIGHUP ignored.
+
+    The parent decides when to stop (a terminal's Ctrl-C reaches the whole group);
+    the children get the defaults back (``runner.prepare``) and inherit the rest.
+    """
+    for number in signal.valid_signals():
+        with contextlib.suppress(OSError, ValueError):
+            if callable(signal.getsignal(number)):
+                signal.signal(number, signal.SIG_DFL)
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        signal.signal(getattr(signal, name), signal.SIG_IGN)
+
+
 def _forker_loop(sock: socket.socket) -> NoReturn:
-    """The forker: fork a spare for each ``f``; report exits; end with its parent."""
+    """The forker: fork a spare for each ``f``; report exits; end with its parent.
+
+    Where the system has pidfds (Linux 5.3 and later) each child is watched through
+    its pidfd and forked by :func:`_raw_fork`; elsewhere by ``os.fork``, with a
+    SIGCHLD handler that reaps.
+    """
     gc.disable()  # nothing to collect here, and a collection would touch every page
     signal.set_wakeup_fd(-1)
-    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
-        signal.signal(getattr(signal, name), signal.SIG_IGN)  # the parent decides when to stop
+    _reset_signals()
+    prepare_forker()
     parent = os.getppid()
+    watching: dict[int, int] = {}  # pidfd -> pid
+    poller = select.poll()
+    poller.register(sock, select.POLLIN)
+    listening = sock.fileno()
+    fork = (_raw_fork() if _pidfds() else None) or os.fork
+    reseed = fork is not os.fork
+
+    def report(pid: int, status: int) -> None:
+        message = b"X" + pid.to_bytes(4, "big") + (status & 0xFFFFFFFF).to_bytes(4, "big")
+        with contextlib.suppress(OSError):  # the parent is gone: nobody to tell
+            sock.send(message)
 
     def reap(*_: object) -> None:
         while True:
@@ -114,36 +186,57 @@ def _forker_loop(sock: socket.socket) -> NoReturn:
                 return
             if pid == 0:
                 return
-            message = b"X" + pid.to_bytes(4, "big") + (status & 0xFFFFFFFF).to_bytes(4, "big")
-            with contextlib.suppress(OSError):  # the parent is gone: nobody to tell
-                sock.send(message)
+            report(pid, status)
 
-    signal.signal(signal.SIGCHLD, reap)
+    if fork is os.fork:
+        signal.signal(signal.SIGCHLD, reap)
     while True:
-        readable, _, _ = select.select([sock], [], [], 1.0)
+        events = poller.poll(1000)
         if os.getppid() != parent:  # a datagram socket has no end of file: look
             os._exit(0)
-        if not readable or not sock.recv(16):
-            continue
-        ctl_a, ctl_b = socket.socketpair()
-        ctl_r, ctl_w = ctl_a.detach(), ctl_b.detach()
-        out_r, out_w = os.pipe()
-        err_r, err_w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            try:
-                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                sock.close()
-                for fd in (ctl_w, out_r, err_r):
-                    os.close(fd)
-                serve_one(ctl_r, out_w, err_w)
-            finally:
-                os._exit(127)  # only if the child could not get ready
-        with contextlib.suppress(OSError):
-            os.setpgid(pid, pid)  # before the parent hears of it: a kill reaches the group
-        for fd in (ctl_r, out_w, err_w):
-            os.close(fd)
-        with contextlib.suppress(OSError):
-            socket.send_fds(sock, [b"S" + pid.to_bytes(4, "big")], [ctl_w, out_r, err_r])
-        for fd in (ctl_w, out_r, err_r):
-            os.close(fd)  # if the parent never got them, the spare sees end of file and exits
+        for fd, _event in events:
+            if fd != listening:  # a child's pidfd: it has ended
+                poller.unregister(fd)
+                os.close(fd)
+                pid = watching.pop(fd)
+                with contextlib.suppress(ChildProcessError):
+                    report(pid, os.waitpid(pid, 0)[1])
+            elif sock.recv(16):
+                _spawn(sock, fork, reseed, watching, poller)
+
+
+def _spawn(
+    sock: socket.socket,
+    fork: Callable[[], int],
+    reseed: bool,
+    watching: dict[int, int],
+    poller: select.poll,
+) -> None:
+    """Fork one spare child and send it (pid and the parent's ends of its pipes) to the parent."""
+    ctl_a, ctl_b = socket.socketpair()
+    ctl_r, ctl_w = ctl_a.detach(), ctl_b.detach()
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    random = sys.modules.get("random") if reseed else None
+    if random is not None:
+        random.seed()  # os.fork's handler reseeds in the child: here, no child runs it
+    pid = fork()
+    if pid == 0:
+        try:
+            for fd in (sock.fileno(), ctl_w, out_r, err_r, *watching):
+                os.close(fd)
+            serve_one(ctl_r, out_w, err_w)
+        finally:
+            os._exit(127)  # only if the child could not get ready
+    with contextlib.suppress(OSError):
+        os.setpgid(pid, pid)  # before the parent hears of it: a kill reaches the group
+    if fork is not os.fork:
+        pidfd = os.pidfd_open(pid)
+        watching[pidfd] = pid
+        poller.register(pidfd, select.POLLIN)
+    for fd in (ctl_r, out_w, err_w):
+        os.close(fd)
+    with contextlib.suppress(OSError):
+        socket.send_fds(sock, [b"S" + pid.to_bytes(4, "big")], [ctl_w, out_r, err_r])
+    for fd in (ctl_w, out_r, err_r):
+        os.close(fd)  # if the parent never got them, the spare sees end of file and exits

@@ -2,22 +2,28 @@
 
 The server's forker forks a spare child ahead of demand; :func:`serve_one` (never
 returns) makes it look like the process a web server's mod_cgi would have started:
-default signal dispositions, gc on, its own process group (so a time-out kills the
-script's children too), fd 1 and 2 = the pipes given (new ``sys.stdout``/``stderr`` on
-them, UTF-8 with ``surrogateescape`` as Python uses in the POSIX locale, block-buffered
-like a pipe), and warms the environment and the file-handle calls.
+default signal dispositions, gc on, its own process group (the forker sets it, so a
+time-out kills the script's children too), fd 1 and 2 = the pipes given, under the
+``sys.stdin``/``stdout``/``stderr`` the forker made once (:func:`prepare_forker`: UTF-8
+with ``surrogateescape`` as Python uses in the POSIX locale, block-buffered like a pipe).
 It then waits for one request (:func:`receive`): fd 0 = the body, ``os.environ`` =
 the server's environment plus the request's CGI variables, working directory and
 ``sys.path[0]`` = the script's directory, ``sys.argv`` = ``[script]``.  The script
 runs in a fresh ``__main__`` module; ``exit()``, ``die()`` and exceptions end the
 process with Python's (or Perl's) exit status, after the ``atexit`` handlers
 (perlcompat's lock cleanup among them) and a flush.
+
+What a child costs is mostly the pages of the forker's memory it writes to (each is
+copied for it: about 2.7 us a page on a 2-core virtual machine), so the child runs as
+little Python of its own as it can, and what every child needs is made in the forker.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import gc
+import importlib
 import io
 import marshal
 import os
@@ -29,10 +35,17 @@ assert sys.platform != "win32"  # fork only: the serve command says so on Window
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import NoReturn
+    from collections.abc import Callable
+    from typing import Any, NoReturn
 
-#: signals the server handles itself; the script gets them back at their defaults.
-_RESET = ("SIGTERM", "SIGHUP", "SIGQUIT", "SIGCHLD", "SIGUSR1", "SIGUSR2")
+#: ``signal.signal`` without the signal module's enum conversions (whose code, run in a
+#: child, copies about 100 pages of the forker's memory).
+_set_signal: Callable[[int, Any], Any] = importlib.import_module("_signal").signal
+#: signals the forker ignores or handles; the script gets them back at their defaults.
+_RESET = tuple(int(getattr(signal, name)) for name in ("SIGTERM", "SIGHUP", "SIGCHLD"))
+_SIG_DFL = int(signal.SIG_DFL)
+_SIGINT = int(signal.SIGINT)
+_INT_HANDLER = signal.default_int_handler
 #: the request pipe, once a request came (the exit status goes back on it).
 _ctl_fd = -1
 #: fds closed before the exit status is sent, where /proc/self/fd does not list them.
@@ -104,60 +117,65 @@ _USUAL = [
 ]
 
 
-def _warm_environ() -> None:
-    """Set and unset the usual CGI variables once, before the request.
+def prepare_forker() -> None:
+    """Once, in the forker: what every child needs, made before it forks any.
 
-    In a forked child the C library's environment and heap are copy-on-write: the
-    first ``putenv`` calls copy pages and grow the array (measured: 25 variables
-    0.27 ms in a fresh child, 0.07 ms after this).
+    ``sys.stdin``/``stdout``/``stderr`` on fds 0, 1 and 2 (a child only puts its pipes
+    under them; the forker itself writes nothing to them); the usual CGI variables
+    set and unset once (the C library's environment array keeps its room); and each
+    C library call a child makes, called once (the first call of a function binds it,
+    which writes to a page of the forker's memory in every child).
     """
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            stream.flush()
+    for name, fd, mode, errors in (
+        ("stdin", 0, "r", "surrogateescape"),
+        ("stdout", 1, "w", "surrogateescape"),
+        ("stderr", 2, "w", "backslashreplace"),
+    ):
+        stream = _text_stream(fd, mode, errors)
+        setattr(sys, name, stream)
+        setattr(sys, f"__{name}__", stream)  # the originals too: a CGI process has only these
     for name in _USUAL:
         os.environ[name] = "x" * 64
     for name in _USUAL:
         del os.environ[name]
+    read_end, write_end = os.pipe()
+    os.dup2(read_end, write_end)
+    for fd in (read_end, write_end):
+        os.close(fd)
+    with contextlib.suppress(OSError):
+        os.chdir(os.getcwd())
+        os.listdir("/proc/self/fd")
+    marshal.loads(request_message("", None, "", {"": ""}, b"")[8:])
 
 
-def _warm_handles() -> None:
-    """Run the file-handle idioms once on /dev/null, before the request.
+def prepare(out_fd: int, err_fd: int) -> None:
+    """Before any request: default signals, gc on, fd 1 and 2 = the given pipes.
 
-    Running a function in a forked child copies the pages its objects live on (the
-    reference counts change); done here, the port's own ``open_``/``flock``/``print_``
-    find them copied (measured: a counter request's median 0.85x -> 0.75x of the Perl
-    original's).  The flock is shared and non-blocking: it never waits for anyone.
+    The forker made the streams (:func:`prepare_forker`), put the child in its own
+    process group and left every other signal at its default.
     """
-    from perlcompat import (
-        LOCK_NB,
-        LOCK_SH,
-        LOCK_UN,
-        close,
-        flock,
-        open_,
-        print_,
-        seek,
-        tell,
-        truncate,
-    )
-
-    handle = open_("+< " + os.devnull)
-    if handle:
-        flock(handle, LOCK_SH | LOCK_NB)
-        handle.readline()
-        seek(handle, 0, 0)
-        print_(handle, "")
-        truncate(handle, tell(handle))
-        flock(handle, LOCK_UN)
-        close(handle)
-    from perlcompat.perl.errno import set_errno
-
-    set_errno(0)  # the script starts with $! unset, as a new process does
+    for number in _RESET:
+        _set_signal(number, _SIG_DFL)
+    _set_signal(_SIGINT, _INT_HANDLER)
+    gc.enable()  # the forker runs without it; a script runs as under plain CGI
+    os.dup2(out_fd, 1)  # inheritable: the script's own subprocesses share them
+    os.dup2(err_fd, 2)
+    os.close(out_fd)
+    os.close(err_fd)
 
 
 def _environ(params: dict[str, str]) -> None:
-    """Add the request's CGI variables to ``os.environ`` (the server's own environment)."""
+    """Add the request's CGI variables to ``os.environ`` (the server's own environment).
+
+    ``HTTP_PROXY`` never comes from a request (httpoxy: it would be its Proxy header).
+    """
+    environ = os.environ
     for name, value in params.items():
-        if os.environ.get(name) != value:
-            os.environ[name] = value
-    os.environ.pop("HTTP_PROXY", None)  # httpoxy: never from a request's Proxy header
+        if name != "HTTP_PROXY":
+            environ[name] = value
 
 
 def _finish(status: int) -> NoReturn:
@@ -165,21 +183,24 @@ def _finish(status: int) -> NoReturn:
 
     Closing first releases the script's flocks and ends its output at once, instead
     of after the kernel has torn the process down; the parent ends the request on
-    the status and reaps the child later.
+    the status and reaps the child later.  (No ``contextlib.suppress`` here: each
+    helper a child runs for the first time costs it pages.)
     """
-    import atexit
-
     try:
         atexit._run_exitfuncs()
     finally:
         for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(OSError, ValueError):
+            try:  # noqa: SIM105
                 stream.flush()
+            except (OSError, ValueError):
+                pass
         status &= 0xFF
         if _ctl_fd >= 0:
             close_fds_but(_ctl_fd)
-            with contextlib.suppress(OSError):
-                os.write(_ctl_fd, bytes([status]))
+            try:  # noqa: SIM105
+                os.write(_ctl_fd, bytes((status,)))
+            except OSError:
+                pass
         os._exit(status)
 
 
@@ -200,8 +221,10 @@ def close_fds_but(keep: int) -> None:
     for name in names:
         fd = int(name)
         if fd != keep:
-            with contextlib.suppress(OSError):  # the listing's own fd is closed already
+            try:  # noqa: SIM105
                 os.close(fd)
+            except OSError:  # the listing's own fd is closed already
+                pass
 
 
 def _uncaught(exc: BaseException) -> int:
@@ -227,34 +250,6 @@ def _exit_status(exc: SystemExit) -> int:
     return 1
 
 
-def prepare(out_fd: int, err_fd: int) -> None:
-    """Before any request: default signals, own process group, fd 1 and 2 = the given pipes,
-    and ``sys.stdin``/``stdout``/``stderr`` made (fd 0 gets the body later)."""
-    for name in _RESET:
-        number = getattr(signal, name, None)
-        if number is not None:
-            signal.signal(number, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.set_wakeup_fd(-1)
-    gc.enable()  # the forker runs without it; a script runs as under plain CGI
-    os.setpgid(0, 0)
-    _warm_environ()
-    _warm_handles()
-    placeholder, unused = os.pipe()  # fd 0 is a pipe until the body replaces it
-    os.close(unused)
-    for target, fd in ((0, placeholder), (1, out_fd), (2, err_fd)):
-        os.dup2(fd, target)  # inheritable: the script's own subprocesses share them
-        os.close(fd)
-    for name, fd, mode, errors in (
-        ("stdin", 0, "r", "surrogateescape"),
-        ("stdout", 1, "w", "surrogateescape"),
-        ("stderr", 2, "w", "backslashreplace"),
-    ):
-        stream = _text_stream(fd, mode, errors)
-        setattr(sys, name, stream)
-        setattr(sys, f"__{name}__", stream)  # the originals too: a CGI process has only these
-
-
 def receive(ctl_fd: int) -> tuple[str, types.CodeType | None, str, dict[str, str], bytes]:
     """Wait for the request on *ctl_fd*: (path, code, compile error, environment, body).
 
@@ -262,17 +257,19 @@ def receive(ctl_fd: int) -> tuple[str, types.CodeType | None, str, dict[str, str
     first means "no request" (the server is stopping): the child exits quietly.
     """
     global _ctl_fd
-    data = bytearray()
-    need = 8
-    while len(data) < need:
-        chunk = os.read(ctl_fd, max(need - len(data), 65536))
-        if not chunk:
-            os._exit(0)
-        data += chunk
-        if need == 8 and len(data) >= 8:
-            need = 8 + int.from_bytes(data[:8], "big")
+    data: bytes | bytearray = os.read(ctl_fd, 65536)
+    need = 8 + int.from_bytes(data[:8], "big") if len(data) >= 8 else 8
+    if len(data) < need:  # a large body: more reads
+        data = bytearray(data)
+        while len(data) < need:
+            chunk = os.read(ctl_fd, max(need - len(data), 65536))
+            if not chunk:
+                os._exit(0)
+            data += chunk
+            if need == 8 and len(data) >= 8:
+                need = 8 + int.from_bytes(data[:8], "big")
     _ctl_fd = ctl_fd
-    path, code, error, env, body = marshal.loads(bytes(data[8:need]))
+    path, code, error, env, body = marshal.loads(memoryview(data)[8:need])
     return path, code, error, env, body
 
 
@@ -293,7 +290,7 @@ def serve_one(ctl_fd: int, out_fd: int, err_fd: int) -> NoReturn:
         os.dup2(stdin, 0)  # sys.stdin reads fd 0: now the body
         os.close(stdin)
         _environ(env)
-        directory = os.path.dirname(path)
+        directory = path[: path.rindex("/")] or "/"  # the parent sends a real, absolute path
         os.chdir(directory)
         sys.argv = [path]
         sys.path[0] = directory

@@ -1,0 +1,110 @@
+"""The forker of ``perlcompat serve`` on its own: spares, requests, exits, in both of its modes.
+
+Where the system has pidfds the forker forks with the C library's ``fork()`` (no
+``os.register_at_fork`` handlers) and watches each child through its pidfd; elsewhere
+it uses ``os.fork`` and a SIGCHLD handler.  Both are run here, in the test process.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import sys
+import time
+from collections.abc import Iterator
+
+import pytest
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="serve needs fork")
+
+SCRIPT = """
+import os, random, sys
+print("Content-Type: text/plain\\n")
+print(random.random(), os.getpid(), os.environ["QUERY_STRING"], sys.stdin.read())
+links = []
+for fd in os.listdir("/proc/self/fd"):
+    try:
+        links.append(os.readlink("/proc/self/fd/" + fd))
+    except OSError:
+        pass
+print(sum("pidfd" in link for link in links))
+"""
+
+
+@pytest.fixture(params=["pidfd", "sigchld"])
+def forker(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
+    if sys.platform == "win32":
+        pytest.skip("serve needs fork")
+    from perlcompat.tools import forker as forker_module
+
+    if request.param == "sigchld":
+        monkeypatch.setattr(forker_module, "_pidfds", lambda: False)
+    elif not forker_module._pidfds():
+        pytest.skip("this system has no pidfds")
+    started = forker_module.Forker(lambda: None)
+    try:
+        yield started
+    finally:
+        started.close()
+
+
+def _wait_for(forker: object, kind: bytes, pid: int = 0) -> tuple[int, int, list[int]]:
+    """The next message of *kind* (for *pid*, if given): (pid, status, fds)."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        for got, got_pid, status, fds in forker.messages():  # type: ignore[attr-defined]
+            if got == kind and (not pid or got_pid == pid):
+                return got_pid, status, fds
+            for fd in fds:
+                os.close(fd)
+        select.select([forker.sock], [], [], 1.0)  # type: ignore[attr-defined]
+    raise AssertionError(f"no {kind!r} message from the forker within 30 s")
+
+
+def _run(spare: tuple[int, list[int]], path: str, query: str) -> tuple[bytes, int]:
+    """Send one request to *spare*; return (its stdout, the status it reported)."""
+    from perlcompat.tools import runner
+
+    _pid, (ctl, out, err) = spare
+    code = compile(SCRIPT, path, "exec")
+    os.write(ctl, runner.request_message(path, code, "", {"QUERY_STRING": query}, b"body"))
+    answer = bytearray()
+    while True:
+        chunk = os.read(out, 65536)
+        if not chunk:
+            break
+        answer += chunk
+    status = os.read(ctl, 16)
+    for fd in (ctl, out, err):
+        os.close(fd)
+    return bytes(answer), status[0]
+
+
+def test_spares_run_requests_and_their_exits_are_reported(forker: object, tmp_path) -> None:
+    path = str(tmp_path / "script.py")
+    spares = []
+    for _ in range(3):
+        assert forker.ask()  # type: ignore[attr-defined]
+        pid, _status, fds = _wait_for(forker, b"S")
+        assert len(fds) == 3
+        spares.append((pid, fds))
+    answers = []
+    for number, spare in enumerate(spares[:2]):
+        answer, status = _run(spare, path, f"q{number}")
+        assert status == 0
+        assert _wait_for(forker, b"X", spare[0])[1] == 0  # exited with 0, reaped, reported
+        head, body = answer.split(b"\n\n", 1)
+        assert head == b"Content-Type: text/plain"
+        number_line, pidfds = body.decode().splitlines()
+        random_value, child_pid, query, stdin = number_line.split()
+        assert (int(child_pid), query, stdin) == (spare[0], f"q{number}", "body")
+        assert pidfds == "0"  # the forker watches the others through pidfds: none is inherited
+        answers.append(random_value)
+    assert answers[0] != answers[1]  # random is reseeded in every child
+    killed = spares[2][0]
+    os.kill(killed, signal.SIGKILL)
+    status = _wait_for(forker, b"X", killed)[1]
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+    for fd in spares[2][1]:
+        os.close(fd)
