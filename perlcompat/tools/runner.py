@@ -147,12 +147,48 @@ def prepare_forker() -> None:
         os.close(fd)
     with contextlib.suppress(OSError):
         os.chdir(os.getcwd())
-        os.listdir("/proc/self/fd")
+    os.closerange(MAX_FD, MAX_FD + 1)
     marshal.loads(request_message("", None, "", {"": ""}, b"")[8:])
 
 
+def _warm_handles() -> None:
+    """Run the file-handle idioms once on /dev/null, before the request.
+
+    Running a function in a forked child copies the pages its objects live on (the
+    reference counts change); done here, while the spare waits, the port's own
+    ``open_``/``flock``/``print_`` find them copied: the examples/counter request
+    answers 0.3-0.5 ms sooner, for about 50 more pages (0.1 ms of CPU) per child.
+    The flock is shared and non-blocking: it never waits for anyone.
+    """
+    from perlcompat import (
+        LOCK_NB,
+        LOCK_SH,
+        LOCK_UN,
+        close,
+        flock,
+        open_,
+        print_,
+        seek,
+        tell,
+        truncate,
+    )
+
+    handle = open_("+< " + os.devnull)
+    if handle:
+        flock(handle, LOCK_SH | LOCK_NB)
+        handle.readline()
+        seek(handle, 0, 0)
+        print_(handle, "")
+        truncate(handle, tell(handle))
+        flock(handle, LOCK_UN)
+        close(handle)
+    from perlcompat.perl.errno import set_errno
+
+    set_errno(0)  # the script starts with $! unset, as a new process does
+
+
 def prepare(out_fd: int, err_fd: int) -> None:
-    """Before any request: default signals, gc on, fd 1 and 2 = the given pipes.
+    """Before any request: default signals, gc on, fd 1 and 2 = the given pipes, warm handles.
 
     The forker made the streams (:func:`prepare_forker`), put the child in its own
     process group and left every other signal at its default.
@@ -165,6 +201,7 @@ def prepare(out_fd: int, err_fd: int) -> None:
     os.dup2(err_fd, 2)
     os.close(out_fd)
     os.close(err_fd)
+    _warm_handles()
 
 
 def _environ(params: dict[str, str]) -> None:
@@ -207,14 +244,19 @@ def _finish(status: int) -> NoReturn:
 def close_fds_but(keep: int) -> None:
     """Close every open fd except *keep*.
 
-    Only the fds /proc/self/fd lists are closed: Python 3.9's ``os.closerange`` calls
-    close() on every number up to the limit (3.10 and later make one close_range(2)
-    call where the system has it), which with SC_OPEN_MAX 20000 took 2 ms a request.
-    Where /proc is not mounted, ``os.closerange`` up to :data:`MAX_FD`.
+    Python 3.10 and later close a range in one close_range(2) call where the system
+    has it (or walk /proc/self/fd); 3.9's ``os.closerange`` calls close() on every
+    number up to the limit (with SC_OPEN_MAX 20000: 2 ms a request), so there only
+    the fds /proc/self/fd lists are closed.  (Listing /proc/self/fd costs too: the
+    kernel drops the listing's dentries when the child is reaped.)
     """
-    try:
-        names = os.listdir("/proc/self/fd")
-    except OSError:
+    names: list[str] = []
+    if sys.version_info < (3, 10):
+        try:  # noqa: SIM105
+            names = os.listdir("/proc/self/fd")
+        except OSError:
+            pass
+    if not names:
         os.closerange(0, keep)
         os.closerange(keep + 1, MAX_FD)
         return
