@@ -8,12 +8,14 @@ status it reaps.  POSIX only (fork, SCM_RIGHTS).
 
 from __future__ import annotations
 
+import _socket
 import contextlib
 import gc
 import os
 import select
 import signal
 import socket
+import struct
 import sys
 from dataclasses import dataclass
 
@@ -159,7 +161,9 @@ def _forker_loop(sock: socket.socket) -> NoReturn:
 
     Where the system has pidfds (Linux 5.3 and later) each child is watched through
     its pidfd and forked by :func:`_raw_fork`; elsewhere by ``os.fork``, with a
-    SIGCHLD handler that reaps.
+    SIGCHLD handler that reaps.  Each page the forker writes after a fork is copied
+    (the child shares it), so the loop makes few objects and calls no Python helper
+    it can do without (``contextlib.suppress``, ``socket.socketpair``, ``send_fds``).
     """
     gc.disable()  # nothing to collect here, and a collection would touch every page
     signal.set_wakeup_fd(-1)
@@ -171,12 +175,14 @@ def _forker_loop(sock: socket.socket) -> NoReturn:
     poller.register(sock, select.POLLIN)
     listening = sock.fileno()
     fork = (_raw_fork() if _pidfds() else None) or os.fork
-    reseed = fork is not os.fork
+    reseed = _reseeder() if fork is not os.fork else None
 
     def report(pid: int, status: int) -> None:
         message = b"X" + pid.to_bytes(4, "big") + (status & 0xFFFFFFFF).to_bytes(4, "big")
-        with contextlib.suppress(OSError):  # the parent is gone: nobody to tell
+        try:  # noqa: SIM105
             sock.send(message)
+        except OSError:  # the parent is gone: nobody to tell
+            pass
 
     def reap(*_: object) -> None:
         while True:
@@ -199,27 +205,50 @@ def _forker_loop(sock: socket.socket) -> NoReturn:
                 poller.unregister(fd)
                 os.close(fd)
                 pid = watching.pop(fd)
-                with contextlib.suppress(ChildProcessError):
-                    report(pid, os.waitpid(pid, 0)[1])
+                try:
+                    status = os.waitpid(pid, 0)[1]
+                except ChildProcessError:
+                    continue
+                report(pid, status)
             elif sock.recv(16):
                 _spawn(sock, fork, reseed, watching, poller)
+
+
+_FDS = struct.Struct("3i")
+
+
+def _reseeder() -> Callable[[], object] | None:
+    """What reseeds ``random``'s global generator from the system, as ``os.fork`` does.
+
+    The C method, called directly: the module's ``seed()`` runs Python code that
+    writes some 20 pages more per fork.  ``gauss_next``, which that ``seed()`` also
+    resets, is reset here once: nothing in the forker draws numbers.
+    """
+    random = sys.modules.get("random")
+    generator = getattr(random, "_inst", None)
+    if generator is None:  # not imported yet: a script that imports it seeds it anew
+        return None
+    import _random
+    import functools
+
+    generator.gauss_next = None
+    return functools.partial(_random.Random.seed, generator)
 
 
 def _spawn(
     sock: socket.socket,
     fork: Callable[[], int],
-    reseed: bool,
+    reseed: Callable[[], object] | None,
     watching: dict[int, int],
     poller: select.poll,
 ) -> None:
     """Fork one spare child and send it (pid and the parent's ends of its pipes) to the parent."""
-    ctl_a, ctl_b = socket.socketpair()
+    ctl_a, ctl_b = _socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     ctl_r, ctl_w = ctl_a.detach(), ctl_b.detach()
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
-    random = sys.modules.get("random") if reseed else None
-    if random is not None:
-        random.seed()  # os.fork's handler reseeds in the child: here, no child runs it
+    if reseed is not None:
+        reseed()  # os.fork's handler reseeds random in the child: here, no child runs it
     pid = fork()
     if pid == 0:
         try:
@@ -228,15 +257,22 @@ def _spawn(
             serve_one(ctl_r, out_w, err_w)
         finally:
             os._exit(127)  # only if the child could not get ready
-    with contextlib.suppress(OSError):
+    try:  # noqa: SIM105
         os.setpgid(pid, pid)  # before the parent hears of it: a kill reaches the group
+    except OSError:
+        pass
     if fork is not os.fork:
         pidfd = os.pidfd_open(pid)
         watching[pidfd] = pid
         poller.register(pidfd, select.POLLIN)
-    for fd in (ctl_r, out_w, err_w):
-        os.close(fd)
-    with contextlib.suppress(OSError):
-        socket.send_fds(sock, [b"S" + pid.to_bytes(4, "big")], [ctl_w, out_r, err_r])
-    for fd in (ctl_w, out_r, err_r):
-        os.close(fd)  # if the parent never got them, the spare sees end of file and exits
+    os.close(ctl_r)
+    os.close(out_w)
+    os.close(err_w)
+    rights = (socket.SOL_SOCKET, socket.SCM_RIGHTS, _FDS.pack(ctl_w, out_r, err_r))
+    try:  # noqa: SIM105
+        sock.sendmsg((b"S" + pid.to_bytes(4, "big"),), (rights,))
+    except OSError:
+        pass
+    os.close(ctl_w)  # if the parent never got them, the spare sees end of file and exits
+    os.close(out_r)
+    os.close(err_r)
