@@ -169,6 +169,7 @@ def _forker_loop(sock: socket.socket) -> NoReturn:
     signal.set_wakeup_fd(-1)
     _reset_signals()
     prepare_forker()
+    gc.freeze()
     parent = os.getppid()
     watching: dict[int, int] = {}  # pidfd -> pid
     poller = select.poll()
