@@ -19,9 +19,14 @@ import pytest
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="serve needs fork")
 
 SCRIPT = """
-import os, random, sys
+import os, random, subprocess, sys
 print("Content-Type: text/plain\\n")
 print(random.random(), os.getpid(), os.environ["QUERY_STRING"], sys.stdin.read())
+os.environ["ADDED"] = "added"
+del os.environ["GONE"]
+shell = 'echo "$QUERY_STRING|$ADDED|$GONE|$HTTP_PROXY|$SERVER_OWN"'
+sys.stdout.flush()
+print(subprocess.run(["sh", "-c", shell], capture_output=True, text=True).stdout.strip())
 links = []
 for fd in os.listdir("/proc/self/fd"):
     try:
@@ -42,6 +47,7 @@ def forker(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> I
         monkeypatch.setattr(forker_module, "_pidfds", lambda: False)
     elif not forker_module._pidfds():
         pytest.skip("this system has no pidfds")
+    monkeypatch.setenv("SERVER_OWN", "server's own")
     started = forker_module.Forker(lambda: None)
     try:
         yield started
@@ -68,7 +74,8 @@ def _run(spare: tuple[int, list[int]], path: str, query: str) -> tuple[bytes, in
 
     _pid, (ctl, out, err) = spare
     code = compile(SCRIPT, path, "exec")
-    os.write(ctl, runner.request_message(path, code, "", {"QUERY_STRING": query}, b"body"))
+    env = {"QUERY_STRING": query, "GONE": "x", "HTTP_PROXY": "http://evil.example/"}
+    os.write(ctl, runner.request_message(path, code, "", env, b"body"))
     answer = bytearray()
     while True:
         chunk = os.read(out, 65536)
@@ -96,7 +103,10 @@ def test_spares_run_requests_and_their_exits_are_reported(forker: object, tmp_pa
         assert _wait_for(forker, b"X", spare[0])[1] == 0  # exited with 0, reaped, reported
         head, body = answer.split(b"\n\n", 1)
         assert head == b"Content-Type: text/plain"
-        number_line, pidfds = body.decode().splitlines()
+        number_line, shell_line, pidfds = body.decode().splitlines()
+        # the C library's environment: the request's variables, the server's own, the
+        # script's changes; never HTTP_PROXY from a request
+        assert shell_line == f"q{number}|added|||server's own"
         random_value, child_pid, query, stdin = number_line.split()
         assert (int(child_pid), query, stdin) == (spare[0], f"q{number}", "body")
         assert pidfds == "0"  # the forker watches the others through pidfds: none is inherited
