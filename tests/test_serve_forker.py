@@ -24,7 +24,7 @@ print("Content-Type: text/plain\\n")
 print(random.random(), os.getpid(), os.environ["QUERY_STRING"], sys.stdin.read())
 os.environ["ADDED"] = "added"
 del os.environ["GONE"]
-shell = 'echo "$QUERY_STRING|$ADDED|$GONE|$HTTP_PROXY|$SERVER_OWN"'
+shell = 'echo "$QUERY_STRING|$ADDED|$GONE|$HTTP_PROXY|$SERVER_OWN|$C_ONLY"'
 sys.stdout.flush()
 print(subprocess.run(["sh", "-c", shell], capture_output=True, text=True).stdout.strip())
 links = []
@@ -37,12 +37,17 @@ print(sum("pidfd" in link for link in links))
 """
 
 
-@pytest.fixture(params=["pidfd", "sigchld"])
+@pytest.fixture(params=["pidfd", "sigchld", "pidfd, a variable only C code set"])
 def forker(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
     if sys.platform == "win32":
         pytest.skip("serve needs fork")
     from perlcompat.tools import forker as forker_module
 
+    c_only = request.param.endswith("C code set")
+    if c_only:  # in the C library's environment, not in os.environ
+        os.putenv("C_ONLY", "from C")
+        request.addfinalizer(lambda: os.unsetenv("C_ONLY"))
+    request.node.c_only = "from C" if c_only else ""
     if request.param == "sigchld":
         monkeypatch.setattr(forker_module, "_pidfds", lambda: False)
     elif not forker_module._pidfds():
@@ -88,7 +93,9 @@ def _run(spare: tuple[int, list[int]], path: str, query: str) -> tuple[bytes, in
     return bytes(answer), status[0]
 
 
-def test_spares_run_requests_and_their_exits_are_reported(forker: object, tmp_path) -> None:
+def test_spares_run_requests_and_their_exits_are_reported(
+    forker: object, tmp_path, request: pytest.FixtureRequest
+) -> None:
     path = str(tmp_path / "script.py")
     spares = []
     for _ in range(3):
@@ -106,7 +113,7 @@ def test_spares_run_requests_and_their_exits_are_reported(forker: object, tmp_pa
         number_line, shell_line, pidfds = body.decode().splitlines()
         # the C library's environment: the request's variables, the server's own, the
         # script's changes; never HTTP_PROXY from a request
-        assert shell_line == f"q{number}|added|||server's own"
+        assert shell_line == f"q{number}|added|||server's own|{request.node.c_only}"
         random_value, child_pid, query, stdin = number_line.split()
         assert (int(child_pid), query, stdin) == (spare[0], f"q{number}", "body")
         assert pidfds == "0"  # the forker watches the others through pidfds: none is inherited

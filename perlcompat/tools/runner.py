@@ -203,13 +203,27 @@ def prepare(out_fd: int, err_fd: int) -> None:
 
 
 def _c_environ() -> Any:
-    """The C library's ``environ`` pointer (a ctypes object), or None where it cannot be had."""
+    """The C library's ``environ`` pointer (a ctypes object), or None.
+
+    None where ctypes cannot find it, or where the C environment is not what
+    ``os.environ`` holds (C code changed it since Python started): a child then calls
+    ``setenv`` for each variable, and nothing set that way is lost.
+    """
     try:
         import ctypes
 
-        return ctypes.c_void_p.in_dll(ctypes.CDLL(None), "environ")
+        pointer = ctypes.c_void_p.in_dll(ctypes.CDLL(None), "environ")
     except (ImportError, OSError, ValueError, AttributeError):
         return None
+    entries: list[bytes] = []
+    if pointer.value:  # NULL: an empty environment
+        strings = ctypes.cast(pointer.value, ctypes.POINTER(ctypes.c_char_p))
+        while strings[len(entries)] is not None:
+            entries.append(strings[len(entries)])
+    data: dict[bytes, bytes] = os.environ._data  # type: ignore[attr-defined]
+    if sorted(entries) != sorted(name + b"=" + value for name, value in data.items()):
+        return None
+    return pointer
 
 
 #: the C library's ``environ``, set by :func:`prepare_forker`; None: ``setenv`` each variable.
