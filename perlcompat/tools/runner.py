@@ -238,7 +238,7 @@ def _environ(params: dict[str, str]) -> None:
     ``HTTP_PROXY`` never comes from a request (httpoxy: it would be its Proxy header).
     Where the C library's ``environ`` can be had, the child points it at one new
     array of all the variables instead of calling ``setenv`` for each (whose copies
-    and search tree write to some 40 pages of the heap per request); ``os.environ``
+    and search tree write to some 30 pages of the heap per request); ``os.environ``
     is updated as its ``__setitem__`` would.  A later ``setenv`` (``os.environ[...] =``
     in the script) copies the array, as the C library does for any ``environ`` it did
     not allocate.
