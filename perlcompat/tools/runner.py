@@ -150,6 +150,11 @@ def prepare_forker() -> None:
         for name in _USUAL:
             del os.environ[name]  # unsetenv: in place, in the array the last call made
     del _KEEP[:-1]
+    if _ENVIRON is not None:
+        import ctypes
+
+        for size in range(64, 64 * 8 + 1, 64):
+            ctypes.c_char_p * size  # made once, here: see _environ
     read_end, write_end = os.pipe()
     os.dup2(read_end, write_end)
     for fd in (read_end, write_end):
@@ -258,7 +263,9 @@ def _environ(params: dict[str, str]) -> None:
         if name != "HTTP_PROXY":
             data[key(name)] = value_of(value)
     entries = [name + b"=" + value for name, value in data.items()]
-    array = (ctypes.c_char_p * (len(entries) + 1))(*entries)
+    # room in steps of 64: ctypes makes a type per array length, and the forker has
+    # made these (unused slots are NULL: the end of the environment)
+    array = (ctypes.c_char_p * ((len(entries) // 64 + 1) * 64))(*entries)
     _KEEP.append((entries, array))
     _ENVIRON.value = ctypes.addressof(array)
 
