@@ -125,3 +125,32 @@ def test_spares_run_requests_and_their_exits_are_reported(
     assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
     for fd in spares[2][1]:
         os.close(fd)
+
+
+SHARED = """
+import sys
+from perlcompat.tools import runner
+print("Content-Type: text/plain\\n")
+print(sys._getframe().f_code in runner.CODES.values(), len(runner.CODES))
+"""
+
+
+def test_a_scripts_code_reaches_the_spares_forked_after_it(forker: object, tmp_path) -> None:
+    """The first request of a script sends its code; the forker keeps a copy, and the
+    spares forked after that run the copy (no unmarshalling in the child)."""
+    from perlcompat.tools import runner
+
+    code = compile(SHARED, str(tmp_path / "shared.py"), "exec")
+    seen = []
+    for _ in range(3):
+        assert forker.ask()  # type: ignore[attr-defined]
+        _pid, _status, (ctl, out, err) = _wait_for(forker, b"S")
+        os.write(ctl, runner.request_message(str(tmp_path / "shared.py"), code, "", {}, b""))
+        answer = bytearray()
+        while chunk := os.read(out, 65536):
+            answer += chunk
+        for fd in (ctl, out, err):
+            os.close(fd)
+        seen.append(answer.split(b"\n\n", 1)[1].strip().decode())
+    # the first spare was forked before the code was sent: it unmarshalled it
+    assert seen == ["False 0", "True 1", "True 1"]

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 
 assert sys.platform != "win32"  # fork only: the serve command says so on Windows
 
-from .runner import prepare_forker, serve_one  # noqa: E402  (POSIX only, as this module)
+from . import runner  # noqa: E402  (POSIX only, as this module)
+from .runner import prepare_forker, serve_one  # noqa: E402
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -70,6 +71,20 @@ class Forker:
         self.pid = pid
         self.sock = parent_end
         self.asked = 0  # spares asked for and not yet received
+        runner._sent.clear()  # this forker has no code yet
+        runner.share = self.share
+
+    def share(self, number: int, blob: bytes) -> bool:
+        """Give the forker a script's code (``runner.request_message`` numbers it).
+
+        False if it did not go (too large for a datagram, the queue full): the
+        children then unmarshal the copy each request brings.
+        """
+        try:
+            self.sock.send(b"C" + number.to_bytes(8, "big") + blob)
+        except OSError:
+            return False
+        return True
 
     def ask(self) -> bool:
         """Ask for one more spare; False if the forker's queue is full (ask again later)."""
@@ -179,6 +194,7 @@ def _forker_loop(sock: socket.socket) -> NoReturn:
     poller.register(sock, select.POLLIN)
     listening = sock.fileno()
     fork = (_raw_fork() if _pidfds() else None) or os.fork
+    buffer = bytearray(1 << 18)  # a code the parent shares (a spare is asked for with "f")
     reseed = _reseeder() if fork is not os.fork else None
 
     def report(pid: int, status: int) -> None:
@@ -214,8 +230,12 @@ def _forker_loop(sock: socket.socket) -> NoReturn:
                 except ChildProcessError:
                     continue
                 report(pid, status)
-            elif sock.recv(16):
-                _spawn(sock, fork, reseed, watching, poller)
+            else:
+                size = sock.recv_into(buffer)
+                if size and buffer[0] == 0x66:  # b"f"
+                    _spawn(sock, fork, reseed, watching, poller)
+                elif size > 9 and buffer[0] == 0x43:  # b"C"
+                    runner.take_code(int.from_bytes(buffer[1:9], "big"), bytes(buffer[9:size]))
 
 
 _FDS = struct.Struct("3i")

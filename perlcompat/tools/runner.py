@@ -25,6 +25,7 @@ import contextlib
 import gc
 import importlib
 import io
+import itertools
 import marshal
 import os
 import signal
@@ -162,7 +163,7 @@ def prepare_forker() -> None:
     with contextlib.suppress(OSError):
         os.chdir(os.getcwd())
     os.closerange(MAX_FD, MAX_FD + 1)
-    marshal.loads(request_message("", None, "", {"": ""}, b"")[8:])
+    marshal.loads(request_message("", None, "", {"": ""}, b"")[20:])
     for _ in range(10):
         _warm_handles()
 
@@ -350,8 +351,9 @@ def _exit_status(exc: SystemExit) -> int:
 def receive(ctl_fd: int) -> tuple[str, types.CodeType | None, str, dict[str, str], bytes]:
     """Wait for the request on *ctl_fd*: (path, code, compile error, environment, body).
 
-    The parent sends a 8-byte length and a ``marshal`` of the tuple.  End of file
-    first means "no request" (the server is stopping): the child exits quietly.
+    The parent sends what :func:`request_message` makes.  End of file first means
+    "no request" (the server is stopping): the child exits quietly.  The script's code
+    is the forker's copy when the forker has it (:data:`CODES`), else the one sent.
     """
     global _ctl_fd
     data: bytes | bytearray = os.read(ctl_fd, 65536)
@@ -366,16 +368,64 @@ def receive(ctl_fd: int) -> tuple[str, types.CodeType | None, str, dict[str, str
             if need == 8 and len(data) >= 8:
                 need = 8 + int.from_bytes(data[:8], "big")
     _ctl_fd = ctl_fd
-    path, code, error, env, body = marshal.loads(memoryview(data)[8:need])
+    view = memoryview(data)[8:need]
+    sent = 12 + int.from_bytes(view[8:12], "big")
+    code = CODES.get(int.from_bytes(view[:8], "big"))
+    if code is None and sent > 12:
+        code = marshal.loads(view[12:sent])
+    path, error, env, body = marshal.loads(view[sent:])
     return path, code, error, env, body
+
+
+#: the forker's copies of the scripts' code, by number (:func:`request_message`); a child
+#: runs these instead of unmarshalling the code sent (which interns every name again).
+CODES: dict[int, types.CodeType] = {}
+#: the most codes kept, in the parent's record and in the forker.
+MAX_CODES = 64
+#: in the parent: the code objects sent so far, by ``id``: (code, number, marshal of it).
+_sent: dict[int, tuple[types.CodeType, int, bytes]] = {}
+_numbers = itertools.count(1)
+#: in the parent: what gives the forker a new code (``Forker.share``); None: no forker yet.
+share: Callable[[int, bytes], object] | None = None
 
 
 def request_message(
     path: str, code: types.CodeType | None, error: str, env: dict[str, str], body: bytes
 ) -> bytes:
-    """What :func:`receive` reads (built by the parent)."""
-    data = marshal.dumps((path, code, error, env, body))
-    return len(data).to_bytes(8, "big") + data
+    """What :func:`receive` reads (built by the parent).
+
+    A length, the code's number (0: none) and its ``marshal``, then a ``marshal`` of
+    the rest.  A code object not seen before gets a new number and is offered to the
+    forker, so the spares it forks afterwards have their own copy of it.
+    """
+    number, blob = 0, b""
+    if code is not None:
+        known = _sent.get(id(code))
+        if known is None or known[0] is not code:
+            known = (code, next(_numbers), marshal.dumps(code))
+            _sent[id(code)] = known
+            while len(_sent) > MAX_CODES:
+                del _sent[next(iter(_sent))]
+            if share is not None:
+                share(known[1], known[2])
+        number, blob = known[1], known[2]
+    rest = marshal.dumps((path, error, env, body))
+    size = 12 + len(blob) + len(rest)
+    head = size.to_bytes(8, "big") + number.to_bytes(8, "big") + len(blob).to_bytes(4, "big")
+    return head + blob + rest
+
+
+def take_code(number: int, blob: bytes) -> None:
+    """In the forker: keep the code the parent offered, for the spares forked from now on."""
+    try:
+        code = marshal.loads(blob)
+    except (ValueError, EOFError, TypeError):
+        return
+    if isinstance(code, types.CodeType):
+        CODES[number] = code
+        while len(CODES) > MAX_CODES:
+            del CODES[next(iter(CODES))]
+        gc.freeze()  # the children's collections leave it alone (and its pages unwritten)
 
 
 def serve_one(ctl_fd: int, out_fd: int, err_fd: int) -> NoReturn:
