@@ -50,8 +50,11 @@ def forker(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> I
     request.node.c_only = "from C" if c_only else ""
     if request.param == "sigchld":
         monkeypatch.setattr(forker_module, "_pidfds", lambda: False)
-    elif not forker_module._pidfds():
-        pytest.skip("this system has no pidfds")
+    else:
+        try:
+            os.close(os.pidfd_open(os.getpid()))
+        except (AttributeError, OSError):
+            pytest.skip("this system has no pidfds")
     monkeypatch.setenv("SERVER_OWN", "server's own")
     started = forker_module.Forker(lambda: None)
     try:
@@ -154,3 +157,25 @@ def test_a_scripts_code_reaches_the_spares_forked_after_it(forker: object, tmp_p
         seen.append(answer.split(b"\n\n", 1)[1].strip().decode())
     # the first spare was forked before the code was sent: it unmarshalled it
     assert seen == ["False 0", "True 1", "True 1"]
+
+
+def test_a_forker_with_a_second_thread_forks_with_os_fork() -> None:
+    """The C library's fork() would copy locks another thread may hold: only one thread."""
+    import threading
+
+    from perlcompat.tools import forker as forker_module
+
+    try:
+        os.close(os.pidfd_open(os.getpid()))
+    except (AttributeError, OSError):
+        pytest.skip("this system has no pidfds")
+    release = threading.Event()
+    other = threading.Thread(target=release.wait, args=(60,))
+    other.start()
+    try:
+        assert forker_module._pidfds() is False
+    finally:
+        release.set()
+        other.join()
+    if threading.active_count() == 1:  # pytest's own threads, if any, would keep it False
+        assert forker_module._pidfds() is True

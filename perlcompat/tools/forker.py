@@ -149,9 +149,20 @@ def _raw_fork() -> Callable[[], int] | None:
 
 
 def _pidfds() -> bool:
-    """True if this system has pidfds: the forker then watches each child through one."""
+    """True if this system has pidfds: the forker then watches each child through one.
+
+    Also False if the forker has more than one thread (an ``os.register_at_fork``
+    handler of a ``--preload`` module may start one): the C library's ``fork()`` would
+    then copy locks another thread may hold, which ``os.fork`` at least resets for
+    Python's own.
+    """
     open_pidfd = getattr(os, "pidfd_open", None)
     if open_pidfd is None:
+        return False
+    try:
+        if len(os.listdir("/proc/self/task")) != 1:
+            return False
+    except OSError:
         return False
     try:
         os.close(open_pidfd(os.getpid()))
