@@ -3,23 +3,29 @@
 The forker is forked once by the parent (``tools.server``) before any connection
 exists and holds only its socket to the parent; it forks one spare child
 (``tools.runner``) per request asked for, and reports each spare and each exit
-status it reaps.  POSIX only (fork, SCM_RIGHTS).
+status it reaps.  POSIX only (fork, SCM_RIGHTS).  Where the system has pidfds it forks
+with the C library's ``fork()`` and watches each child through its pidfd (``os.fork``'s
+at-fork handlers would copy some 100-200 pages per child); elsewhere with ``os.fork``
+and a SIGCHLD handler.
 """
 
 from __future__ import annotations
 
+import _socket
 import contextlib
 import gc
 import os
 import select
 import signal
 import socket
+import struct
 import sys
 from dataclasses import dataclass
 
 assert sys.platform != "win32"  # fork only: the serve command says so on Windows
 
-from .runner import serve_one  # noqa: E402  (POSIX only, as this module)
+from . import runner  # noqa: E402  (POSIX only, as this module)
+from .runner import prepare_forker, serve_one  # noqa: E402
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -65,6 +71,20 @@ class Forker:
         self.pid = pid
         self.sock = parent_end
         self.asked = 0  # spares asked for and not yet received
+        runner._sent.clear()  # this forker has no code yet
+        runner.share = self.share
+
+    def share(self, number: int, blob: bytes) -> bool:
+        """Give the forker a script's code (``runner.request_message`` numbers it).
+
+        False if it did not go (too large for a datagram, the queue full): the
+        children then unmarshal the copy each request brings.
+        """
+        try:
+            self.sock.send(b"C" + number.to_bytes(8, "big") + blob)
+        except OSError:
+            return False
+        return True
 
     def ask(self) -> bool:
         """Ask for one more spare; False if the forker's queue is full (ask again later)."""
@@ -98,13 +118,102 @@ class Forker:
             os.waitpid(self.pid, 0)
 
 
+def _raw_fork() -> Callable[[], int] | None:
+    """The C library's ``fork()``, called with the GIL held; None where ctypes cannot give it.
+
+    ``os.fork`` runs the ``os.register_at_fork`` handlers in the child, ``threading``'s
+    among them, and they write to some 200 pages of the forker's memory: each is
+    copied for the child (measured: 0.3-0.5 ms of CPU per request).  The forker has
+    one thread and no Python signal handler, and it already ran those handlers when
+    the parent forked it, so its children need none of them but ``random``'s reseed
+    (:func:`_spawn` reseeds the forker's before each fork).
+    """
+    try:
+        import ctypes
+
+        libc = ctypes.PyDLL(None, use_errno=True)
+        fork = libc.fork
+    except (ImportError, OSError, AttributeError):
+        return None
+    fork.restype = ctypes.c_int
+    fork.argtypes = []
+
+    def raw_fork() -> int:
+        pid: int = fork()
+        if pid < 0:
+            number = ctypes.get_errno()
+            raise OSError(number, os.strerror(number))
+        return pid
+
+    return raw_fork
+
+
+def _pidfds() -> bool:
+    """True if this system has pidfds: the forker then watches each child through one.
+
+    Also False if the forker has more than one thread (an ``os.register_at_fork``
+    handler of a ``--preload`` module may start one): the C library's ``fork()`` would
+    then copy locks another thread may hold, which ``os.fork`` at least resets for
+    Python's own.
+    """
+    open_pidfd = getattr(os, "pidfd_open", None)
+    if open_pidfd is None:
+        return False
+    try:
+        if len(os.listdir("/proc/self/task")) != 1:
+            return False
+    except OSError:
+        return False
+    try:
+        os.close(open_pidfd(os.getpid()))
+    except OSError:  # a kernel older than Linux 5.3
+        return False
+    return True
+
+
+def _reset_signals() -> None:
+    """Every Python signal handler back to the default; SIGINT, SIGTERM, SIGHUP ignored.
+
+    The parent decides when to stop (a terminal's Ctrl-C reaches the whole group);
+    the children get the defaults back (``runner.prepare``) and inherit the rest.
+    """
+    for number in signal.valid_signals():
+        with contextlib.suppress(OSError, ValueError):
+            if callable(signal.getsignal(number)):
+                signal.signal(number, signal.SIG_DFL)
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        signal.signal(getattr(signal, name), signal.SIG_IGN)
+
+
 def _forker_loop(sock: socket.socket) -> NoReturn:
-    """The forker: fork a spare for each ``f``; report exits; end with its parent."""
+    """The forker: fork a spare for each ``f``; report exits; end with its parent.
+
+    Where the system has pidfds (Linux 5.3 and later) each child is watched through
+    its pidfd and forked by :func:`_raw_fork`; elsewhere by ``os.fork``, with a
+    SIGCHLD handler that reaps.  Each page the forker writes after a fork is copied
+    (the child shares it), so the loop makes few objects and calls no Python helper
+    it can do without (``contextlib.suppress``, ``socket.socketpair``, ``send_fds``).
+    """
     gc.disable()  # nothing to collect here, and a collection would touch every page
     signal.set_wakeup_fd(-1)
-    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
-        signal.signal(getattr(signal, name), signal.SIG_IGN)  # the parent decides when to stop
+    _reset_signals()
+    prepare_forker()
+    gc.freeze()
     parent = os.getppid()
+    watching: dict[int, int] = {}  # pidfd -> pid
+    poller = select.poll()
+    poller.register(sock, select.POLLIN)
+    listening = sock.fileno()
+    fork = (_raw_fork() if _pidfds() else None) or os.fork
+    buffer = bytearray(1 << 18)  # a code the parent shares (a spare is asked for with "f")
+    reseed = _reseeder() if fork is not os.fork else None
+
+    def report(pid: int, status: int) -> None:
+        message = b"X" + pid.to_bytes(4, "big") + (status & 0xFFFFFFFF).to_bytes(4, "big")
+        try:  # noqa: SIM105
+            sock.send(message)
+        except OSError:  # the parent is gone: nobody to tell
+            pass
 
     def reap(*_: object) -> None:
         while True:
@@ -114,36 +223,91 @@ def _forker_loop(sock: socket.socket) -> NoReturn:
                 return
             if pid == 0:
                 return
-            message = b"X" + pid.to_bytes(4, "big") + (status & 0xFFFFFFFF).to_bytes(4, "big")
-            with contextlib.suppress(OSError):  # the parent is gone: nobody to tell
-                sock.send(message)
+            report(pid, status)
 
-    signal.signal(signal.SIGCHLD, reap)
+    if fork is os.fork:
+        signal.signal(signal.SIGCHLD, reap)
     while True:
-        readable, _, _ = select.select([sock], [], [], 1.0)
+        events = poller.poll(1000)
         if os.getppid() != parent:  # a datagram socket has no end of file: look
             os._exit(0)
-        if not readable or not sock.recv(16):
-            continue
-        ctl_a, ctl_b = socket.socketpair()
-        ctl_r, ctl_w = ctl_a.detach(), ctl_b.detach()
-        out_r, out_w = os.pipe()
-        err_r, err_w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            try:
-                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                sock.close()
-                for fd in (ctl_w, out_r, err_r):
-                    os.close(fd)
-                serve_one(ctl_r, out_w, err_w)
-            finally:
-                os._exit(127)  # only if the child could not get ready
-        with contextlib.suppress(OSError):
-            os.setpgid(pid, pid)  # before the parent hears of it: a kill reaches the group
-        for fd in (ctl_r, out_w, err_w):
-            os.close(fd)
-        with contextlib.suppress(OSError):
-            socket.send_fds(sock, [b"S" + pid.to_bytes(4, "big")], [ctl_w, out_r, err_r])
-        for fd in (ctl_w, out_r, err_r):
-            os.close(fd)  # if the parent never got them, the spare sees end of file and exits
+        for fd, _event in events:
+            if fd != listening:  # a child's pidfd: it has ended
+                poller.unregister(fd)
+                os.close(fd)
+                pid = watching.pop(fd)
+                try:
+                    status = os.waitpid(pid, 0)[1]
+                except ChildProcessError:
+                    continue
+                report(pid, status)
+            else:
+                size = sock.recv_into(buffer)
+                if size and buffer[0] == 0x66:  # b"f"
+                    _spawn(sock, fork, reseed, watching, poller)
+                elif size > 9 and buffer[0] == 0x43:  # b"C"
+                    runner.take_code(int.from_bytes(buffer[1:9], "big"), bytes(buffer[9:size]))
+
+
+_FDS = struct.Struct("3i")
+
+
+def _reseeder() -> Callable[[], object] | None:
+    """What reseeds ``random``'s global generator from the system, as ``os.fork`` does.
+
+    The C method, called directly: the module's ``seed()`` runs Python code that
+    writes some 20 pages more per fork.  ``gauss_next``, which that ``seed()`` also
+    resets, is reset here once: nothing in the forker draws numbers.
+    """
+    random = sys.modules.get("random")
+    generator = getattr(random, "_inst", None)
+    if generator is None:  # not imported yet: a script that imports it seeds it anew
+        return None
+    import _random
+    import functools
+
+    generator.gauss_next = None
+    return functools.partial(_random.Random.seed, generator)
+
+
+def _spawn(
+    sock: socket.socket,
+    fork: Callable[[], int],
+    reseed: Callable[[], object] | None,
+    watching: dict[int, int],
+    poller: select.poll,
+) -> None:
+    """Fork one spare child and send it (pid and the parent's ends of its pipes) to the parent."""
+    ctl_a, ctl_b = _socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    ctl_r, ctl_w = ctl_a.detach(), ctl_b.detach()
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    if reseed is not None:
+        reseed()  # os.fork's handler reseeds random in the child: here, no child runs it
+    pid = fork()
+    if pid == 0:
+        try:
+            for fd in (sock.fileno(), ctl_w, out_r, err_r, *watching):
+                os.close(fd)
+            serve_one(ctl_r, out_w, err_w)
+        finally:
+            os._exit(127)  # only if the child could not get ready
+    try:  # noqa: SIM105
+        os.setpgid(pid, pid)  # before the parent hears of it: a kill reaches the group
+    except OSError:
+        pass
+    if fork is not os.fork:
+        pidfd = os.pidfd_open(pid)
+        watching[pidfd] = pid
+        poller.register(pidfd, select.POLLIN)
+    os.close(ctl_r)
+    os.close(out_w)
+    os.close(err_w)
+    rights = (socket.SOL_SOCKET, socket.SCM_RIGHTS, _FDS.pack(ctl_w, out_r, err_r))
+    try:  # noqa: SIM105
+        sock.sendmsg((b"S" + pid.to_bytes(4, "big"),), (rights,))
+    except OSError:
+        pass
+    os.close(ctl_w)  # if the parent never got them, the spare sees end of file and exits
+    os.close(out_r)
+    os.close(err_r)

@@ -2,37 +2,54 @@
 
 The server's forker forks a spare child ahead of demand; :func:`serve_one` (never
 returns) makes it look like the process a web server's mod_cgi would have started:
-default signal dispositions, gc on, its own process group (so a time-out kills the
-script's children too), fd 1 and 2 = the pipes given (new ``sys.stdout``/``stderr`` on
-them, UTF-8 with ``surrogateescape`` as Python uses in the POSIX locale, block-buffered
-like a pipe), and warms the environment and the file-handle calls.
+default signal dispositions, gc on, its own process group (the forker sets it, so a
+time-out kills the script's children too), fd 1 and 2 = the pipes given, under the
+``sys.stdin``/``stdout``/``stderr`` the forker made once (:func:`prepare_forker`: UTF-8
+with ``surrogateescape`` as Python uses in the POSIX locale, block-buffered like a pipe).
 It then waits for one request (:func:`receive`): fd 0 = the body, ``os.environ`` =
 the server's environment plus the request's CGI variables, working directory and
 ``sys.path[0]`` = the script's directory, ``sys.argv`` = ``[script]``.  The script
 runs in a fresh ``__main__`` module; ``exit()``, ``die()`` and exceptions end the
 process with Python's (or Perl's) exit status, after its non-daemon threads have
 ended, the ``atexit`` handlers (perlcompat's lock cleanup among them) and a flush.
+
+What a child costs is mostly the pages of the forker's memory it writes to (each is
+copied for it: about 2.7 us a page on a 2-core virtual machine), so the child runs as
+little Python of its own as it can, and what every child needs is made in the forker.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import gc
+import importlib
 import io
+import itertools
 import marshal
 import os
 import signal
 import sys
 import types
 
+from perlcompat import LOCK_NB, LOCK_SH, LOCK_UN, close, flock, open_, print_, seek, tell, truncate
+from perlcompat.perl.errno import set_errno
+
 assert sys.platform != "win32"  # fork only: the serve command says so on Windows
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import NoReturn
+    from collections.abc import Callable
+    from typing import Any, NoReturn
 
-#: signals the server handles itself; the script gets them back at their defaults.
-_RESET = ("SIGTERM", "SIGHUP", "SIGQUIT", "SIGCHLD", "SIGUSR1", "SIGUSR2")
+#: ``signal.signal`` without the signal module's enum conversions (whose code, run in a
+#: child, copies about 100 pages of the forker's memory).
+_set_signal: Callable[[int, Any], Any] = importlib.import_module("_signal").signal
+#: signals the forker ignores or handles; the script gets them back at their defaults.
+_RESET = tuple(int(getattr(signal, name)) for name in ("SIGTERM", "SIGHUP", "SIGCHLD"))
+_SIG_DFL = int(signal.SIG_DFL)
+_SIGINT = int(signal.SIGINT)
+_INT_HANDLER = signal.default_int_handler
 #: the request pipe, once a request came (the exit status goes back on it).
 _ctl_fd = -1
 #: fds closed before the exit status is sent, where /proc/self/fd does not list them.
@@ -104,40 +121,64 @@ _USUAL = [
 ]
 
 
-def _warm_environ() -> None:
-    """Set and unset the usual CGI variables once, before the request.
+def prepare_forker() -> None:
+    """Once, in the forker: what every child needs, made before it forks any.
 
-    In a forked child the C library's environment and heap are copy-on-write: the
-    first ``putenv`` calls copy pages and grow the array (measured: 25 variables
-    0.27 ms in a fresh child, 0.07 ms after this).
+    ``sys.stdin``/``stdout``/``stderr`` on fds 0, 1 and 2 (a child only puts its pipes
+    under them; the forker itself writes nothing to them); the usual CGI variables
+    set and unset (the C library's environment array keeps its room); each C library
+    call a child makes, called once (the first call of a function binds it, which
+    writes to a page of the forker's memory in every child); and the functions a
+    child runs, run a few times here (CPython specializes a function's code as it
+    runs, writing to it: done here, children write less).
     """
-    for name in _USUAL:
-        os.environ[name] = "x" * 64
-    for name in _USUAL:
-        del os.environ[name]
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            stream.flush()
+    for name, fd, mode, errors in (
+        ("stdin", 0, "r", "surrogateescape"),
+        ("stdout", 1, "w", "surrogateescape"),
+        ("stderr", 2, "w", "backslashreplace"),
+    ):
+        stream = _text_stream(fd, mode, errors)
+        setattr(sys, name, stream)
+        setattr(sys, f"__{name}__", stream)  # the originals too: a CGI process has only these
+    global _ENVIRON
+    if sys.platform == "linux" and isinstance(getattr(os.environ, "_data", None), dict):
+        _ENVIRON = _c_environ()
+    for _ in range(10):
+        _environ(dict.fromkeys(_USUAL, "x" * 64))
+        for name in _USUAL:
+            del os.environ[name]  # unsetenv: in place, in the array the last call made
+    del _KEEP[:-1]
+    if _ENVIRON is not None:
+        import ctypes
+
+        for size in range(64, 64 * 8 + 1, 64):
+            ctypes.c_char_p * size  # made once, here: see _environ
+    read_end, write_end = os.pipe()
+    os.dup2(read_end, write_end)
+    for fd in (read_end, write_end):
+        os.close(fd)
+    with contextlib.suppress(OSError):
+        os.chdir(os.getcwd())
+    os.closerange(MAX_FD, MAX_FD + 1)
+    marshal.loads(request_message("", None, "", {"": ""}, b"")[20:])
+    for _ in range(10):
+        _warm_handles()
 
 
 def _warm_handles() -> None:
     """Run the file-handle idioms once on /dev/null, before the request.
 
     Running a function in a forked child copies the pages its objects live on (the
-    reference counts change); done here, the port's own ``open_``/``flock``/``print_``
-    find them copied (measured: a counter request's median 0.85x -> 0.75x of the Perl
-    original's).  The flock is shared and non-blocking: it never waits for anyone.
+    reference counts change); done here, while the spare waits, the port's own
+    ``open_``/``flock``/``print_`` find them copied: the examples/counter request
+    answers 0.3-0.5 ms sooner, for about 50 more pages (0.1 ms of CPU) per child.
+    The forker runs it too, ten times (:func:`prepare_forker`): the functions are then
+    specialized and the type caches filled, and a child writes about 30 pages fewer.
+    The flock is shared and non-blocking: it never waits for anyone.
     """
-    from perlcompat import (
-        LOCK_NB,
-        LOCK_SH,
-        LOCK_UN,
-        close,
-        flock,
-        open_,
-        print_,
-        seek,
-        tell,
-        truncate,
-    )
-
     handle = open_("+< " + os.devnull)
     if handle:
         flock(handle, LOCK_SH | LOCK_NB)
@@ -147,17 +188,87 @@ def _warm_handles() -> None:
         truncate(handle, tell(handle))
         flock(handle, LOCK_UN)
         close(handle)
-    from perlcompat.perl.errno import set_errno
-
     set_errno(0)  # the script starts with $! unset, as a new process does
 
 
+def prepare(out_fd: int, err_fd: int) -> None:
+    """Before any request: default signals, gc on, fd 1 and 2 = the given pipes, warm handles.
+
+    The forker made the streams (:func:`prepare_forker`), put the child in its own
+    process group and left every other signal at its default.
+    """
+    for number in _RESET:
+        _set_signal(number, _SIG_DFL)
+    _set_signal(_SIGINT, _INT_HANDLER)
+    gc.enable()  # the forker runs without it; a script runs as under plain CGI
+    os.dup2(out_fd, 1)  # inheritable: the script's own subprocesses share them
+    os.dup2(err_fd, 2)
+    os.close(out_fd)
+    os.close(err_fd)
+    _warm_handles()
+
+
+def _c_environ() -> Any:
+    """The C library's ``environ`` pointer (a ctypes object), or None.
+
+    None where ctypes cannot find it, or where the C environment is not what
+    ``os.environ`` holds (C code changed it since Python started): a child then calls
+    ``setenv`` for each variable, and nothing set that way is lost.
+    """
+    try:
+        import ctypes
+
+        pointer = ctypes.c_void_p.in_dll(ctypes.CDLL(None), "environ")
+    except (ImportError, OSError, ValueError, AttributeError):
+        return None
+    entries: list[bytes] = []
+    if pointer.value:  # NULL: an empty environment
+        strings = ctypes.cast(pointer.value, ctypes.POINTER(ctypes.c_char_p))
+        while strings[len(entries)] is not None:
+            entries.append(strings[len(entries)])
+    data: dict[bytes, bytes] = os.environ._data  # type: ignore[attr-defined]
+    if sorted(entries) != sorted(name + b"=" + value for name, value in data.items()):
+        return None
+    return pointer
+
+
+#: the C library's ``environ``, set by :func:`prepare_forker`; None: ``setenv`` each variable.
+_ENVIRON: Any = None
+#: the C strings and array a child's environment points to (they live as long as the child).
+_KEEP: list[object] = []
+
+
 def _environ(params: dict[str, str]) -> None:
-    """Add the request's CGI variables to ``os.environ`` (the server's own environment)."""
+    """Add the request's CGI variables to ``os.environ`` (the server's own environment).
+
+    ``HTTP_PROXY`` never comes from a request (httpoxy: it would be its Proxy header).
+    Where the C library's ``environ`` can be had, the child points it at one new
+    array of all the variables instead of calling ``setenv`` for each (whose copies
+    and search tree write to some 30 pages of the heap per request); ``os.environ``
+    is updated as its ``__setitem__`` would.  A later ``setenv`` (``os.environ[...] =``
+    in the script) copies the array, as the C library does for any ``environ`` it did
+    not allocate.
+    """
+    environ = os.environ
+    if _ENVIRON is None:
+        for name, value in params.items():
+            if name != "HTTP_PROXY":
+                environ[name] = value
+        return
+    import ctypes
+
+    data: dict[bytes, bytes] = environ._data  # type: ignore[attr-defined]
+    key: Callable[[str], bytes] = environ.encodekey  # type: ignore[assignment]
+    value_of: Callable[[str], bytes] = environ.encodevalue  # type: ignore[assignment]
     for name, value in params.items():
-        if os.environ.get(name) != value:
-            os.environ[name] = value
-    os.environ.pop("HTTP_PROXY", None)  # httpoxy: never from a request's Proxy header
+        if name != "HTTP_PROXY":
+            data[key(name)] = value_of(value)
+    entries = [name + b"=" + value for name, value in data.items()]
+    # room in steps of 64: ctypes makes a type per array length, and the forker has
+    # made these (unused slots are NULL: the end of the environment)
+    array = (ctypes.c_char_p * ((len(entries) // 64 + 1) * 64))(*entries)
+    _KEEP.append((entries, array))
+    _ENVIRON.value = ctypes.addressof(array)
 
 
 def _finish(status: int) -> NoReturn:
@@ -166,10 +277,9 @@ def _finish(status: int) -> NoReturn:
 
     Closing first releases the script's flocks and ends its output at once, instead
     of after the kernel has torn the process down; the parent ends the request on
-    the status and reaps the child later.
+    the status and reaps the child later.  (No ``contextlib.suppress`` here: each
+    helper a child runs for the first time costs it pages.)
     """
-    import atexit
-
     threading = sys.modules.get("threading")
     try:
         if threading is not None:  # non-daemon threads are waited for, as at Python's exit
@@ -177,35 +287,46 @@ def _finish(status: int) -> NoReturn:
         atexit._run_exitfuncs()
     finally:
         for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(OSError, ValueError):
+            try:  # noqa: SIM105
                 stream.flush()
+            except (OSError, ValueError):
+                pass
         status &= 0xFF
         if _ctl_fd >= 0:
             close_fds_but(_ctl_fd)
-            with contextlib.suppress(OSError):
-                os.write(_ctl_fd, bytes([status]))
+            try:  # noqa: SIM105
+                os.write(_ctl_fd, bytes((status,)))
+            except OSError:
+                pass
         os._exit(status)
 
 
 def close_fds_but(keep: int) -> None:
     """Close every open fd except *keep*.
 
-    Only the fds /proc/self/fd lists are closed: Python 3.9's ``os.closerange`` calls
-    close() on every number up to the limit (3.10 and later make one close_range(2)
-    call where the system has it), which with SC_OPEN_MAX 20000 took 2 ms a request.
-    Where /proc is not mounted, ``os.closerange`` up to :data:`MAX_FD`.
+    Python 3.10 and later close a range in one close_range(2) call where the system
+    has it (or walk /proc/self/fd); 3.9's ``os.closerange`` calls close() on every
+    number up to the limit (with SC_OPEN_MAX 20000: 2 ms a request), so there only
+    the fds /proc/self/fd lists are closed.  (Listing /proc/self/fd costs too: the
+    kernel drops the listing's dentries when the child is reaped.)
     """
-    try:
-        names = os.listdir("/proc/self/fd")
-    except OSError:
+    names: list[str] = []
+    if sys.version_info < (3, 10):
+        try:  # noqa: SIM105
+            names = os.listdir("/proc/self/fd")
+        except OSError:
+            pass
+    if not names:
         os.closerange(0, keep)
         os.closerange(keep + 1, MAX_FD)
         return
     for name in names:
         fd = int(name)
         if fd != keep:
-            with contextlib.suppress(OSError):  # the listing's own fd is closed already
+            try:  # noqa: SIM105
                 os.close(fd)
+            except OSError:  # the listing's own fd is closed already
+                pass
 
 
 def _uncaught(exc: BaseException) -> int:
@@ -231,61 +352,84 @@ def _exit_status(exc: SystemExit) -> int:
     return 1
 
 
-def prepare(out_fd: int, err_fd: int) -> None:
-    """Before any request: default signals, own process group, fd 1 and 2 = the given pipes,
-    and ``sys.stdin``/``stdout``/``stderr`` made (fd 0 gets the body later)."""
-    for name in _RESET:
-        number = getattr(signal, name, None)
-        if number is not None:
-            signal.signal(number, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.set_wakeup_fd(-1)
-    gc.enable()  # the forker runs without it; a script runs as under plain CGI
-    os.setpgid(0, 0)
-    _warm_environ()
-    _warm_handles()
-    placeholder, unused = os.pipe()  # fd 0 is a pipe until the body replaces it
-    os.close(unused)
-    for target, fd in ((0, placeholder), (1, out_fd), (2, err_fd)):
-        os.dup2(fd, target)  # inheritable: the script's own subprocesses share them
-        os.close(fd)
-    for name, fd, mode, errors in (
-        ("stdin", 0, "r", "surrogateescape"),
-        ("stdout", 1, "w", "surrogateescape"),
-        ("stderr", 2, "w", "backslashreplace"),
-    ):
-        stream = _text_stream(fd, mode, errors)
-        setattr(sys, name, stream)
-        setattr(sys, f"__{name}__", stream)  # the originals too: a CGI process has only these
-
-
 def receive(ctl_fd: int) -> tuple[str, types.CodeType | None, str, dict[str, str], bytes]:
     """Wait for the request on *ctl_fd*: (path, code, compile error, environment, body).
 
-    The parent sends a 8-byte length and a ``marshal`` of the tuple.  End of file
-    first means "no request" (the server is stopping): the child exits quietly.
+    The parent sends what :func:`request_message` makes.  End of file first means
+    "no request" (the server is stopping): the child exits quietly.  The script's code
+    is the forker's copy when the forker has it (:data:`CODES`), else the one sent.
     """
     global _ctl_fd
-    data = bytearray()
-    need = 8
-    while len(data) < need:
-        chunk = os.read(ctl_fd, max(need - len(data), 65536))
-        if not chunk:
-            os._exit(0)
-        data += chunk
-        if need == 8 and len(data) >= 8:
-            need = 8 + int.from_bytes(data[:8], "big")
+    data: bytes | bytearray = os.read(ctl_fd, 65536)
+    need = 8 + int.from_bytes(data[:8], "big") if len(data) >= 8 else 8
+    if len(data) < need:  # a large body: more reads
+        data = bytearray(data)
+        while len(data) < need:
+            chunk = os.read(ctl_fd, max(need - len(data), 65536))
+            if not chunk:
+                os._exit(0)
+            data += chunk
+            if need == 8 and len(data) >= 8:
+                need = 8 + int.from_bytes(data[:8], "big")
     _ctl_fd = ctl_fd
-    path, code, error, env, body = marshal.loads(bytes(data[8:need]))
+    view = memoryview(data)[8:need]
+    sent = 12 + int.from_bytes(view[8:12], "big")
+    code = CODES.get(int.from_bytes(view[:8], "big"))
+    if code is None and sent > 12:
+        code = marshal.loads(view[12:sent])
+    path, error, env, body = marshal.loads(view[sent:])
     return path, code, error, env, body
+
+
+#: the forker's copies of the scripts' code, by number (:func:`request_message`); a child
+#: runs these instead of unmarshalling the code sent (which interns every name again).
+CODES: dict[int, types.CodeType] = {}
+#: the most codes kept, in the parent's record and in the forker.
+MAX_CODES = 64
+#: in the parent: the code objects sent so far, by ``id``: (code, number, marshal of it).
+_sent: dict[int, tuple[types.CodeType, int, bytes]] = {}
+_numbers = itertools.count(1)
+#: in the parent: what gives the forker a new code (``Forker.share``); None: no forker yet.
+share: Callable[[int, bytes], object] | None = None
 
 
 def request_message(
     path: str, code: types.CodeType | None, error: str, env: dict[str, str], body: bytes
 ) -> bytes:
-    """What :func:`receive` reads (built by the parent)."""
-    data = marshal.dumps((path, code, error, env, body))
-    return len(data).to_bytes(8, "big") + data
+    """What :func:`receive` reads (built by the parent).
+
+    A length, the code's number (0: none) and its ``marshal``, then a ``marshal`` of
+    the rest.  A code object not seen before gets a new number and is offered to the
+    forker, so the spares it forks afterwards have their own copy of it.
+    """
+    number, blob = 0, b""
+    if code is not None:
+        known = _sent.get(id(code))
+        if known is None or known[0] is not code:
+            known = (code, next(_numbers), marshal.dumps(code))
+            _sent[id(code)] = known
+            while len(_sent) > MAX_CODES:
+                del _sent[next(iter(_sent))]
+            if share is not None:
+                share(known[1], known[2])
+        number, blob = known[1], known[2]
+    rest = marshal.dumps((path, error, env, body))
+    size = 12 + len(blob) + len(rest)
+    head = size.to_bytes(8, "big") + number.to_bytes(8, "big") + len(blob).to_bytes(4, "big")
+    return head + blob + rest
+
+
+def take_code(number: int, blob: bytes) -> None:
+    """In the forker: keep the code the parent offered, for the spares forked from now on."""
+    try:
+        code = marshal.loads(blob)
+    except (ValueError, EOFError, TypeError):
+        return
+    if isinstance(code, types.CodeType):
+        CODES[number] = code
+        while len(CODES) > MAX_CODES:
+            del CODES[next(iter(CODES))]
+        gc.freeze()  # the children's collections leave it alone (and its pages unwritten)
 
 
 def serve_one(ctl_fd: int, out_fd: int, err_fd: int) -> NoReturn:
@@ -297,7 +441,7 @@ def serve_one(ctl_fd: int, out_fd: int, err_fd: int) -> NoReturn:
         os.dup2(stdin, 0)  # sys.stdin reads fd 0: now the body
         os.close(stdin)
         _environ(env)
-        directory = os.path.dirname(path)
+        directory = path[: path.rindex("/")] or "/"  # the parent sends a real, absolute path
         os.chdir(directory)
         sys.argv = [path]
         sys.path[0] = directory
