@@ -72,10 +72,10 @@ from __future__ import annotations
 import os
 import sys
 import time
-from _thread import allocate_lock, get_ident
+from _thread import get_ident
 
 from ..perl.clock import check_seconds
-from . import cleanup as _cleanup, retry as _retry
+from . import cleanup as _cleanup, retry as _retry, threadsafe as _threadsafe
 from .acquired import Acquired
 from .contract import (
     DEFAULT_METHOD,
@@ -245,7 +245,8 @@ class Lock:
             self.auto_refresh = every
         self._count = 0
         self._next_break = 0.0
-        self._mutex = allocate_lock()  # a refresh and a release never overlap
+        self._mutex = _threadsafe.Mutex()  # a refresh and a release never overlap
+        self._gate = _threadsafe.Gate()  # issue 34: one holder thread, the others wait
         self._stop: Any = None  # the auto_refresh thread's stop event while it runs
 
     # -- state ---------------------------------------------------------
@@ -295,6 +296,7 @@ class Lock:
         an :class:`Acquired`, so ``with lk.acquire(timeout=1):`` releases on exit.
         """
         me = get_ident()
+        _threadsafe.refuse_reentry(self)  # issue 34: a signal handler mid-take/release
         if self._owner_thread == me and _cleanup.holder(self.method, self.path) is self:
             self._release_failed = None  # its holder takes it again: held, not pending
             self._count += 1
@@ -310,19 +312,20 @@ class Lock:
         if pending is not None and pending._release_failed is None:
             raise DuplicateLockError(f"this thread already holds the lock {self.path!r}")
         deadline = _retry.deadline_after(timeout)
-        backend = self._backend
-        backend.deadline = deadline
-        self._next_break = 0.0
-        # redis: block until a release wakes us
-        block = backend.wait_for_release if backend.waits_for_release else None
-        cap = _retry.cap_for(self.wait)
-        for _ in _retry.tries(deadline, cap=cap, poll=poll, block=block):
-            if pending is not None and pending.is_locked and not pending._finish_release():
-                continue  # our own failed release is still pending: busy, as for anyone's lock
-            if self._take(me):
-                return Acquired(self)
-        failed = pending._release_failed if pending is not None else None
-        raise self._timed_out(timeout, failed)
+        with _threadsafe.taking(self, deadline, timeout):  # issue 34: other threads wait
+            backend = self._backend
+            backend.deadline = deadline
+            self._next_break = 0.0
+            # redis: block until a release wakes us
+            block = backend.wait_for_release if backend.waits_for_release else None
+            cap = _retry.cap_for(self.wait)
+            for _ in _retry.tries(deadline, cap=cap, poll=poll, block=block):
+                if pending is not None and pending.is_locked and not pending._finish_release():
+                    continue  # our own failed release is still pending: busy, as for anyone's
+                if self._take(me):
+                    return Acquired(self)
+            failed = pending._release_failed if pending is not None else None
+            raise self._timed_out(timeout, failed)
 
     def _take(self, me: int) -> bool:
         """One attempt (and, at most every ``BREAK_EVERY`` s, a stale break); True if taken."""
@@ -370,6 +373,8 @@ class Lock:
         it to the child, the holder's remaining ``release()`` calls (one per hold
         counted then) are no-ops instead of NotLockedError.
         """
+        if self._gate.stepping() == _threadsafe.RELEASE:  # issue 34: from a signal handler
+            return  # re-entered mid-release: the release under way finishes it
         if self._owner_thread is None:
             if self._abandoned:  # one no-op per hold counted then (nested ``with`` blocks)
                 self._abandoned = 0 if force else self._abandoned - 1
@@ -382,6 +387,10 @@ class Lock:
         if self._count > 1 and not force:
             self._count -= 1
             return
+        if self._mutex.mine():  # issue 34: a signal handler mid-refresh: done after it
+            self._mutex.defer(force)
+            return
+        self._gate.step = _threadsafe.RELEASE  # issue 34
         _cleanup.enter()  # a stopping signal waits until the release is complete
         try:
             with self._mutex:  # not in the middle of a refresh
@@ -395,6 +404,7 @@ class Lock:
                 self._release_failed = None
                 self._disown()
         finally:
+            self._gate.end_step()  # issue 34 (left already by _disown if released)
             _cleanup.leave()
         _debug("released %s lock %r (held %.3g s)", self.method, self.path, held_for)
         if not still_ours:
@@ -475,6 +485,9 @@ class Lock:
             fresh = self._refresh_held()
         finally:
             _cleanup.leave()
+            deferred = self._mutex.take_deferred()  # issue 34: a handler's release, now
+            if deferred:
+                self.release(force=deferred == 2)
         if fresh is False:
             raise ExpiredLockError(
                 f"lock {self.path!r} was broken or replaced while held; not refreshed"
@@ -482,6 +495,8 @@ class Lock:
 
     def _refresh_held(self, stop: Any = None) -> bool | None:
         """Refresh under the mutex: True, False if no longer ours, None if released (or *stop*)."""
+        if self._mutex.mine():  # issue 34: re-entered from a signal handler mid-step
+            return None
         with self._mutex:
             if self._owner_thread is None or (stop is not None and stop.is_set()):
                 return None
@@ -501,7 +516,9 @@ class Lock:
         stop = threading.Event()
         self._stop = stop
         name = f"perlcompat auto_refresh {self.path}"
-        thread = threading.Thread(target=_keep_fresh, args=(self, stop, every), name=name)
+        thread = threading.Thread(
+            target=_threadsafe.keep_fresh, args=(self, stop, every), name=name
+        )
         thread.daemon = True  # dies with the process
         thread.start()
 
@@ -560,9 +577,12 @@ class Lock:
         me = get_ident()
         async for _ in _retry.tries_async(deadline, poll=poll):
             if self._owner_thread is None and owned_here(self.method, self.path) is None:
-                self._backend.deadline = deadline
-                if await self._take_async(me):
-                    return Acquired(self)
+                if not self._gate.try_take():  # issue 34: another thread (or task) is in it
+                    continue
+                with _threadsafe.Step(self):  # issue 34
+                    self._backend.deadline = deadline
+                    if await self._take_async(me):
+                        return Acquired(self)
         raise self._timed_out(timeout)
 
     async def _take_async(self, me: int) -> bool:
@@ -627,7 +647,8 @@ class Lock:
 
     def _forget(self) -> None:
         """In a child of ``os.fork()``: the parent holds this lock, not us; drop it unreleased."""
-        self._mutex = allocate_lock()  # the copy may be held by a thread the child lacks
+        self._mutex = _threadsafe.Mutex()  # the copy may be held by a thread the child lacks
+        self._gate.reset_unless_mine()  # issue 34: so may the gate
         self._stop = None  # the auto_refresh thread is the parent's
         self._disown()
         self._backend.forget()
@@ -648,7 +669,7 @@ class Lock:
         Refreshes the lock (its owner record says this pid) and restarts the
         ``auto_refresh`` thread; False if the lock was not ours any more.
         """
-        self._mutex = allocate_lock()
+        self._mutex = _threadsafe.Mutex()
         self._stop = None
         fresh = self._backend.refresh()
         if fresh:
@@ -662,30 +683,7 @@ class Lock:
         self._owner_thread = None
         self._count = 0
         self._stop_refresher()
-
-
-def _keep_fresh(lock_: Lock, stop: Any, every: float) -> None:
-    """The ``auto_refresh`` thread: refresh *lock_* every *every* s until *stop* is set.
-
-    It stops at the release (or a cleanup, or a fork hand-off), and when the lock
-    is found broken or replaced (a WARNING; the release then raises ExpiredLockError).
-    An OSError of one refresh (a remover busy for long) is logged, and retried next time.
-    """
-    from . import log as _log
-
-    while not stop.wait(every):
-        try:
-            fresh = lock_._refresh_held(stop)
-        except OSError as exc:
-            _log.warning("auto_refresh of %r failed (again in %g s): %s", lock_.path, every, exc)
-            continue
-        if fresh is None:
-            return
-        if not fresh:
-            _log.warning(
-                "lock %r was broken or replaced while held; auto_refresh stops", lock_.path
-            )
-            return
+        self._gate.leave()  # issue 34: the next thread may take this object now
 
 
 def _debug(message: str, *args: object) -> None:

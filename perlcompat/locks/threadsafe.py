@@ -1,0 +1,239 @@
+"""One ``Lock`` object shared by threads, and re-entered from a signal handler.
+
+**The gate.**  A ``Lock`` object has one holder thread at a time, as a
+``threading.Lock`` or portalocker's lock has: the thread that takes it holds its
+:class:`Gate` from the start of its ``acquire()`` until its last ``release()``,
+and another thread's ``acquire()`` waits for the gate (within its own
+patience, a pending ``alarm()`` honoured: ``locks.retry``) before it tries the
+lock at all.  So one backend is never driven by two threads at once, and the
+holder's re-entrancy (nested ``with lk:``) is untouched.  The gate is a
+``_thread.RLock``: it knows, atomically, whether the calling thread holds it,
+so a signal handler that re-enters the lock in the thread that is in the
+middle of taking or releasing it (:attr:`Gate.step`) is recognised and never
+waits for itself.  A thread that ended holding the object leaves the gate
+held (as it leaves the lock held until exit: ``locks.cleanup``); a later
+thread given the same ident is told apart by a per-thread token.
+
+``Lock`` calls :func:`refuse_reentry` first in ``acquire()``, waits in
+:func:`taking` and marks its steps with :class:`Step`; the ``auto_refresh``
+thread is :func:`keep_fresh`.
+
+**The mutex.**  A refresh (``Lock.refresh()``, the ``auto_refresh`` thread) and
+a release never overlap: :class:`Mutex`.  It also knows whether the calling
+thread holds it: a ``release()`` re-entered from a signal handler in the
+middle of this thread's ``refresh()`` is deferred (:attr:`Mutex.deferred`) and
+done when the refresh returns, instead of waiting for itself for ever.
+"""
+
+from __future__ import annotations
+
+from _thread import RLock, _local, get_ident
+
+from . import retry as _retry
+from .errors import DuplicateLockError, LockTimeout
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from .api import Lock
+
+#: :attr:`Gate.step` while the gate's thread is inside ``acquire()`` / ``release()``.
+TAKE = 1
+RELEASE = 2
+
+_thread = _local()  # ``token``: one object per thread, gone with it
+
+
+def token() -> object:
+    """This thread's token (a thread given an ended thread's ident has another)."""
+    try:
+        found: object = _thread.token
+        return found
+    except AttributeError:
+        found = _thread.token = object()
+        return found
+
+
+def _owned(lock: RLock) -> bool:
+    """True if the calling thread holds *lock* (atomic: the C lock's own owner check)."""
+    return bool(lock._is_owned())  # type: ignore[attr-defined]
+
+
+class Gate:
+    """Which thread holds a ``Lock`` object; the others wait for it."""
+
+    __slots__ = ("_lock", "_token", "step")
+
+    def __init__(self) -> None:
+        self._lock = RLock()
+        self._token: object = None
+        #: TAKE or RELEASE while the holding thread is in that step, else 0
+        self.step = 0
+
+    def stepping(self) -> int:
+        """The step this thread is in the middle of (a signal handler re-entering it), else 0."""
+        return self.step if _owned(self._lock) and self._token is token() else 0
+
+    def take(self, deadline: float | None) -> bool:
+        """Hold the gate, waiting for another thread's release until *deadline*; False if not.
+
+        Held already by this thread (left so by a cleanup from another thread): True
+        at once.  Held by a thread that ended with this thread's ident: busy until
+        *deadline* (that hold lasts until exit).
+        """
+        me = token()
+        if _owned(self._lock):
+            if self._token is me:
+                return True
+            for _ in _retry.tries(deadline):
+                pass
+            return False
+        got = False
+
+        def block(left: float | None) -> None:
+            nonlocal got
+            got = self._lock.acquire(True, -1 if left is None else left)
+
+        try:
+            for _ in _retry.tries(deadline, block=block):
+                if got or self._lock.acquire(False):
+                    got = True
+                    self._token = me
+                    return True
+        except BaseException:  # an ALRM handler raised after the wait got the gate
+            if got and self._token is not me:
+                self._lock.release()
+            raise
+        return False
+
+    def try_take(self) -> bool:
+        """Hold the gate if no thread does (this one included); never waits."""
+        if _owned(self._lock):
+            return self._token is token() and not self.step
+        if not self._lock.acquire(False):
+            return False
+        self._token = token()
+        return True
+
+    def end_step(self) -> None:
+        """The step is over (the gate kept, or already left)."""
+        if _owned(self._lock):
+            self.step = 0
+
+    def leave(self) -> None:
+        """Let the next thread in, if this thread holds the gate (else nothing)."""
+        if _owned(self._lock):
+            self.step = 0
+            self._token = None
+            self._lock.release()
+
+    def reset_unless_mine(self) -> None:
+        """In a forked child: a gate held by a thread the child lacks is free again."""
+        if not _owned(self._lock):
+            self._lock = RLock()
+            self._token = None
+            self.step = 0
+
+
+class Mutex:
+    """A refresh and a release never overlap; knows whether this thread holds it."""
+
+    __slots__ = ("_lock", "deferred")
+
+    def __init__(self) -> None:
+        self._lock = RLock()
+        #: a release re-entered meanwhile from a signal handler: 1, 2 with force, else 0
+        self.deferred = 0
+
+    def mine(self) -> bool:
+        """True if this thread holds the mutex (so a signal handler must not wait for it)."""
+        return _owned(self._lock)
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        return self._lock.acquire(blocking, timeout)
+
+    def release(self) -> None:
+        self._lock.release()
+
+    def __enter__(self) -> Mutex:
+        self._lock.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()
+
+    def defer(self, force: bool) -> None:
+        """Note a release asked for while this thread's refresh holds the mutex."""
+        self.deferred = max(self.deferred, 2 if force else 1)
+
+    def take_deferred(self) -> int:
+        """The release deferred meanwhile (0, 1, or 2 with force), and forget it."""
+        deferred, self.deferred = self.deferred, 0
+        return deferred
+
+
+def refuse_reentry(lock: Lock) -> None:
+    """DuplicateLockError if this thread is in the middle of taking or releasing *lock*.
+
+    Only a signal handler (or another asyncio task of this thread) can get here then:
+    waiting would wait for itself.
+    """
+    if lock._gate.stepping():
+        raise DuplicateLockError(
+            f"lock {lock.path!r}: acquire() re-entered (from a signal handler?) while this"
+            " thread is taking or releasing it"
+        )
+
+
+class Step:
+    """``with Step(lock):`` the gate's thread is taking *lock*; the gate stays only with a hold."""
+
+    __slots__ = ("lock",)
+
+    def __init__(self, lock: Lock) -> None:
+        self.lock = lock
+        lock._gate.step = TAKE
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        gate = self.lock._gate
+        gate.end_step()
+        if self.lock._owner_thread != get_ident():
+            gate.leave()  # not taken: the next thread goes in
+
+
+def taking(lock: Lock, deadline: float | None, timeout: float | None) -> Step:
+    """Wait for *lock*'s gate until *deadline*, then :class:`Step`; LockTimeout if it stays busy."""
+    if not lock._gate.take(deadline):
+        exc = LockTimeout(
+            f"lock {lock.path!r} is busy (waited {timeout or 0:g} s): another thread of this"
+            " process holds it through this Lock object"
+        )
+        exc.lock_file = lock.path
+        raise exc
+    return Step(lock)
+
+
+def keep_fresh(lock: Lock, stop: Any, every: float) -> None:
+    """The ``auto_refresh`` thread: refresh *lock* every *every* s until *stop* is set.
+
+    It stops at the release (or a cleanup, or a fork hand-off), and when the lock
+    is found broken or replaced (a WARNING; the release then raises ExpiredLockError).
+    An OSError of one refresh (a remover busy for long) is logged, and retried next time.
+    """
+    from . import log as _log
+
+    while not stop.wait(every):
+        try:
+            fresh = lock._refresh_held(stop)
+        except OSError as exc:
+            _log.warning("auto_refresh of %r failed (again in %g s): %s", lock.path, every, exc)
+            continue
+        if fresh is None:
+            return
+        if not fresh:
+            _log.warning("lock %r was broken or replaced while held; auto_refresh stops", lock.path)
+            return
