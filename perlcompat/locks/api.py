@@ -25,12 +25,13 @@ lives here, once:
 * **Ownership.** A lock is held by one ``Lock`` object in one thread of one
   process.  The same ``Lock`` object taken again by the thread that holds it
   counts (filelock's re-entrancy: nested ``with lk:``), and the lock is
-  released at the matching last ``release()``.  Any other way of taking a lock
-  this thread already holds (a second ``Lock`` object, a nested ``lock()`` of
-  the same name) is refused at once (``DuplicateLockError``, ``$!`` =
-  EDEADLK), so a port that nests the same ``lock()`` fails loudly instead of
-  waiting out its own patience.  Another thread of the same process waits like
-  another process would, and cannot release the holder's lock: its ``unlock()`` returns 0
+  released at the matching last ``release()``.  A nested ``lock()`` of a name
+  this thread holds is refused at once (``$!`` = EDEADLK), so a port that nests
+  the same ``lock()`` fails loudly instead of waiting out its own patience; a
+  second ``Lock`` object waits for it as for anyone's (filelock, portalocker).
+  Another thread waits like another process would (on the same ``Lock`` object
+  too: one holder thread, ``locks.threadsafe``), and cannot release the holder's
+  lock: its ``unlock()`` returns 0
   (``$!`` = ENOLCK), its ``release()`` raises ``NotLockedError``.  A release
   that fails (``OSError`` from the method) leaves the lock held by its object,
   so the lock on disk and the object never disagree and the release can be
@@ -92,6 +93,7 @@ from .errors import (
     LockError,
     LockTimeout,
     NotLockedError,
+    in_perl_sub,
 )
 from .options import (
     DEFAULT_RETRY,
@@ -261,6 +263,15 @@ class Lock:
         return self._count
 
     @property
+    def timeout(self) -> float | None:
+        """Seconds ``acquire()`` waits by default, None for ever (set -1 or None for that)."""
+        return self._timeout
+
+    @timeout.setter
+    def timeout(self, value: float | None) -> None:  # issue 34: checked as the argument is
+        self._timeout = check_timeout(value)
+
+    @property
     def fencing_token(self) -> int | None:
         """The method's fencing token for the current hold (Redis), else None."""
         return self._backend.fencing_token
@@ -310,7 +321,9 @@ class Lock:
             poll = check_seconds("poll_interval", poll_interval, zero=False)
         pending = owned_here(self.method, self.path)
         if pending is not None and pending._release_failed is None:
-            raise DuplicateLockError(f"this thread already holds the lock {self.path!r}")
+            if in_perl_sub():  # issue 34: lock() refuses at once; a Lock object waits for it
+                raise DuplicateLockError(f"this thread already holds the lock {self.path!r}")
+            pending = None  # held by another Lock object of this thread: busy, as anyone's
         deadline = _retry.deadline_after(timeout)
         with _threadsafe.taking(self, deadline, timeout):  # issue 34: other threads wait
             backend = self._backend
@@ -391,6 +404,7 @@ class Lock:
             self._mutex.defer(force)
             return
         self._gate.step = _threadsafe.RELEASE  # issue 34
+        owed = self._count if force else 0  # issue 34: then each hold's own release is a no-op
         _cleanup.enter()  # a stopping signal waits until the release is complete
         try:
             with self._mutex:  # not in the middle of a refresh
@@ -403,6 +417,7 @@ class Lock:
                     raise
                 self._release_failed = None
                 self._disown()
+                self._abandoned = owed
         finally:
             self._gate.end_step()  # issue 34 (left already by _disown if released)
             _cleanup.leave()
@@ -508,19 +523,8 @@ class Lock:
 
     def _start_refresher(self) -> None:
         """Start the ``auto_refresh`` thread for the hold just taken (if asked for)."""
-        every = self.auto_refresh
-        if every is None:
-            return
-        import threading
-
-        stop = threading.Event()
-        self._stop = stop
-        name = f"perlcompat auto_refresh {self.path}"
-        thread = threading.Thread(
-            target=_threadsafe.keep_fresh, args=(self, stop, every), name=name
-        )
-        thread.daemon = True  # dies with the process
-        thread.start()
+        if self.auto_refresh is not None:
+            self._stop = _threadsafe.start_refresher(self, self.auto_refresh)
 
     def _stop_refresher(self) -> None:
         stop, self._stop = self._stop, None
@@ -537,18 +541,15 @@ class Lock:
         value: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if kind is not None:
-            # Perl's die keeps the lock until exit, which writes every handle out first: an
-            # exception leaving the block writes out what the open handles buffered before
-            # the lock goes, or the next holder reads old data that our late flush overwrites
-            handle = sys.modules.get("perlcompat.perl.handle")
+        # Perl's die keeps the lock until exit, which writes every handle out first: an
+        # exception leaving the block writes out what the open handles buffered before
+        # the lock goes, or the next holder reads old data that our late flush overwrites
+        handle = sys.modules.get("perlcompat.perl.handle") if kind is not None else None
+        try:
             if handle is not None:
-                try:
-                    handle.flush_all()
-                finally:
-                    self.release()
-                return
-        self.release()
+                handle.flush_all()
+        finally:
+            _threadsafe.release_under(self, value)  # issue 34: the body's exception goes on
 
     async def acquire_async(
         self,
@@ -566,6 +567,9 @@ class Lock:
         thread) is held, for instance by another task of the loop, it waits for
         the release, as ``asyncio.Lock`` does.
         """
+        if _threadsafe.held_by_this_task(self):  # issue 34: its holder task takes it again
+            self._count += 1
+            return Acquired(self)
         if not blocking:
             timeout = 0
         timeout = self.timeout if isinstance(timeout, _Unset) else check_timeout(timeout)
@@ -582,6 +586,7 @@ class Lock:
                 with _threadsafe.Step(self):  # issue 34
                     self._backend.deadline = deadline
                     if await self._take_async(me):
+                        _threadsafe.note_task(self)
                         return Acquired(self)
         raise self._timed_out(timeout)
 
@@ -616,7 +621,7 @@ class Lock:
         value: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self.release()
+        _threadsafe.release_under(self, value)  # issue 34: the body's exception goes on
 
     def __call__(self, func: F) -> F:
         """Use the lock as a decorator: hold it around each call of *func*."""

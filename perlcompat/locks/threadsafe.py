@@ -217,6 +217,54 @@ def taking(lock: Lock, deadline: float | None, timeout: float | None) -> Step:
     return Step(lock)
 
 
+def release_under(lock: Lock, exc: BaseException | None) -> None:
+    """Release *lock* leaving a ``with`` block; with the body's *exc*, an error of the release
+    is logged (WARNING) and noted on *exc*, which goes on (filelock, portalocker)."""
+    if exc is None:
+        lock.release()
+        return
+    try:
+        lock.release()
+    except Exception as error:  # the body's exception is the one the program sees
+        from . import log as _log
+
+        _log.warning("lock %r: its release after an exception failed: %r", lock.path, error)
+        note = getattr(exc, "add_note", None)  # Python 3.11+
+        if note is not None:
+            note(f"and the release of lock {lock.path!r} failed: {error!r}")
+
+
+def held_by_this_task(lock: Lock) -> bool:
+    """True if the running asyncio task holds *lock* (:func:`note_task`): it may take it again."""
+    task = getattr(lock, "_task", None)
+    if task is None or lock._owner_thread != get_ident() or not lock.is_locked:
+        return False
+    import asyncio
+
+    return task() is asyncio.current_task()
+
+
+def note_task(lock: Lock) -> None:
+    """Remember which asyncio task took *lock* (weakly)."""
+    import asyncio
+    import weakref
+
+    current = asyncio.current_task()
+    lock._task = None if current is None else weakref.ref(current)  # type: ignore[attr-defined]
+
+
+def start_refresher(lock: Lock, every: float) -> Any:
+    """Start the ``auto_refresh`` thread of *lock* (:func:`keep_fresh`); its stop event."""
+    import threading
+
+    stop = threading.Event()
+    name = f"perlcompat auto_refresh {lock.path}"
+    thread = threading.Thread(target=keep_fresh, args=(lock, stop, every), name=name)
+    thread.daemon = True  # dies with the process
+    thread.start()
+    return stop
+
+
 def keep_fresh(lock: Lock, stop: Any, every: float) -> None:
     """The ``auto_refresh`` thread: refresh *lock* every *every* s until *stop* is set.
 
