@@ -274,3 +274,38 @@ def test_a_signal_handler_reentering_the_lock_never_waits_for_itself(
     assert done.returncode == 0, done.stderr.decode()
     assert done.stdout.decode().split() == expected.split()
     assert not os.path.exists(tmp_path / "lk") or method == "flock"
+
+
+def test_two_objects_of_one_path_never_both_look_locked(tmp_path: Path, interleaved: None) -> None:
+    """``is_locked`` turns False when the release starts, before another object can take it."""
+    path = str(tmp_path / "lk")
+    first, second = Lock(path, method="flock", timeout=60), Lock(path, method="flock", timeout=60)
+
+    def work(mine: Lock, other: Lock) -> Callable[[], None]:
+        def loop() -> None:
+            for _ in range(CALLS):
+                with mine:
+                    assert mine.is_locked
+                    assert not other.is_locked
+
+        return loop
+
+    pairs = [(first, second), (second, first)] * (THREADS // 2)
+    errors: list[str] = []
+    threads = [threading.Thread(target=_collect(work(m, o), errors)) for m, o in pairs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert errors == []
+    assert not first.is_locked and not second.is_locked
+
+
+def _collect(work: Callable[[], None], errors: list[str]) -> Callable[[], None]:
+    def body() -> None:
+        try:
+            work()
+        except Exception as exc:  # collected, asserted empty
+            errors.append(f"{type(exc).__name__}: {exc}")
+
+    return body

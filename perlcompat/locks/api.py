@@ -254,8 +254,8 @@ class Lock:
     # -- state ---------------------------------------------------------
     @property
     def is_locked(self) -> bool:
-        """True while this object holds the lock."""
-        return self._owner_thread is not None
+        """True while this object holds the lock (False from the start of its release)."""
+        return self._owner_thread is not None and self._gate.step != _threadsafe.RELEASE
 
     @property
     def lock_counter(self) -> int:
