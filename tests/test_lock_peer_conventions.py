@@ -111,3 +111,27 @@ def test_async_with_await_acquire_and_task_reentry(tmp_path: Path) -> None:
         return seen
 
     assert asyncio.run(main()) == [True, 2, True, False, False]
+
+
+def test_a_single_enoent_from_link_is_looked_at_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """flufl.lock's rule: one ENOENT from link(2) (an NFS server that lost a name) is tried
+    again; two in a row raise."""
+    real = os.link
+    answers: list[int] = [1]
+
+    def link(src: str, dst: str) -> None:
+        if answers and answers.pop():
+            raise FileNotFoundError(2, "lost on the server", dst)
+        real(src, dst)
+
+    monkeypatch.setattr(os, "link", link)
+    lk = Lock(str(tmp_path / "lk"), method="link", timeout=30)
+    with lk:
+        assert (tmp_path / "lk").is_file()
+    answers[:] = [1, 1]
+    with pytest.raises(FileNotFoundError):
+        lk.acquire()
+    assert not (tmp_path / "lk").exists()
+    assert not list(tmp_path.iterdir())  # no temp file left behind
