@@ -383,13 +383,14 @@ class Lock:
         the lock may release it (NotLockedError otherwise).  If the method fails
         (OSError), the lock stays held by this object.  After a signal or exit
         cleanup released it (``locks.cleanup``), or ``perlcompat.fork()`` handed
-        it to the child, the holder's remaining ``release()`` calls (one per hold
-        counted then) are no-ops instead of NotLockedError.
+        it to the child, or after a ``release(force=True)``, the holder's remaining
+        ``release()`` calls (one per hold counted then) are no-ops instead of
+        NotLockedError; ``release(force=True)`` of a lock not held does nothing.
         """
         if self._gate.stepping() == _threadsafe.RELEASE:  # issue 34: from a signal handler
             return  # re-entered mid-release: the release under way finishes it
         if self._owner_thread is None:
-            if self._abandoned:  # one no-op per hold counted then (nested ``with`` blocks)
+            if self._abandoned or force:  # a no-op per hold counted then; force: always (34)
                 self._abandoned = 0 if force else self._abandoned - 1
                 return
             raise NotLockedError(f"lock {self.path!r} is not held by this Lock")
