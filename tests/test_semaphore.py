@@ -378,8 +378,9 @@ def test_a_slot_is_not_inherited_by_a_program_the_holder_starts(tmp_path: Path) 
     import fcntl
 
     sem = Semaphore(str(tmp_path / "sem"), 1).acquire()
-    fd = sem._fd
-    assert fd is not None
+    hold = sem._mine()
+    assert hold is not None
+    fd = hold.fd
     assert fcntl.fcntl(fd, fcntl.F_GETFD) & fcntl.FD_CLOEXEC
     look = "import os, sys; print(os.path.exists(f'/proc/self/fd/{sys.argv[1]}'))"
     out = subprocess.run(

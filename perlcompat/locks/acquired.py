@@ -54,7 +54,18 @@ class Acquired:
         value: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self.lock.release()
+        self.lock.__exit__(kind, value, tb)
+
+    async def __aenter__(self) -> Lock:  # ``async with await lk.acquire_async():`` (filelock)
+        return self.lock
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.lock.__aexit__(kind, value, tb)
 
     def __getattr__(self, name: str) -> Any:
         if name == "lock":  # not set yet (a copy in the making): no recursion through it

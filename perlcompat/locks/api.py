@@ -26,12 +26,13 @@ lives here, once:
 * **Ownership.** A lock is held by one ``Lock`` object in one thread of one
   process.  The same ``Lock`` object taken again by the thread that holds it
   counts (filelock's re-entrancy: nested ``with lk:``), and the lock is
-  released at the matching last ``release()``.  Any other way of taking a lock
-  this thread already holds (a second ``Lock`` object, a nested ``lock()`` of
-  the same name) is refused at once (``DuplicateLockError``, ``$!`` =
-  EDEADLK), so a port that nests the same ``lock()`` fails loudly instead of
-  waiting out its own patience.  Another thread of the same process waits like
-  another process would, and cannot release the holder's lock: its ``unlock()`` returns 0
+  released at the matching last ``release()``.  A nested ``lock()`` of a name
+  this thread holds is refused at once (``$!`` = EDEADLK), so a port that nests
+  the same ``lock()`` fails loudly instead of waiting out its own patience; a
+  second ``Lock`` object waits for it as for anyone's (filelock, portalocker).
+  Another thread waits like another process would (on the same ``Lock`` object
+  too: one holder thread, ``locks.threadsafe``), and cannot release the holder's
+  lock: its ``unlock()`` returns 0
   (``$!`` = ENOLCK), its ``release()`` raises ``NotLockedError``.  A release
   that fails (``OSError`` from the method) leaves the lock held by its object,
   so the lock on disk and the object never disagree and the release can be
@@ -73,15 +74,14 @@ from __future__ import annotations
 import os
 import sys
 import time
-from _thread import allocate_lock, get_ident
+from _thread import RLock, get_ident
 
 from ..perl.clock import check_seconds
-from . import cleanup as _cleanup, retry as _retry
+from . import cleanup as _cleanup, retry as _retry, threadsafe as _threadsafe
 from .acquired import Acquired
 from .contract import (
     DEFAULT_METHOD,
     REGISTERED,
-    URL_METHOD,
     Backend,
     backend_class,
     detect as detect_method,
@@ -94,6 +94,7 @@ from .errors import (
     LockError,
     LockTimeout,
     NotLockedError,
+    in_perl_sub,
 )
 from .options import (
     UNSET,
@@ -238,19 +239,32 @@ class Lock:
             self.auto_refresh = every
         self._count = 0
         self._next_break = 0.0
-        self._mutex = allocate_lock()  # a refresh and a release never overlap
+        self._mutex = RLock()  # a refresh and a release never overlap
+        self._deferred = 0  # a release a signal handler asked for mid-refresh: 1, 2 with force
+        #: one holder thread, the others wait (issue 34); made at the first acquire()
+        self._gate: _threadsafe.Gate | None = None
         self._stop: Any = None  # the auto_refresh thread's stop event while it runs
 
     # -- state ---------------------------------------------------------
     @property
     def is_locked(self) -> bool:
-        """True while this object holds the lock."""
-        return self._owner_thread is not None
+        """True while this object holds the lock (False from the start of its release)."""
+        gate = self._gate
+        return self._owner_thread is not None and (gate is None or gate.step != _threadsafe.RELEASE)
 
     @property
     def lock_counter(self) -> int:
         """How many times the holding thread has taken this lock (filelock's name); 0 if free."""
         return self._count
+
+    @property
+    def timeout(self) -> float | None:
+        """Seconds ``acquire()`` waits by default, None for ever (set -1 or None for that)."""
+        return self._timeout
+
+    @timeout.setter
+    def timeout(self, value: float | None) -> None:  # issue 34: checked as the argument is
+        self._timeout = check_timeout(value)
 
     @property
     def fencing_token(self) -> int | None:
@@ -290,9 +304,13 @@ class Lock:
         self._acquire(timeout, poll_interval, blocking)
         return Acquired(self)
 
-    def _acquire(self, timeout: float | _Unset | None, poll: float | None, blocking: bool) -> None:
-        """:meth:`acquire` (*poll* its *poll_interval*), returning nothing (``lock()`` calls it)."""
+    def _acquire(
+        self, timeout: float | _Unset | None, poll: float | None, blocking: bool, perl: bool = False
+    ) -> None:
+        """:meth:`acquire` (*poll* its *poll_interval*); *perl*: for ``lock()``'s own object."""
         me = get_ident()
+        if not perl:
+            _threadsafe.refuse_reentry(self)  # issue 34: a signal handler mid-take/release
         if self._owner_thread == me and _cleanup.holder(self.method, self.path) is self:
             self._release_failed = None  # its holder takes it again: held, not pending
             self._count += 1
@@ -304,8 +322,24 @@ class Lock:
         poll = self.poll if poll is None else check_seconds("poll_interval", poll, zero=False)
         pending = owned_here(self.method, self.path)
         if pending is not None and pending._release_failed is None:
-            raise DuplicateLockError(f"this thread already holds the lock {self.path!r}")
+            if perl or in_perl_sub():  # lock() refuses at once; a Lock object waits (34)
+                raise DuplicateLockError(f"this thread already holds the lock {self.path!r}")
+            pending = None  # held by another Lock object of this thread: busy, as anyone's
         deadline = None if timeout is None else time.monotonic() + timeout
+        if perl:  # lock()'s own object: no other thread can reach it, no gate to wait for
+            return self._wait_take(me, pending, deadline, timeout, poll)
+        with _threadsafe.taking(self, deadline, timeout):  # issue 34: other threads wait
+            self._wait_take(me, pending, deadline, timeout, poll)
+
+    def _wait_take(
+        self,
+        me: int,
+        pending: Lock | None,
+        deadline: float | None,
+        timeout: float | None,
+        poll: float | None,
+    ) -> None:
+        """Take the lock, at once or by tries until *deadline*; LockTimeout if it stays busy."""
         backend = self._backend
         backend.deadline = deadline
         self._next_break = 0.0
@@ -362,17 +396,22 @@ class Lock:
     def release(self, force: bool = False) -> None:
         """Release the lock; ExpiredLockError if it was held past ``stale``.
 
-        A lock taken again by its holder is released at the last ``release()`` (or at
-        once with *force*, filelock's name).  Only the thread that took the lock may
-        release it (NotLockedError otherwise).  If the method fails (OSError), the lock
-        stays held by this object.  After a signal or exit cleanup released it
-        (``locks.cleanup``), or ``perlcompat.fork()`` handed it to the child, the holder's
-        remaining ``release()`` calls (one per hold counted then) are no-ops instead of
-        NotLockedError (the first raises ExpiredLockError if ``fork()`` lost the hold).
+        A lock taken again by its holder is released at the last ``release()``
+        (or at once with *force*, filelock's name).  Only the thread that took
+        the lock may release it (NotLockedError otherwise).  If the method fails
+        (OSError), the lock stays held by this object.  After a signal or exit
+        cleanup released it (``locks.cleanup``), or ``perlcompat.fork()`` handed
+        it to the child, or after a ``release(force=True)``, the holder's remaining
+        ``release()`` calls (one per hold counted then) are no-ops instead of
+        NotLockedError (the first raises ExpiredLockError if ``fork()`` lost the hold);
+        ``release(force=True)`` of a lock not held does nothing.
         """
+        gate = self._gate  # (None: never shared by threads, as ``lock()``'s own object)
+        if gate is not None and gate.stepping() == _threadsafe.RELEASE:  # a signal handler
+            return  # re-entered mid-release: the release under way finishes it
         lost, self._lost = self._lost, ""
         if self._owner_thread is None:
-            if self._abandoned:  # one no-op per hold counted then (nested ``with`` blocks)
+            if self._abandoned or force:  # a no-op per hold counted then; force: always (34)
                 self._abandoned = 0 if force else self._abandoned - 1
                 if lost:
                     raise ExpiredLockError(lost)
@@ -385,6 +424,12 @@ class Lock:
         if self._count > 1 and not force:
             self._count -= 1
             return
+        if self._mutex._is_owned():  # a signal handler mid-refresh
+            self._deferred = max(self._deferred, 2 if force else 1)  # done after the refresh
+            return
+        if gate is not None:
+            gate.step = _threadsafe.RELEASE
+        owed = self._count if force else 0  # issue 34: then each hold's own release is a no-op
         _cleanup.enter()  # a stopping signal waits until the release is complete
         try:
             with self._mutex:  # not in the middle of a refresh
@@ -397,7 +442,10 @@ class Lock:
                     raise
                 self._release_failed = None
                 self._disown()
+                self._abandoned = owed
         finally:
+            if gate is not None:
+                gate.end_step()  # (left already by _disown if released)
             _cleanup.leave()
         _debug("released %s lock %r (held %.3g s)", self.method, self.path, held_for)
         if not still_ours:
@@ -478,6 +526,9 @@ class Lock:
             fresh = self._refresh_held()
         finally:
             _cleanup.leave()
+            deferred, self._deferred = self._deferred, 0  # a handler's release, now
+            if deferred:
+                self.release(force=deferred == 2)
         if fresh is False:
             raise ExpiredLockError(
                 f"lock {self.path!r} was broken or replaced while held; not refreshed"
@@ -485,6 +536,8 @@ class Lock:
 
     def _refresh_held(self, stop: Any = None) -> bool | None:
         """Refresh under the mutex: True, False if no longer ours, None if released (or *stop*)."""
+        if self._mutex._is_owned():  # type: ignore[attr-defined]  # from a signal handler
+            return None
         with self._mutex:
             if self._owner_thread is None or (stop is not None and stop.is_set()):
                 return None
@@ -496,17 +549,8 @@ class Lock:
 
     def _start_refresher(self) -> None:
         """Start the ``auto_refresh`` thread for the hold just taken (if asked for)."""
-        every = self.auto_refresh
-        if every is None:
-            return
-        import threading
-
-        stop = threading.Event()
-        self._stop = stop
-        name = f"perlcompat auto_refresh {self.path}"
-        thread = threading.Thread(target=_keep_fresh, args=(self, stop, every), name=name)
-        thread.daemon = True  # dies with the process
-        thread.start()
+        if self.auto_refresh is not None:
+            self._stop = _threadsafe.start_refresher(self, self.auto_refresh)
 
     def _stop_refresher(self) -> None:
         stop, self._stop = self._stop, None
@@ -523,18 +567,15 @@ class Lock:
         value: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if kind is not None:
-            # Perl's die keeps the lock until exit, which writes every handle out first: an
-            # exception leaving the block writes out what the open handles buffered before
-            # the lock goes, or the next holder reads old data that our late flush overwrites
-            handle = sys.modules.get("perlcompat.perl.handle")
+        # Perl's die keeps the lock until exit, which writes every handle out first: an
+        # exception leaving the block writes out what the open handles buffered before
+        # the lock goes, or the next holder reads old data that our late flush overwrites
+        handle = sys.modules.get("perlcompat.perl.handle") if kind is not None else None
+        try:
             if handle is not None:
-                try:
-                    handle.flush_all()
-                finally:
-                    self.release()
-                return
-        self.release()
+                handle.flush_all()
+        finally:
+            _threadsafe.release_under(self, value)  # issue 34: the body's exception goes on
 
     async def acquire_async(
         self,
@@ -552,42 +593,7 @@ class Lock:
         thread) is held, for instance by another task of the loop, it waits for
         the release, as ``asyncio.Lock`` does.
         """
-        if not blocking:
-            timeout = 0
-        timeout = self.timeout if isinstance(timeout, _Unset) else check_timeout(timeout)
-        poll = self.poll
-        if poll_interval is not None:
-            poll = check_seconds("poll_interval", poll_interval, zero=False)
-        deadline = _retry.deadline_after(timeout)
-        self._next_break = 0.0
-        me = get_ident()
-        async for _ in _retry.tries_async(deadline, poll=poll):
-            if self._owner_thread is None and owned_here(self.method, self.path) is None:
-                self._backend.deadline = deadline
-                if await self._take_async(me):
-                    return Acquired(self)
-        raise self._timed_out(timeout)
-
-    async def _take_async(self, me: int) -> bool:
-        """One attempt for :meth:`acquire_async`, owned by the thread *me* (the loop's)."""
-        import asyncio
-
-        if self.method != URL_METHOD:
-            return self._take(me)  # a few system calls: no need to leave the loop
-        attempt = asyncio.ensure_future(asyncio.to_thread(self._take, me))
-        try:
-            return await asyncio.shield(attempt)
-        except asyncio.CancelledError:
-            # the attempt runs on in its thread: wait for it, through repeated cancels too,
-            # and give back a grant it got for this waiter that is gone
-            while not attempt.done():
-                try:
-                    await asyncio.wait((attempt,))
-                except asyncio.CancelledError:
-                    continue
-            if not attempt.cancelled() and attempt.exception() is None and attempt.result():
-                self.release()
-            raise
+        return await _threadsafe.acquire_async(self, timeout, poll_interval, blocking)
 
     async def __aenter__(self) -> Lock:
         await self.acquire_async()
@@ -599,7 +605,7 @@ class Lock:
         value: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self.release()
+        _threadsafe.release_under(self, value)  # issue 34: the body's exception goes on
 
     def __call__(self, func: F) -> F:
         """Use the lock as a decorator: hold it around each call of *func*."""
@@ -630,7 +636,9 @@ class Lock:
 
     def _forget(self) -> None:
         """In a child of ``os.fork()``: the parent holds this lock, not us; drop it unreleased."""
-        self._mutex = allocate_lock()  # the copy may be held by a thread the child lacks
+        self._mutex = RLock()  # the copy may be held by a thread the child lacks
+        if self._gate is not None:
+            self._gate.reset_unless_mine()  # so may the gate
         self._stop = None  # the auto_refresh thread is the parent's
         self._disown()
         self._backend.forget()
@@ -649,7 +657,7 @@ class Lock:
     def _take_over(self) -> bool:
         """In the child after ``perlcompat.fork()``: ours now, re-signed (the record names this
         process), its ``auto_refresh`` thread restarted; False if it was not ours any more."""
-        self._mutex = allocate_lock()
+        self._mutex = RLock()
         self._stop = None
         fresh = self._backend.refresh()
         if fresh:
@@ -663,30 +671,8 @@ class Lock:
         self._owner_thread = None
         self._count = 0
         self._stop_refresher()
-
-
-def _keep_fresh(lock_: Lock, stop: Any, every: float) -> None:
-    """The ``auto_refresh`` thread: refresh *lock_* every *every* s until *stop* is set.
-
-    It stops at the release (or a cleanup, or a fork hand-off), and when the lock
-    is found broken or replaced (a WARNING; the release then raises ExpiredLockError).
-    An OSError of one refresh (a remover busy for long) is logged, and retried next time.
-    """
-    from . import log as _log
-
-    while not stop.wait(every):
-        try:
-            fresh = lock_._refresh_held(stop)
-        except OSError as exc:
-            _log.warning("auto_refresh of %r failed (again in %g s): %s", lock_.path, every, exc)
-            continue
-        if fresh is None:
-            return
-        if not fresh:
-            _log.warning(
-                "lock %r was broken or replaced while held; auto_refresh stops", lock_.path
-            )
-            return
+        if self._gate is not None:
+            self._gate.leave()  # the next thread may take this object now
 
 
 def _debug(message: str, *args: object) -> None:

@@ -11,6 +11,7 @@ return 1, or 0 with ``$!`` set, through :func:`perl_sub`.  Each class's
 from __future__ import annotations
 
 import errno
+from _thread import _local
 
 from ..perl.errno import fail, reraise_foreign, set_errno
 
@@ -68,6 +69,18 @@ class ExpiredLockError(LockError):
     default_errno = errno.ETIMEDOUT
 
 
+_calls = _local()  # ``depth``: the Perl-shaped calls under way in this thread
+
+
+def in_perl_sub() -> bool:
+    """True inside a Perl-shaped call (``lock()``, ``sem_acquire()`` ...) in this thread.
+
+    A nested lock of a name this thread holds is refused there at once (``$!`` =
+    EDEADLK); a ``Lock`` object outside one waits for it as for anyone's (issue 34).
+    """
+    return bool(getattr(_calls, "depth", 0))
+
+
 def perl_sub(*, raises: bool = False) -> Callable[[F], F]:
     """Make a function Perl-shaped: ``$!`` is 0 after its success, set from its ``OSError``.
 
@@ -81,6 +94,7 @@ def perl_sub(*, raises: bool = False) -> Callable[[F], F]:
 
     def wrap(func: F) -> F:
         def sub(*args: Any, **kwargs: Any) -> Any:
+            _calls.depth = getattr(_calls, "depth", 0) + 1
             try:
                 result = func(*args, **kwargs)
             except OSError as exc:
@@ -88,6 +102,8 @@ def perl_sub(*, raises: bool = False) -> Callable[[F], F]:
                     set_errno(exc.errno or errno.EIO)
                     raise
                 return perl_failure(exc)
+            finally:
+                _calls.depth -= 1
             if raises or result:
                 set_errno(0)
             return result

@@ -65,7 +65,7 @@ def lock(
             target=target,
             pidfile=pidfile,
             data=data,
-        )._acquire(UNSET, None, True)
+        )._acquire(UNSET, None, True, True)
     except OSError as exc:
         return perl_failure(exc)  # (``errors.perl_sub``'s rule, without a wrapper on the path)
     set_errno(0)

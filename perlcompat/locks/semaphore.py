@@ -31,6 +31,7 @@ from ..perl.flock import lock_fd
 from . import retry as _retry
 from .errors import DuplicateLockError, LockTimeout, NotLockedError, perl_sub
 from .options import UNSET, _Unset, check_timeout, resolve_path, retry_patience
+from .threadsafe import token
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -48,12 +49,25 @@ def open_slot(path: str) -> int:
     return open_flock_file(path)
 
 
+class _Hold:
+    """One slot held through a ``Semaphore`` object by one thread."""
+
+    __slots__ = ("fd", "pid", "slot")
+
+    def __init__(self, fd: int, slot: int) -> None:
+        self.fd = fd
+        self.slot = slot
+        self.pid = os.getpid()  # the process that took it
+
+
 class Semaphore:
     """At most *n* holders of *name* across processes and threads; context manager.
 
     ``acquire()`` raises ``LockError`` (errno EWOULDBLOCK) when no slot frees up
     within ``(retry - 1) * wait`` seconds; ``release()`` frees the slot.  One object
-    holds at most one slot.
+    holds at most one slot per thread: threads sharing it are separate holders, as
+    with a ``threading.Semaphore`` (``is_locked``, ``slot`` and ``release()`` are the
+    calling thread's).  A thread that ends holding a slot leaves it held until exit.
     """
 
     def __init__(
@@ -81,19 +95,23 @@ class Semaphore:
         self.n = n
         self.retry = retry
         self.wait = float(wait)
-        self._fd: int | None = None
-        self._slot: int | None = None
-        self._pid = 0  # the process that took the slot held
+        #: the slot each thread holds, by thread token (issue 34: threads share the object)
+        self._holds: dict[object, _Hold] = {}
+
+    def _mine(self) -> _Hold | None:
+        """The slot the calling thread holds through this object, if any."""
+        return self._holds.get(token())
 
     @property
     def is_locked(self) -> bool:
-        """True while this object holds a slot."""
-        return self._fd is not None
+        """True while the calling thread holds a slot through this object."""
+        return self._mine() is not None
 
     @property
     def slot(self) -> int | None:
-        """Index of the slot held (0 .. n-1), or None."""
-        return self._slot
+        """Index of the slot the calling thread holds (0 .. n-1), or None."""
+        hold = self._mine()
+        return None if hold is None else hold.slot
 
     def slot_path(self, index: int) -> str:
         """Path of slot file *index*: ``"<path>.<index>"``."""
@@ -104,15 +122,15 @@ class Semaphore:
         return retry_patience(self.retry, self.wait)
 
     def __repr__(self) -> str:
-        state = f"holding slot {self._slot}" if self._fd is not None else "not held"
+        slot = self.slot
+        state = "not held" if slot is None else f"holding slot {slot}"
         return f"<Semaphore {self.path!r} n={self.n} {state}>"
 
     def try_acquire(self) -> bool:
         """Make one pass over the slots without waiting; True if one is now ours."""
-        if self._slot is not None:
-            raise DuplicateLockError(
-                f"this Semaphore already holds slot {self.slot_path(self._slot)!r}"
-            )
+        slot = self.slot
+        if slot is not None:
+            raise DuplicateLockError(f"this Semaphore already holds slot {self.slot_path(slot)!r}")
         start = _retry.pick(self.n)
         for k in range(self.n):
             index = (start + k) % self.n
@@ -125,9 +143,7 @@ class Semaphore:
             except BaseException:
                 os.close(fd)
                 raise
-            self._fd = fd
-            self._slot = index
-            self._pid = os.getpid()
+            self._holds[token()] = _Hold(fd, index)
             return True
         return False
 
@@ -152,26 +168,27 @@ class Semaphore:
         In a forked child the slot is the parent's: NotLockedError, and the child's copy
         of the descriptor is closed (the slot stays held by the parent).
         """
-        fd = self._fd
-        if fd is None:
+        hold = self._mine()
+        if hold is None:
             raise NotLockedError(f"semaphore {self.path!r} is not held by this object")
-        if self._pid != os.getpid():
+        if hold.pid != os.getpid():
             self._forget()
             raise NotLockedError(
                 f"semaphore {self.path!r} is held by the parent process, not this forked child"
             )
-        self._fd = None
-        self._slot = None
+        fd = hold.fd
+        del self._holds[token()]
         try:
             lock_fd(fd, LOCK_UN)  # also frees it for a forked child sharing the descriptor
         finally:
             os.close(fd)
 
     def _forget(self) -> None:
-        """In a forked child: the parent holds the slot; close our copy, unreleased."""
-        fd, self._fd, self._slot = self._fd, None, None
-        if fd is not None:
-            os.close(fd)  # (the flock stays: the parent's descriptor still holds it)
+        """In a forked child: the parent holds the slots; close our copies, unreleased."""
+        holds = list(self._holds.values())
+        self._holds.clear()
+        for hold in holds:
+            os.close(hold.fd)  # (the flock stays: the parent's descriptor still holds it)
 
     def __enter__(self) -> Semaphore:
         return self.acquire()

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import os
 import stat as stat_module
-from errno import EEXIST
+from errno import EEXIST, ENOENT
 
 from ...perl.osflags import O_BINARY, O_CLOEXEC, O_NOFOLLOW
 from .. import owner as _owner
@@ -87,6 +87,7 @@ class LinkBackend(StaleBackend):
         self.record: Template | None = None if record is None else template(record)
         self._mine: os.stat_result | None = None
         self._data = b""
+        self._enoent = False  # the last link() said ENOENT: once is looked at again
 
     # -- acquire / release -------------------------------------------------
     def _content(self) -> bytes:
@@ -117,7 +118,14 @@ class LinkBackend(StaleBackend):
             if not held:
                 if failed is None or busy(failed, self.path):
                     return False
+                if failed.errno == ENOENT and not self._enoent:
+                    # flufl.lock's rule (an NFS server that lost a name answers ENOENT
+                    # where ESTALE is meant): one is tried again, two in a row raise
+                    self._enoent = True
+                    return False
+                self._enoent = False
                 raise failed
+            self._enoent = False
             self._mine = os.fstat(fd)
             self._data = data
             return True
