@@ -182,7 +182,7 @@ class Lock:
         auto_refresh: float | None = None,
         data: bool | None = None,
     ) -> None:
-        self.timeout, retry, wait, stale = patience(timeout, retry, wait, stale)
+        self._timeout, retry, wait, stale = patience(timeout, retry, wait, stale)
         self.poll = poll_seconds(poll)
         method, path, url = locate(name, method, url, root)
         method = method or DEFAULT_METHOD
@@ -318,7 +318,7 @@ class Lock:
             return
         if not blocking:
             timeout = 0
-        timeout = self.timeout if isinstance(timeout, _Unset) else check_timeout(timeout)
+        timeout = self._timeout if isinstance(timeout, _Unset) else check_timeout(timeout)
         poll = self.poll if poll is None else check_seconds("poll_interval", poll, zero=False)
         pending = owned_here(self.method, self.path)
         if pending is not None and pending._release_failed is None:
