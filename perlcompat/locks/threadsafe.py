@@ -280,7 +280,7 @@ async def acquire_async(
     """``Lock.acquire_async``: tries between ``asyncio.sleep``s; the holding task may re-enter."""
     from ..perl.clock import check_seconds
     from .acquired import Acquired
-    from .api import owned_here
+    from .cleanup import holder
 
     if held_by_this_task(lock):  # issue 34: its holder task takes it again
         lock._count += 1
@@ -295,7 +295,7 @@ async def acquire_async(
     lock._next_break = 0.0
     me = get_ident()
     async for _ in _retry.tries_async(deadline, poll=poll):
-        if lock._owner_thread is None and owned_here(lock.method, lock.path) is None:
+        if lock._owner_thread is None and holder(lock.method, lock.path) is None:
             if not gate_of(lock).try_take():  # issue 34: another thread (or task) is in it
                 continue
             with Step(lock):  # issue 34
