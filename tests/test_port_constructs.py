@@ -129,6 +129,42 @@ foreach $x (1, 2) { print "in $x\n"; }
 print "after $x\n";
 $w = "Straße Ünï abc"; print uc($w), "|", lc("ÀB Cd"), "\n";
 """,
+    "magic_increment": r"""
+$id = "a9"; $id++; $zz = "Zz"; $zz++; $n = "0099"; $n++; $line = "41\n"; $line++;
+print "$id $zz $n $line\n";
+""",
+    "bytes": r"""
+$s = "caf\xc3\xa9 au lait";
+print length($s), " ", length(""), "\n";
+$t = substr($s, 0, 4); $u = substr($s, 5); $v = substr($s, -4, 2);
+print "[$t] [$u] [$v]\n";
+print ord("A"), " ", ord(""), " ", ord($s), " ", ord(substr($s, 3, 1)), "\n";
+$c = chr(65) . chr(0xe9); print length($c), " $c\n";
+print index($s, "au"), " ", index($s, "zz"), " ", rindex("a-b-c", "-"), "\n";
+$w = $s; $w =~ tr/a-z/A-Z/; print "$w\n";
+$cnt = ($s =~ tr/a//); print "cnt=$cnt\n";
+$x = $s; $x =~ tr/\200-\377//d; print "$x\n";
+$y = "a  b   c"; $y =~ tr/ //s; print "$y\n";
+""",
+    "commands": r"""
+$out = `echo hello`; print "out=$out";
+@lines = `printf 'a\nb\n'`; print scalar(@lines), " $lines[1]";
+$rc = system("sh", "-c", "exit 3"); print "rc=$rc status=$?\n";
+$none = system("/nonexistent/cmd"); print "none=$none ", $? >> 8, "\n";
+$st = $? >> 8; $low = $? & 127; print "st=$st low=$low\n";
+system("true"); print "ok=$?\n";
+$name = "there"; $o = qx(echo hi $name); print $o;
+open(MAIL, "| cat") || die "no cat: $!"; print MAIL "piped\n"; close(MAIL);
+open(P, "echo from pipe |") || die "no echo: $!"; $l = <P>; close(P); print "got $l";
+""",
+    "warn_and_die_hooks": r"""
+$SIG{__WARN__} = sub { print "warned: $_[0]"; };
+warn "careful\n";
+$SIG{__DIE__} = \&fatal;
+sub fatal { print "fatal: $_[0]"; }
+eval { die "inside\n"; };
+print "after [$@]";
+""",
     "eval_and_die": r"""
 eval { die "time out\n"; };
 if ($@ =~ /time out/) { print "caught\n"; }
@@ -176,3 +212,14 @@ def test_a_japanese_script_prints_its_own_bytes(encoding: str, tmp_path: Path) -
     assert python.stderr == b""
     assert python.stdout == perl.stdout
     assert "<h1>掲示板</h1>".encode(encoding) in python.stdout
+
+
+def test_increment_is_perlcompats_own_inc(tmp_path: Path) -> None:
+    """``$id++`` on a string is perlcompat's ``inc``, imported as every other name: no stand-in."""
+    script = tmp_path / "inc.pl"
+    script.write_text('open(F, "id.txt"); $n = <F>; $n++; print "$n\\n";\n', encoding="utf-8")
+    text = port(str(script)).text
+    assert "n = inc(n)" in text
+    assert "def inc" not in text and "except ImportError" not in text
+    imports = text[: text.index("def main")]
+    assert "inc" in [w.strip(" ,()") for w in imports.replace("\n", " ").split()]

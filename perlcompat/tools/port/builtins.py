@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from .core import Core
-from .exprs import par, py_str
+from .exprs import bare, par, py_str
 from .syntax import E, Unsupported, parse
 from .tree import Node
 
@@ -30,6 +30,7 @@ SAME = {
 }  # fmt: skip
 HANDLE_FIRST = {"flock", "seek", "tell", "truncate", "close", "binmode", "eof"}
 STR_FUNCS = {"lc": "lower", "uc": "upper"}
+BYTES = {"substr", "ord", "chr", "index", "rindex"}
 FORMAT = re.compile(r"%([-+ 0#]*)(\d*)(\.\d+)?([sdioxXeEfgGc%])")
 COUNTING = re.compile(r"(?<!\\)\.(?![*+])|\[\^[^\]]*\](?![*+])|\\[WSD](?![*+])|\{\d")
 
@@ -39,6 +40,15 @@ HEX_BYTE = re.compile(
     r"pack\(\s*[\"']C[\"']\s*,\s*hex\(\s*\$1\s*\)\s*\)|chr\(\s*hex\(\s*\$1\s*\)\s*\)"
     r"|pack\(\s*[\"']H2[\"']\s*,\s*\$1\s*\)"
 )
+
+
+def _tr_list(text: str) -> str:
+    """A ``tr`` list as a Python literal of Perl's source text (bytes when not ASCII)."""
+    if not text.isascii():
+        return repr(text.encode("utf-8", "surrogateescape"))
+    if "\\" in text and '"' not in text and not text.endswith("\\") and text.isprintable():
+        return 'r"' + text + '"'
+    return py_str(text)
 
 
 def _url_decoder(match: str, repl: str) -> bool:
@@ -121,8 +131,15 @@ class Builtins(Core):
             if len(args) != 1:
                 raise Unsupported("defined without an argument")
             return f"{self.use('defined')}({self.sx(args[0])[0]})", "bool"
-        if name == "length":  # Perl counts the bytes
-            return f'len({par(self.strx(args[0]))}.encode("utf-8", "surrogateescape"))', "num"
+        if name == "length":  # Perl counts the bytes: so does perlcompat's length
+            subject = self.strx(args[0]) if args else self.topic()
+            return f"{self.use('length')}({bare(subject)})", "num"
+        if name in BYTES:
+            return self.bytes_func(name, args)
+        if name == "system":
+            if not args:
+                raise Unsupported("system without a command")
+            return f"{self.use('system')}({', '.join(self.items(args))})", "num"
         if name in STR_FUNCS:  # Perl changes ASCII letters only (bytes): so does this
             letters = "[A-Z]+" if name == "lc" else "[a-z]+"
             self.use("re")
@@ -173,6 +190,43 @@ class Builtins(Core):
                 raise Unsupported("undef of a variable (as a statement)")
             return self.use("undef", "undef"), "undef"
         raise Unsupported(f"the built-in {name}()")
+
+    def intx(self, e: E) -> str:
+        """*e* as a Python int (Perl's integer argument: the number's integer part)."""
+        code, kind = self.numx(e)
+        return code if kind == "num" else f"int({code})"
+
+    def bytes_func(self, name: str, args: list[E]) -> tuple[str, str]:
+        """``substr``, ``ord``, ``chr``, ``index``, ``rindex`` on Perl's bytes."""
+        if name == "substr":
+            if len(args) not in (2, 3):
+                raise Unsupported("substr with a replacement inside an expression")
+            nums = ", ".join(self.intx(a) for a in args[1:])
+            # perlcompat's substr gives None outside the string; Perl's undef prints as ""
+            return (
+                f"({self.use('substr')}({self.strx(args[0])}, {nums}) or {self.use('undef')})",
+                "str",
+            )
+        if name == "ord":
+            subject = self.strx(args[0]) if args else self.topic()
+            return f'({self.use("as_bytes")}({bare(subject)}) or b"\\0")[0]', "num"
+        if name == "chr":
+            if len(args) != 1:
+                raise Unsupported("chr without an argument")
+            return f"{self.use('from_bytes')}(bytes([{self.intx(args[0])}]))", "str"
+        if len(args) == 3 and name == "index":
+            needle = args[1]
+            if needle.k not in ("str", "lit") or not self.strx(needle).strip("\"'"):
+                raise Unsupported("index from a position, of a string that may be empty")
+            start = f", max({self.intx(args[2])}, 0)"
+        elif len(args) == 2:
+            start = ""
+        else:
+            raise Unsupported(f"{name} with {len(args)} arguments")
+        b = self.use("as_bytes")
+        find = "find" if name == "index" else "rfind"
+        hay, sought = bare(self.strx(args[0])), bare(self.strx(args[1]))
+        return f"{b}({hay}).{find}({b}({sought}){start})", "num"
 
     def sprintf(self, args: list[E]) -> str:
         """``sprintf("%05d", $n)`` with a literal format: ``format()`` of each value, converted."""
@@ -339,6 +393,15 @@ class Builtins(Core):
                 self.func.captures = True  # $1 ... read it: the match object is _m
                 return f"(_m := {code}) is not None", "bool"
             return (f"not {code}" if negate else f"{code} is not None"), "bool"
+        if tok.cls == "Token::Regexp::Transliterate":
+            flags = str(tok.get("f") or "")
+            search, repl = str(tok.get("m")), str(tok.get("r"))
+            subject = self.strx(target) if target is not None else self.topic()
+            if "r" in flags:  # the changed copy
+                return f"{self.tr(subject, search, repl, flags)}[0]", "str"
+            if (repl and repl != search) or "d" in flags or "s" in flags:
+                raise Unsupported("tr/// that changes the string, inside an expression")
+            return f"{self.tr(subject, search, repl, flags)}[1]", "num"  # a count only
         raise Unsupported(f"{tok.text.split('/')[0] or 'm'}/// inside an expression")
 
     def substitute(self, target: E, tok: Node) -> list[str]:
@@ -349,7 +412,9 @@ class Builtins(Core):
         match = str(tok.get("m"))
         repl = str(tok.get("r"))
         if tok.cls == "Token::Regexp::Transliterate":
-            return [f"{name} = {self.tr(subject, match, repl, flags)}"]
+            if "r" in flags:
+                return [f"{self.tr(subject, match, repl, flags)}  # tr///r: the copy is unused"]
+            return [f"{name}, _ = {self.tr(subject, match, repl, flags)}"]
         if _url_decoder(match, repl) and set(flags) == {"e", "g"}:
             self.use("unquote_to_bytes")
             return [
@@ -381,24 +446,12 @@ class Builtins(Core):
         return py_str("".join(out), '"')
 
     def tr(self, subject: str, search: str, replace: str, flags: str) -> str:
-        """``tr/a/b/`` on ASCII characters: Python's ``str.translate`` (same on bytes and text)."""
-        if flags or not (search.isascii() and replace.isascii()):
-            raise Unsupported("tr/// with flags or non-ASCII characters (needs perlcompat.tr)")
-
-        def expand(text: str) -> str:
-            out = re.sub(
-                r"(.)-(.)", lambda m: "".join(chr(c) for c in range(ord(m[1]), ord(m[2]) + 1)), text
-            )
-            if "\\" in out:
-                raise Unsupported("tr/// with escapes")
-            return out
-
-        src, dst = expand(search), expand(replace or search)
-        if len(dst) < len(src):
-            dst += dst[-1] * (len(src) - len(dst))
-        if len(src) == 1:
-            return f"{par(subject)}.replace({py_str(src)}, {py_str(dst[0])})"
-        return f"{par(subject)}.translate(str.maketrans({py_str(src)}, {py_str(dst[: len(src)])}))"
+        """``tr/a/b/flags`` as perlcompat's ``tr`` call: Perl's bytes, ``(new_string, count)``."""
+        if set(flags) - set("cdsr"):
+            raise Unsupported(f"tr/// with /{flags}")
+        extra = f", {py_str(flags)}" if flags.replace("r", "") else ""
+        lists = f"{_tr_list(search)}, {_tr_list(replace)}"
+        return f"{self.use('tr')}({subject}, {lists}{extra})"
 
     def readline_(self, inner: str, scalar: bool) -> tuple[str, str]:
         if inner == "STDIN" or inner == "":
@@ -480,6 +533,8 @@ class Builtins(Core):
             return "[" + ", ".join(py_str(str(w), self.quote) for w in e.a[0]) + "]"
         if k == "readline":
             return self.readline_(str(e.a[0]), scalar=False)[0]
+        if k == "qx":
+            return f"{self.use('qx_lines')}({self.command(e.a[0])})"
         if k == "func" and e.a[0] == "split":
             return self.split(list(e.a[1]), fields=None)
         if k == "func" and e.a[0] in ("keys", "values", "stat", "localtime"):
@@ -510,7 +565,7 @@ class Builtins(Core):
                 out.append(self.lx(a)[1:-1])
             elif (
                 (a.k in ("var",) and a.a[0] == "@")
-                or a.k in ("readline", "qw", "blockop")
+                or a.k in ("readline", "qw", "blockop", "qx")
                 or (a.k == "func" and a.a[0] in ("split", "keys", "values"))
                 or (a.k == "bin" and a.a[0] == "..")
             ):

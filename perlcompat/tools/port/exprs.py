@@ -22,7 +22,30 @@ from .tree import Node
 ATOM = (ast.Name, ast.Call, ast.Attribute, ast.Subscript, ast.Constant, ast.JoinedStr, ast.List)
 STR_CMP = {"eq": "==", "ne": "!=", "lt": "<", "gt": ">", "le": "<=", "ge": ">="}
 NUM_CMP = {"==": "==", "!=": "!=", "<": "<", ">": ">", "<=": "<=", ">=": ">="}
-SPECIAL = {"!": ("OS_ERROR", "any"), "$": ("os.getpid()", "num"), "0": ("sys.argv[0]", "str")}
+SPECIAL = {
+    "!": ("OS_ERROR", "any"),
+    "?": ("CHILD_ERROR", "num"),
+    "$": ("os.getpid()", "num"),
+    "0": ("sys.argv[0]", "str"),
+}
+
+
+BITS = {"&", "|", "^", ">>", "<<"}
+MASK = "0xFFFFFFFFFFFFFFFF"  # Perl's bit operators work on unsigned 64-bit integers
+_UNSIGNED = re.compile(r"\d+|0[xob][0-9a-fA-F]+|\(as_bytes\(.*\)\[0\]")
+_NUMERIC = re.compile(r"CHILD_ERROR|\(as_bytes\(.*\)\[0\]")
+
+
+def bare(code: str) -> str:
+    """*code* without the parentheses around all of it (a lone argument needs none)."""
+    if not (code.startswith("(") and code.endswith(")")):
+        return code
+    depth = 0
+    for i, ch in enumerate(code):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth == 0 and i < len(code) - 1:
+            return code
+    return code[1:-1]
 
 
 def par(code: str) -> str:
@@ -105,7 +128,7 @@ _SUBSCRIPT = r"\[(?:-?\d+|\$\w+)\]|\{(?:\w+|'[^'\\]*'|\"[^\"\\$@]*\"|\$\w+)\}"
 _INTERP = re.compile(
     r"\\(?P<esc>x\{[0-9a-fA-F]+\}|x[0-9a-fA-F]{1,2}|[0-7]{1,3}|.)"
     rf"|\$\{{(?P<braced>\w+)(?P<bsubs>(?:{_SUBSCRIPT})*)\}}"
-    rf"|\$(?P<name>\w+|[!@$&])(?P<subs>(?:{_SUBSCRIPT})*)"
+    rf"|\$(?P<name>\w+|[!@$&?])(?P<subs>(?:{_SUBSCRIPT})*)"
     r"|@(?P<array>\w+)|\$#\{?(?P<last>\w+)\}?|(?P<lone>\$|@)",
     re.S,
 )
@@ -190,7 +213,19 @@ class Exprs(Core):
             raise Unsupported(f"{e.a[0]} in scalar context")
         if k in ("evalblock", "doblock"):
             raise Unsupported(f"{k[:-5]} {{...}} inside an expression")
+        if k == "qx":  # `cmd`: its output, undef (None) when it cannot start
+            return f"({self.use('qx')}({self.command(e.a[0])}) or {self.use('undef')})", "str"
         raise Unsupported(f"{k} in scalar context")
+
+    def command(self, tok: Node) -> str:
+        """The command of `` `cmd` `` / ``qx(cmd)`` as a Python string (interpolated as Perl's)."""
+        text = tok.text.strip()
+        if text.startswith("`"):
+            return self.interpolate(text[1:-1], interp=True)
+        body = text[2:].lstrip()
+        if len(body) < 2 or body[0].isalnum() or body[0] == "#":
+            raise Unsupported("qx with this delimiter")
+        return self.interpolate(body[1:-1], interp=body[0] != "'")
 
     # -- names -----------------------------------------------------------------------------
 
@@ -391,7 +426,25 @@ class Exprs(Core):
             return self.logical(op, left, right)
         if op in ("..", "..."):
             raise Unsupported("a range in scalar context (the flip-flop)")
+        if op in BITS:
+            return self.bits(op, left, right), "num"
         raise Unsupported(f"the operator {op}")
+
+    def bits(self, op: str, left: E, right: E) -> str:
+        """``& | ^ >> <<`` on numbers: Perl's unsigned 64-bit integers (a string & a string
+        is Perl's string operation: refused)."""
+        a, ka = self.numx(left)
+        b, kb = self.numx(right)
+        if "num" not in (ka, kb) and not (_NUMERIC.fullmatch(a) or _NUMERIC.fullmatch(b)):
+            raise Unsupported(f"{op} of two values that may be strings (Perl's string {op})")
+        a = a if ka == "num" else f"int({a})"
+        b = b if kb == "num" else f"int({b})"
+        plain = [_UNSIGNED.fullmatch(c) is not None for c in (a, b)]
+        if op == ">>":
+            return f"{a if plain[0] else f'({a} & {MASK})'} >> {par(b)}"
+        if (op == "&" and any(plain)) or (all(plain) and op != "<<"):
+            return f"{par(a)} {op} {par(b)}"
+        return f"({par(a)} {op} {par(b)}) & {MASK}"
 
     def logical(self, op: str, left: E, right: E) -> tuple[str, str]:
         """``||``/``&&``: Perl returns the operand itself, judged by Perl's truth."""

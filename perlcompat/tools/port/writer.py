@@ -18,7 +18,7 @@ from ..audit.model import Program
 from ..audit.run import audit
 from ..audit.suggest import lock_call
 from .exprs import merge_kinds, par
-from .names import MODULES, PENDING, PENDING_NEEDS, PERLCOMPAT, URLLIB, py_var
+from .names import MODULES, PERLCOMPAT, URLLIB, py_var
 from .ppi import parse_file
 from .stmts import Translator
 from .tree import Node, Script
@@ -390,10 +390,7 @@ def assemble(t: Translator, header: list[str], library: bool) -> str:
         if "ARGV" in t.globals_used:
             t.imports |= {"PerlList", "sys"}
             words |= {"PerlList", "sys"}
-    imports = {n for n in t.imports if n in words or (n in PENDING and "inc" in words)}
-    pending = sorted(n for n in imports if n in PENDING)
-    for name in pending:
-        imports |= set(PENDING_NEEDS[name])
+    imports = {n for n in t.imports if n in words}
     modules = sorted(n for n in imports if n in MODULES)
     out.append("")
     out += [f"import {m}" for m in modules]
@@ -411,9 +408,9 @@ def assemble(t: Translator, header: list[str], library: bool) -> str:
         if len(line) > 88:
             line = f"from {module} import (\n" + "".join(f"    {n},\n" for n in names) + ")"
         out.append(line)
-    for name in pending:
-        out += ["", PENDING[name].rstrip("\n")]
-    out += ["", ""] if pending or library or not t.globals_used else [""]
+    first = next((line for line in t.func.lines if line.strip()), "def") if library else ""
+    # ruff's isort: two blank lines after the imports before a def, one before other code
+    out += ["", ""] if first.startswith("def") or not (library or t.globals_used) else [""]
     if not library:
         for py, sigil in sorted(t.globals_used.items()):
             init = {"$": "undef", "@": "PerlList()", "%": "PerlHash()", "*": "None"}.get(
