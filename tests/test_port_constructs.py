@@ -165,6 +165,19 @@ sub fatal { print "fatal: $_[0]"; }
 eval { die "inside\n"; };
 print "after [$@]";
 """,
+    "topic_outside_loops": r"""
+@LINES = ("a\n", "<!--begin-->\n", "b <x>\n");
+sub show { $_ = "in sub"; }
+for ($i = 0; $i <= 2; $i++) {
+    $_ = $LINES[$i];
+    if (/<!--begin-->/) { print "found at $i\n"; }
+    else { s/\n/!\n/; s/<([^>]|\n)*>/[tag]/g; print; }
+}
+foreach (1, 2) { print "loop $_\n"; }
+print "after: $_";
+&show; print "now: $_\n";
+$c = "x<!-- caf\xc3\xa9 -->y"; $c =~ s/<!--(.|\n)*-->//g; print "$c\n";
+""",
     "eval_and_die": r"""
 eval { die "time out\n"; };
 if ($@ =~ /time out/) { print "caught\n"; }

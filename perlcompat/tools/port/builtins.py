@@ -35,6 +35,10 @@ FORMAT = re.compile(r"%([-+ 0#]*)(\d*)(\.\d+)?([sdioxXeEfgGc%])")
 COUNTING = re.compile(r"(?<!\\)\.(?![*+])|\[\^[^\]]*\](?![*+])|\\[WSD](?![*+])|\{\d")
 
 
+#: ``(.|\n)*``, ``([^>]|\n)+``: a run of any characters matches the same text as a run of
+#: any bytes (a character's bytes are never split by the ASCII pattern around it); ASCII only
+_ONE = r"(?:\.|\\.|\[[^\]]*\]|[^()|\\.\[])"
+ANY_RUN = re.compile(rf"\((?:\?:)?{_ONE}(?:\|{_ONE})*\)[*+]\??")
 HEX_CLASS = re.compile(r"%\(\[([^\]]+)\]\[([^\]]+)\]\)")
 HEX_BYTE = re.compile(
     r"pack\(\s*[\"']C[\"']\s*,\s*hex\(\s*\$1\s*\)\s*\)|chr\(\s*hex\(\s*\$1\s*\)\s*\)"
@@ -359,7 +363,8 @@ class Builtins(Core):
         *counting_ok*: ``s/\\W//g`` and the like, where removing each byte of a character
         (Perl) or the character (Python) leaves the same string.
         """
-        if COUNTING.search(perl) and not counting_ok:
+        runs = ANY_RUN.sub(lambda m: "" if m[0].isascii() else m[0], perl)
+        if COUNTING.search(runs) and not counting_ok:
             raise Unsupported("a regex that counts characters (Perl counts bytes)")
         if re.search(r"\\[zZGQEulULpPXKRhHvVN]|\(\?[<!=]*[^:)]|\$\)|\(\?\{", perl):
             raise Unsupported("a regex feature Python spells otherwise")
@@ -503,6 +508,13 @@ class Builtins(Core):
             path = self.consts["$" + str(args[0].a[1])]
         elif len(args) == 1 and args[0].k == "str":
             path = str(args[0].a[0].get("s"))
+        elif len(args) == 1 and args[0].k == "var" and args[0].a[0] == "$":
+            if "jcode" in str(args[0].a[1]).lower():
+                raise Unsupported("require of jcode.pl through a variable (perlcompat.jcode)")
+            # a library set elsewhere (init.cgi's $formpl): its port, beside it as a .py
+            self.use("os")
+            lib = self.strx(args[0])
+            return f'{self.use("require")}(os.path.splitext({lib})[0] + ".py")'
         else:
             raise Unsupported("require of a module or of a path computed at run time")
         if path.endswith("jcode.pl"):

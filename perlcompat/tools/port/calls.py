@@ -25,7 +25,12 @@ class Calls(Core):
 
     def sub_name(self, name: str) -> str:
         if name not in self.subs:
-            raise Unsupported(f"&{name}, a sub this script does not define")
+            py = py_var(name)
+            taken = {py_var(n) for _, n in self.symbols} | set(self.handles)
+            if not self.unseen_libs or py in taken or not name.isidentifier():
+                raise Unsupported(f"&{name}, a sub this script does not define")
+            self.foreign_calls.add(py)  # the unread library's sub: require() defines it
+            return py
         return self.def_name(name)
 
     def private_local(self, target: E) -> None:

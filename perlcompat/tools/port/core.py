@@ -26,6 +26,7 @@ class Func:
         self.args_list = False  # it changes @_: ``args = PerlList(args)`` first
         self.read_globals: set[str] = set()  # the globals it names (a later my must differ)
         self.captures = False  # it matched a regex with groups into ``_m`` ($1 reads it)
+        self.topic = False  # it assigned $_ outside a loop (the global TOPIC)
 
 
 class Core:
@@ -61,6 +62,9 @@ class Core:
     library: bool
     consts: dict[str, str]
     value_subs: set[str]
+    unseen_libs: bool
+    script_reads_topic_lines: bool
+    foreign_calls: set[str]
 
     if TYPE_CHECKING:
 

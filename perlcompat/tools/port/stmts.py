@@ -9,6 +9,8 @@ function assigns are declared ``global``.  Comments stay where they were.
 
 from __future__ import annotations
 
+import re
+
 from .builtins import Builtins
 from .calls import Calls
 from .compound import Compound
@@ -20,6 +22,10 @@ from .tree import Node, Script
 
 MODIFIERS = ("if", "unless", "while", "until", "for", "foreach")
 QUOTES = "\"'"
+
+
+TOPIC = "TOPIC"  # Perl's global $_ where a sub assigns it outside a loop
+WHILE_READLINE = re.compile(rb"while\s*\(\s*<[^>]*>\s*\)")
 
 
 class Translator(Exprs, Builtins, Compound, Calls):
@@ -38,6 +44,8 @@ class Translator(Exprs, Builtins, Compound, Calls):
         self.requires: list[str] = []
         self.consts: dict[str, str] = {}  # "$name" -> its one string value (require $lib)
         self.value_subs: set[str] = set()  # subs some caller uses the value of
+        self.unseen_libs = False  # a required library the tool cannot read defines subs
+        self.foreign_calls: set[str] = set()  # Python names of subs called from such a library
         self.eval_error_used = False
         self.args_list = False
         self.in_sub: str | None = None
@@ -54,6 +62,8 @@ class Translator(Exprs, Builtins, Compound, Calls):
         self.exit_subs: set[str] = set()
         self.users: dict[str, set[str]] = {}  # "$name" -> the subs ("<main>") that use it
         self.calls: dict[str, set[str]] = {}  # sub ("<main>") -> the words it names (calls)
+        # while (<FH>) sets the global $_ (to undef at the end): $_ = ... then stays PORT
+        self.script_reads_topic_lines = bool(WHILE_READLINE.search(script.raw))
         self.scan(script.root)
         self.scalar_names = {py_var(n) for s, n in self.symbols if s == "$"}
 
@@ -123,8 +133,20 @@ class Translator(Exprs, Builtins, Compound, Calls):
 
     def topic(self) -> str:
         if not self.topics:
+            if self.func.topic:  # $_ this function assigned: Perl's global $_
+                self.func.read_globals.add(TOPIC)
+                return TOPIC
             raise Unsupported("$_ outside a loop")
         return self.topics[-1]
+
+    def set_topic(self) -> str:
+        """``$_ = ...`` outside a loop: the global ``TOPIC`` (unless ``while (<FH>)`` sets it)."""
+        if self.script_reads_topic_lines or ("$", TOPIC) in self.symbols:
+            raise Unsupported("assigning $_ in a script whose while (<FH>) also sets it")
+        self.globals_used[TOPIC] = "$"
+        self.func.topic = True
+        self.func.globals.add(TOPIC)
+        return TOPIC
 
     def emit(self, line: str) -> None:
         self.func.lines.append("    " * self.indent + line)
@@ -405,8 +427,8 @@ class Translator(Exprs, Builtins, Compound, Calls):
             return self.declare(e.a[1])
         if e.k == "var" and e.a[0] == "$":
             if e.a[1] in ("_", "!", "@", "$", "0"):
-                if e.a[1] == "_" and self.topics:
-                    return self.topics[-1]
+                if e.a[1] == "_":
+                    return self.topics[-1] if self.topics else self.set_topic()
                 raise Unsupported(f"assigning ${e.a[1]}")
             py = self.name("$", str(e.a[1]))
             self.assigned(py)

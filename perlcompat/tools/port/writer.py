@@ -303,9 +303,18 @@ def _exit_subs(prog: Program | None, script: Script) -> set[str]:
 
 
 def translate(
-    script: Script, library: bool, extra_subs: set[str], consts: dict[str, str] | None = None
+    script: Script,
+    library: bool,
+    extra_subs: set[str],
+    consts: dict[str, str] | None = None,
+    unseen_libs: bool = False,
 ) -> Translator:
-    """Translate *script* until the variables' kinds settle (at most four rounds)."""
+    """Translate *script* until the variables' kinds settle (at most four rounds).
+
+    *unseen_libs*: the script requires a library the tool could not read (its path is
+    computed, or the file is not there): a sub it calls and does not define is that
+    library's, called by its name (``require()`` defines it in the script's globals).
+    """
     _, prog, findings = _audit(script)
     kinds: dict[str, str] = {}
     value_subs: set[str] = set()
@@ -319,6 +328,7 @@ def translate(
         t.value_subs = set(value_subs)  # (from the round before: calls may come after the sub)
         t.findings = {k: list(v) for k, v in findings.items()}
         t.library = library
+        t.unseen_libs = unseen_libs
         run(t)
         new = {k: merge_kinds(v) for k, v in t.seen.items()}
         if new == kinds and t.value_subs == value_subs:
@@ -489,7 +499,8 @@ def port(
             todo += [r for r in _requires(script, consts) if r not in todo]
             lib_subs |= lib.subs
             lib_symbols |= lib.symbols
-    t = translate(script, library, (extra_subs or set()) | lib_subs, consts)
+    unseen = _unseen_libraries(script, consts, base, seen)
+    t = translate(script, library, (extra_subs or set()) | lib_subs, consts, unseen)
     if not library:
         for sigil, name in lib_symbols:
             if (
@@ -517,7 +528,7 @@ def port(
     words = set()
     for func in funcs:
         words |= _code_words(func.lines)
-    if libs and words & {py_var(s) for s in lib_subs}:
+    if (libs and words & {py_var(s) for s in lib_subs}) or t.foreign_calls & words:
         header.append("# ruff: noqa: F821  (the subs of the required libraries)")
     if library:
         missing = {
@@ -576,6 +587,24 @@ def _requires(script: Script, consts: dict[str, str]) -> list[str]:
             if library_path(target) and target not in out:
                 out.append(target)
     return out
+
+
+def _unseen_libraries(script: Script, consts: dict[str, str], base: str, seen: set[str]) -> bool:
+    """True when the script requires a library of its own the tool cannot read."""
+    for stmt in _walk(script.root):
+        toks = stmt.significant()
+        for i, tok in enumerate(toks[:-1]):
+            if tok.text != "require" or tok.cls != "Token::Word":
+                continue
+            arg = toks[i + 1]
+            if arg.is_("Token::Symbol") and arg.text not in consts:
+                if "jcode" not in arg.text.lower():
+                    return True
+                continue
+            target = str(arg.get("s")) if arg.is_("Token::Quote") else consts.get(arg.text, "")
+            if library_path(target) and not os.path.exists(os.path.join(base, target)):
+                return True
+    return False
 
 
 def library_path(target: str) -> bool:
