@@ -178,6 +178,14 @@ print "after: $_";
 &show; print "now: $_\n";
 $c = "x<!-- caf\xc3\xa9 -->y"; $c =~ s/<!--(.|\n)*-->//g; print "$c\n";
 """,
+    "bits_and_pack": r"""
+$w = 300; $neg = -2;
+$s = pack("C", $w & 0x00ff) . pack("C", ($w & 0xff00) >> 8) . pack("CCC", 0x21, 0xf9, 0x04);
+$s .= pack("C4", 1, 2, 3, 259); print length($s), " ", ord(substr($s, 8, 1)), "\n";
+$f = 0x80; $f |= 0x01; $g = 0xff; $g &= 0x0f; $n = $neg; $n >>= 60; $m = $neg & 0xff;
+$x = $w ^ 5; $y = 1 << 3; print "$f $g $n $m $x $y ", $neg | 1, "\n";
+$t = "0x10"; $z = $t & 7; $p = pack("C", $neg); print "$z ", length($p), ord($p), "\n";
+""",
     "eval_and_die": r"""
 eval { die "time out\n"; };
 if ($@ =~ /time out/) { print "caught\n"; }
@@ -236,3 +244,35 @@ def test_increment_is_perlcompats_own_inc(tmp_path: Path) -> None:
     assert "def inc" not in text and "except ImportError" not in text
     imports = text[: text.index("def main")]
     assert "inc" in [w.strip(" ,()") for w in imports.replace("\n", " ").split()]
+
+
+def test_a_library_the_tool_cannot_read_defines_the_subs_called(tmp_path: Path) -> None:
+    """``require $lib`` (a path computed at run time) and a sub the script does not define:
+    the library's port, required beside the script, defines it, as Perl's ``require`` does."""
+    (tmp_path / "helper.pl").write_text(
+        'sub hello { print "hello $_[0]\\n"; return 2; }\n1;\n', encoding="utf-8"
+    )
+    script = tmp_path / "main.pl"
+    script.write_text(
+        '$lib = "./helper" . ".pl"; require $lib;\n$n = &hello("x"); print "n=$n\\n";\n',
+        encoding="utf-8",
+    )
+    result = port(str(script))
+    assert result.port_lines == 0, result.text
+    (tmp_path / "main.py").write_text(result.text, encoding="utf-8")
+    library = port(str(tmp_path / "helper.pl"), library=True)
+    (tmp_path / "helper.py").write_text(library.text, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": PACKAGE_ROOT}
+    perl = subprocess.run(
+        ["perl", "main.pl"], capture_output=True, env=env, cwd=tmp_path, timeout=60
+    )
+    python = subprocess.run(
+        [sys.executable, "main.py"], capture_output=True, env=env, cwd=tmp_path, timeout=60
+    )
+    assert python.stderr == b"", python.stderr.decode(errors="replace")
+    assert python.stdout == perl.stdout == b"hello x\nn=2\n"
+    (tmp_path / "helper.py").unlink()  # no library: a loud error, never a silent no-op
+    missing = subprocess.run(
+        [sys.executable, "main.py"], capture_output=True, env=env, cwd=tmp_path, timeout=60
+    )
+    assert missing.returncode != 0 and b"helper.py" in missing.stderr

@@ -140,6 +140,8 @@ class Builtins(Core):
             return f"{self.use('length')}({bare(subject)})", "num"
         if name in BYTES:
             return self.bytes_func(name, args)
+        if name == "pack":
+            return self.pack(args), "str"
         if name == "system":
             if not args:
                 raise Unsupported("system without a command")
@@ -199,6 +201,30 @@ class Builtins(Core):
         """*e* as a Python int (Perl's integer argument: the number's integer part)."""
         code, kind = self.numx(e)
         return code if kind == "num" else f"int({code})"
+
+    def pack(self, args: list[E]) -> str:
+        """``pack("C", n)``, ``pack("CCC", a, b, c)``, ``pack("C4", ...)``: bytes, each wrapped
+        to 0..255 as Perl's ``C`` wraps it."""
+        fmt = args[0] if args else None
+        parts = self.concat_parts(fmt) if fmt is not None and fmt.k == "str" else []
+        if fmt is None or not parts or any(kind != "lit" for _, kind in parts):
+            raise Unsupported("pack with a computed template")
+        text = "".join(code for code, _ in parts)
+        m = re.fullmatch(r"(C+)|C(\d+)", text.replace(" ", ""))
+        values = args[1:]
+        count = len(m[1]) if m and m[1] else int(m[2]) if m else -1
+        if count != len(values) or any(self.listy(v) for v in values):
+            raise Unsupported(f"pack with the template {text!r}")
+        items = ", ".join(f"{par(self.intx(v))} & 255" for v in values)
+        return f"{self.use('from_bytes')}(bytes([{items}]))"
+
+    def listy(self, e: E) -> bool:
+        """*e* gives a list in list context (an array, a split, a readline ...)."""
+        return (
+            (e.k == "var" and e.a[0] in ("@", "%"))
+            or e.k in ("readline", "qw", "blockop", "qx", "comma")
+            or (e.k == "func" and e.a[0] in ("split", "keys", "values", "localtime", "sort"))
+        )
 
     def bytes_func(self, name: str, args: list[E]) -> tuple[str, str]:
         """``substr``, ``ord``, ``chr``, ``index``, ``rindex`` on Perl's bytes."""

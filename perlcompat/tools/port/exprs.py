@@ -330,7 +330,7 @@ class Exprs(Core):
         t = text.replace("_", "")
         if re.fullmatch(r"0[0-7]+", t):
             return "0o" + t[1:], "num"
-        if re.fullmatch(r"\d+|0[xX][0-9a-fA-F]+|0[bB][01]+", t):
+        if re.fullmatch(r"-?\d+|0[xX][0-9a-fA-F]+|0[bB][01]+", t):
             return t, "num"
         return t, "float"
 

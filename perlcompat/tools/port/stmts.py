@@ -550,6 +550,11 @@ class Translator(Exprs, Builtins, Compound, Calls):
             if cur == target:
                 return [f"{target} {op} {par(value)}"]
             return [f"{target} = {cur} {op[0]} {par(value)}", *self.alias_lines(target)]
+        if op in ("|=", "&=", "^=", "<<=", ">>="):
+            code = self.bits(op[:-1], current, right)
+            target = self.lvalue(current)
+            self.record_kind(current, "num")
+            return [f"{target} = {code}", *self.alias_lines(target)]
         if op in ("||=", "&&=", "//="):
             code, kind = self.logical(op[:-1], current, right)
             target = self.lvalue(current)
