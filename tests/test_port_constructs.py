@@ -186,6 +186,19 @@ $f = 0x80; $f |= 0x01; $g = 0xff; $g &= 0x0f; $n = $neg; $n >>= 60; $m = $neg & 
 $x = $w ^ 5; $y = 1 << 3; print "$f $g $n $m $x $y ", $neg | 1, "\n";
 $t = "0x10"; $z = $t & 7; $p = pack("C", $neg); print "$z ", length($p), ord($p), "\n";
 """,
+    "foreach_changes_elements": r"""
+@a = ("a1\n", "b2\n");
+foreach (@a) { chomp; }
+foreach $x (@a) { $x =~ s/\d/N/; }
+print "@a\n";
+foreach (@a) { s/N/M/; tr/a-z/A-Z/; }
+foreach $y (@a) { $y =~ tr/M/m/; chomp($y); $y++; }
+print "@a\n";
+foreach (@a) { $_ = lc($_) . "!"; }
+s/!/?/ foreach @a; $_ .= "x" for (@a);
+print "@a\n";
+print "[$_]" foreach @a;
+""",
     "eval_and_die": r"""
 eval { die "time out\n"; };
 if ($@ =~ /time out/) { print "caught\n"; }

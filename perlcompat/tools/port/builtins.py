@@ -445,12 +445,13 @@ class Builtins(Core):
         if tok.cls == "Token::Regexp::Transliterate":
             if "r" in flags:
                 return [f"{self.tr(subject, match, repl, flags)}  # tr///r: the copy is unused"]
-            return [f"{name}, _ = {self.tr(subject, match, repl, flags)}"]
+            return [f"{name}, _ = {self.tr(subject, match, repl, flags)}", *self.alias_lines(name)]
         if _url_decoder(match, repl) and set(flags) == {"e", "g"}:
             self.use("unquote_to_bytes")
             return [
                 f'{name} = unquote_to_bytes({par(subject)}.encode("utf-8", "surrogateescape"))'
-                '.decode("utf-8", "surrogateescape")'
+                '.decode("utf-8", "surrogateescape")',
+                *self.alias_lines(name),
             ]
         if set(flags) - {"g", "i", "s", "m", "x"}:
             raise Unsupported(f"s/// with /{flags}")
@@ -459,7 +460,10 @@ class Builtins(Core):
         replacement = self.replacement(repl)
         count = "" if "g" in flags else ", count=1"
         self.use("re")
-        return [f"{name} = re.sub({pattern}, {replacement}, {subject}{count})"]
+        return [
+            f"{name} = re.sub({pattern}, {replacement}, {subject}{count})",
+            *self.alias_lines(name),
+        ]
 
     def replacement(self, repl: str) -> str:
         """An ``s///`` replacement as a Python template (``$1`` -> ``\\g<1>``)."""

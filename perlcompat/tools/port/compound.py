@@ -128,9 +128,16 @@ class Compound(Core):
         block = rest[1]
         if var_tok is None:
             var = self.loop_name("item")
-            if self.writes(block, "$_"):
-                raise Unsupported("foreach whose body changes $_ (the element itself)")
-            return self.loop_over(f"for {var} in {lst}:", var, block)
+            if not (self.writes(block, "$_") or self.writes_topic(block)):
+                return self.loop_over(f"for {var} in {lst}:", var, block)
+            if lst_e is None or lst_e.k != "var" or lst_e.a[0] != "@":
+                raise Unsupported("foreach over a list whose body changes $_ (aliases)")
+            index = self.loop_name("i")
+            self.aliases.append((var, lst, index))  # $_ is the element: write it back
+            try:
+                return self.loop_over(f"for {index}, {var} in enumerate({lst}):", var, block)
+            finally:
+                self.aliases.pop()
         name = var_tok.text[1:]
         key = "$" + name
         target = E("var", "$", name)
@@ -190,6 +197,15 @@ class Compound(Core):
                 del self.func.lines[-1]
             self.expr_statement(step)
         self.indent -= 1
+
+    def writes_topic(self, block: Node) -> bool:
+        """True if *block* changes ``$_`` implicitly: ``s///;``, ``tr///;``, ``chomp;``."""
+        for tok in block.tokens():
+            if tok.cls in ("Token::Regexp::Substitute", "Token::Regexp::Transliterate"):
+                return True  # (with =~ before it, writes() decides; counting it too is safe)
+            if tok.cls == "Token::Word" and tok.text in ("chomp", "chop"):
+                return True
+        return False
 
     def writes(self, block: Node, key: str) -> bool:
         """True if *block* assigns the scalar *key* (``$x = ``, ``$x =~ s///``, ``$x++``, chomp)."""

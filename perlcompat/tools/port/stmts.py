@@ -277,14 +277,31 @@ class Translator(Exprs, Builtins, Compound, Calls):
             test = self.bx(c)
             self.emit(f"while {test}:" if word == "while" else f"while not {par(test)}:")
         else:
-            self.topics.append(self.loop_name("item"))
+            var = self.loop_name("item")
+            lst = self.lx(c)
+            changes = any(
+                t.cls in ("Token::Regexp::Substitute", "Token::Regexp::Transliterate")
+                or t.text in ("chomp", "chop", "$_")
+                for t in body
+            )
+            header = f"for {var} in {lst}:"
+            if changes:  # $_ is the element: a change is written back, as Perl's alias
+                arr = c.a[0] if c.k == "paren" and c.a[0] is not None else c
+                if arr.k != "var" or arr.a[0] != "@":
+                    raise Unsupported("a foreach modifier over a list that may change $_")
+                index = self.loop_name("i")
+                header = f"for {index}, {var} in enumerate({lst}):"
+                self.aliases.append((var, lst, index))
+            self.topics.append(var)
             try:
-                self.emit(f"for {self.topics[-1]} in {self.lx(c)}:")
+                self.emit(header)
                 self.indent += 1
                 self.expr_statement(stmt)
                 self.indent -= 1
             finally:
                 self.topics.pop()
+                if changes:
+                    self.aliases.pop()
             return
         self.indent += 1
         self.expr_statement(stmt)
@@ -353,7 +370,10 @@ class Translator(Exprs, Builtins, Compound, Calls):
             if target.k == "var" and target.a[0] == "@":
                 self.emit(f"{func}({self.sx(target)[0]})")
             else:
-                self.emit(f"{self.lvalue(target)} = {func}({self.sx(target)[0]})")
+                name = self.lvalue(target)
+                self.emit(f"{name} = {func}({self.sx(target)[0]})")
+                for line in self.alias_lines(name):
+                    self.emit(line)
             return
         if k == "func" and e.a[0] == "undef" and e.a[1]:
             target = e.a[1][0]
