@@ -198,6 +198,7 @@ foreach (@a) { $_ = lc($_) . "!"; }
 s/!/?/ foreach @a; $_ .= "x" for (@a);
 print "@a\n";
 print "[$_]" foreach @a;
+$s = "a1,b2"; foreach (split(/,/, $s)) { s/\d/N/; print "$_\n"; } print "$s\n";
 """,
     "eval_and_die": r"""
 eval { die "time out\n"; };

@@ -128,7 +128,7 @@ class Compound(Core):
         block = rest[1]
         if var_tok is None:
             var = self.loop_name("item")
-            if not (self.writes(block, "$_") or self.writes_topic(block)):
+            if not (self.writes(block, "$_") or self.writes_topic(block)) or fresh_list(lst_e):
                 return self.loop_over(f"for {var} in {lst}:", var, block)
             if lst_e is None or lst_e.k != "var" or lst_e.a[0] != "@":
                 raise Unsupported("foreach over a list whose body changes $_ (aliases)")
@@ -383,3 +383,14 @@ class Compound(Core):
         if e is None:
             raise Unsupported("an empty require")
         self.emit(self.sx(e)[0])
+
+
+def fresh_list(e: E | None) -> bool:
+    """True if *e* makes new values (``split``, ``keys``, ``<FH>``, ``qw``): a change to
+    foreach's ``$_`` is lost with them in Perl too (an array's elements would change)."""
+    if e is not None and e.k == "paren":
+        e = e.a[0]
+    return e is not None and (
+        e.k in ("readline", "qw", "qx")
+        or (e.k == "func" and e.a[0] in ("split", "keys", "localtime", "stat"))
+    )

@@ -13,7 +13,7 @@ import re
 
 from .builtins import Builtins
 from .calls import Calls
-from .compound import Compound
+from .compound import Compound, fresh_list
 from .core import Func
 from .exprs import Exprs, par
 from .names import py_var
@@ -279,11 +279,7 @@ class Translator(Exprs, Builtins, Compound, Calls):
         else:
             var = self.loop_name("item")
             lst = self.lx(c)
-            changes = any(
-                t.cls in ("Token::Regexp::Substitute", "Token::Regexp::Transliterate")
-                or t.text in ("chomp", "chop", "$_")
-                for t in body
-            )
+            changes = _changes_topic(body) and not fresh_list(c)
             header = f"for {var} in {lst}:"
             if changes:  # $_ is the element: a change is written back, as Perl's alias
                 arr = c.a[0] if c.k == "paren" and c.a[0] is not None else c
@@ -711,3 +707,20 @@ class Translator(Exprs, Builtins, Compound, Calls):
         self.emit(f"read({fh}, {target}, {n})")
         self.emit(f"{target} = str({target})")
         self.record_kind(args[1], "str")
+
+
+def _changes_topic(toks: list[Node]) -> bool:
+    """True if the statement *toks* may change ``$_`` (``s///;``, ``$_ .= ...``, ``chomp;``)."""
+    flat = [t for tok in toks for t in ([tok] if not tok.kids else list(tok.tokens()))]
+    for i, tok in enumerate(flat):
+        prev = flat[i - 1].text if i else ""
+        nxt = flat[i + 1].text if i + 1 < len(flat) else ""
+        on_topic = prev != "=~" or (i > 1 and flat[i - 2].text == "$_")
+        if tok.cls in ("Token::Regexp::Substitute", "Token::Regexp::Transliterate") and on_topic:
+            return True
+        if tok.text in ("chomp", "chop"):
+            return True
+        assigns = nxt.endswith("=") and nxt not in ("==", "!=", "<=", ">=")
+        if tok.text == "$_" and (assigns or nxt in ("=~", "++", "--") or prev in ("++", "--")):
+            return True
+    return False
