@@ -200,6 +200,14 @@ print "@a\n";
 print "[$_]" foreach @a;
 $s = "a1,b2"; foreach (split(/,/, $s)) { s/\d/N/; print "$_\n"; } print "$s\n";
 """,
+    "url_encoder_and_counted_regexes": r"""
+$v = "a b/caf\xc3\xa9&x=1"; $w = $v;
+$v =~ s/(\W)/sprintf("%%%02X", unpack("C", $1))/eg; print "$v\n";
+$w =~ s/([^\w ])/'%' . unpack('H2', $1)/eg; print "$w\n";
+print "date\n" if "2024/01/31" =~ m|^\d{4}/\d{2}/\d{2}$|;
+print "mail\n" if "a.b\@example.org" =~ /[\w\.\-]+\@[\w\.\-]+\.[a-zA-Z]{2,5}$/;
+for ($i = 0; $i < 3; $i++) { foreach $x (1, 2) { next if $x == 1; print "$i $x\n"; } }
+""",
     "eval_and_die": r"""
 eval { die "time out\n"; };
 if ($@ =~ /time out/) { print "caught\n"; }

@@ -32,7 +32,14 @@ HANDLE_FIRST = {"flock", "seek", "tell", "truncate", "close", "binmode", "eof"}
 STR_FUNCS = {"lc": "lower", "uc": "upper"}
 BYTES = {"substr", "ord", "chr", "index", "rindex"}
 FORMAT = re.compile(r"%([-+ 0#]*)(\d*)(\.\d+)?([sdioxXeEfgGc%])")
-COUNTING = re.compile(r"(?<!\\)\.(?![*+])|\[\^[^\]]*\](?![*+])|\\[WSD](?![*+])|\{\d")
+#: what matches one character in Python but one byte in Perl: ``.``, ``[^x]``, ``\W`` (unless
+#: repeated with * or +), and a character of several bytes repeated or in a class (``{n}``
+#: after ASCII counts the same; a Shift_JIS byte read as ``\udcXX`` is one byte)
+_WIDE = "[^\\x00-\\x7f\\udc80-\\udcff]"
+COUNTING = re.compile(
+    r"(?<!\\)\.(?![*+])|\[\^[^\]]*\](?![*+])|\\[WSD](?![*+])"
+    rf"|{_WIDE}[*+?{{]|\[[^\]]*{_WIDE}[^\]]*\]"
+)
 
 
 #: ``(.|\n)*``, ``([^>]|\n)+``: a run of any characters matches the same text as a run of
@@ -53,6 +60,24 @@ def _tr_list(text: str) -> str:
     if "\\" in text and '"' not in text and not text.endswith("\\") and text.isprintable():
         return 'r"' + text + '"'
     return py_str(text)
+
+
+URL_ENCODE = re.compile(
+    r"""sprintf\(\s*(["'])%%%02([xX])\1\s*,\s*(?:unpack\(\s*(["'])C\3\s*,\s*\$1\s*\)"""
+    r"""|ord\(\s*\$1\s*\))\s*\)|(["'])%\4\s*\.\s*unpack\(\s*(["'])H2\5\s*,\s*\$1\s*\)"""
+)
+
+
+def _url_encoder(match: str, repl: str) -> str | None:
+    r"""``s/(\W)/sprintf("%%%02X", unpack("C", $1))/eg`` and kin: the hex format, or None."""
+    m = URL_ENCODE.fullmatch(repl.strip())
+    if (
+        not m
+        or '"' in match
+        or not re.fullmatch(r"\((?:\\[Ww]|\[\^?[\x20-\x5c\x5e-\x7e]*\])\)", match)
+    ):
+        return None
+    return "%%%02X" if m[2] == "X" else "%%%02x"
 
 
 def _url_decoder(match: str, repl: str) -> bool:
@@ -453,6 +478,14 @@ class Builtins(Core):
                 '.decode("utf-8", "surrogateescape")',
                 *self.alias_lines(name),
             ]
+        hexfmt = _url_encoder(match, repl)
+        if hexfmt is not None and set(flags) == {"e", "g"}:  # the CGI encoder: each byte
+            self.use("re")
+            code = (
+                f'{self.use("from_bytes")}(re.sub(rb"{match}", lambda m: b"{hexfmt}" % m[1][0],'
+                f" {self.use('as_bytes')}({bare(subject)})))"
+            )
+            return [f"{name} = {code}", *self.alias_lines(name)]
         if set(flags) - {"g", "i", "s", "m", "x"}:
             raise Unsupported(f"s/// with /{flags}")
         whole = re.fullmatch(r"\\[WSD]|\.|\[\^[^\]]*\]", match) and not repl and "g" in flags

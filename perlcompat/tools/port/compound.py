@@ -181,9 +181,7 @@ class Compound(Core):
     def c_for(self, head: Node, block: Node) -> None:
         """``for (INIT; COND; STEP) {...}`` -> INIT, ``while COND:``, the body, STEP."""
         parts = [k for k in head.kids if k.is_("Statement")]
-        if len(parts) not in (2, 3) or any(
-            t.cls == "Token::Word" and t.text in ("next", "last", "redo") for t in block.tokens()
-        ):
+        if len(parts) not in (2, 3) or _exits(block):
             raise Unsupported("a C-style for loop with next/last (its step would be skipped)")
         init, cond = (parse(p.significant(), self.subs) for p in parts[:2])
         step = parse(parts[2].significant(), self.subs) if len(parts) == 3 else None
@@ -394,3 +392,17 @@ def fresh_list(e: E | None) -> bool:
         e.k in ("readline", "qw", "qx")
         or (e.k == "func" and e.a[0] in ("split", "keys", "localtime", "stat"))
     )
+
+
+def _exits(node: Node) -> bool:
+    """True if *node* has a ``next``/``last``/``redo`` of its own loop (not of a loop inside)."""
+    for kid in node.kids:
+        if kid.cls == "Statement::Compound":
+            first = next((k for k in kid.kids if k.cls == "Token::Word"), None)
+            if first is not None and first.text in ("for", "foreach", "while", "until"):
+                continue
+        if kid.cls == "Token::Word" and kid.text in ("next", "last", "redo"):
+            return True
+        if kid.kids and _exits(kid):
+            return True
+    return False
