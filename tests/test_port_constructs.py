@@ -208,6 +208,13 @@ print "date\n" if "2024/01/31" =~ m|^\d{4}/\d{2}/\d{2}$|;
 print "mail\n" if "a.b\@example.org" =~ /[\w\.\-]+\@[\w\.\-]+\.[a-zA-Z]{2,5}$/;
 for ($i = 0; $i < 3; $i++) { foreach $x (1, 2) { next if $x == 1; print "$i $x\n"; } }
 """,
+    "times_slices_and_lists": r"""
+@t = gmtime(86400 * 365); print "@t\n"; $s = gmtime(0); print "$s\n";
+($min, $hour, $mday) = (gmtime(100000))[1..3]; print "$min $hour $mday\n";
+@z = (1, 2)[1..3]; @e = (split(/,/, ""))[0..1]; print scalar(@z), " ", scalar(@e), "\n";
+@m = (0) x 5; print "@m\n";
+@a = (1..10); splice(@a, 4); print "@a\n"; splice(@a, -2); print "@a\n";
+""",
     "eval_and_die": r"""
 eval { die "time out\n"; };
 if ($@ =~ /time out/) { print "caught\n"; }

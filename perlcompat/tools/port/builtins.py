@@ -190,8 +190,13 @@ class Builtins(Core):
             return f"random.random() * {par(n)}", "float"
         if name == "hex":
             return f"int({self.strx(args[0])}, 16)", "num"
-        if name == "localtime":
-            return self.localtime(args, scalar=scalar)
+        if name in ("localtime", "gmtime"):
+            return self.localtime(args, scalar=scalar, func=name)
+        if name in ("CGI::new", "CGI'new") and not args:
+            return f"{self.use('CGI')}()", "cgi"
+        if name == "srand":  # Python's random numbers are not Perl's anyway: a seed is a seed
+            self.use("random")
+            return f"random.seed({self.numx(args[0])[0] if args else ''})", "num"
         if name == "exit":
             self.use("sys")
             return f"sys.exit({self.numx(args[0])[0] if args else ''})", "num"
@@ -381,11 +386,11 @@ class Builtins(Core):
             return self.lvalue(e)
         raise Unsupported("open on a handle that is not a bareword or a scalar")
 
-    def localtime(self, args: list[E], scalar: bool) -> tuple[str, str]:
+    def localtime(self, args: list[E], scalar: bool, func: str = "localtime") -> tuple[str, str]:
         arg = self.numx(args[0])[0] if args else ""
         if scalar:
-            return f"{self.use('scalar_localtime')}({arg})", "str"
-        return f"{self.use('localtime')}({arg})", "list"
+            return f"{self.use('scalar_' + func)}({arg})", "str"
+        return f"{self.use(func)}({arg})", "list"
 
     def split(self, args: list[E], fields: int | None) -> str:
         if not args:
@@ -612,9 +617,9 @@ class Builtins(Core):
             return f"{self.use('qx_lines')}({self.command(e.a[0])})"
         if k == "func" and e.a[0] == "split":
             return self.split(list(e.a[1]), fields=None)
-        if k == "func" and e.a[0] in ("keys", "values", "stat", "localtime"):
-            if e.a[0] == "localtime":
-                return self.localtime(list(e.a[1]), scalar=False)[0]
+        if k == "func" and e.a[0] in ("keys", "values", "stat", "localtime", "gmtime"):
+            if e.a[0] in ("localtime", "gmtime"):
+                return self.localtime(list(e.a[1]), scalar=False, func=str(e.a[0]))[0]
             return self.builtin(e, scalar=False)[0]
         if k == "func" and e.a[0] == "reverse":
             return f"{self.list_of(list(e.a[1]))}[::-1]"
@@ -622,6 +627,13 @@ class Builtins(Core):
             return self.sort(None, self.list_of(list(e.a[1])))
         if k == "bin" and e.a[0] == "..":
             return self.range_(e.a[1], e.a[2])
+        if k == "bin" and e.a[0] == "x" and e.a[1].k == "paren":  # (0) x 12: the list repeated
+            return f"{self.lx(e.a[1])} * {self.intx(e.a[2])}"
+        if k == "lslice" and e.a[1] is not None and e.a[1].k == "bin" and e.a[1].a[0] == "..":
+            lst = self.lx(e.a[0])  # (LIST)[1..6]: undef past LIST's end; () of an empty LIST
+            self.use("PerlList")
+            indices = self.range_(e.a[1].a[1], e.a[1].a[2])
+            return f"[v[n] for v in [PerlList({lst})] if v for n in {indices}]"
         if k == "blockop":
             return self.blockop(e)
         if k == "method":

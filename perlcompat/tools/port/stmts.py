@@ -355,6 +355,12 @@ class Translator(Exprs, Builtins, Compound, Calls):
             return
         if k == "func" and e.a[0] == "read":
             return self.read_stmt(list(e.a[1]))
+        if k == "func" and e.a[0] == "splice" and len(e.a[1]) == 2:  # splice(@a, N): cut the tail
+            target = e.a[1][0]
+            if target.k != "var" or target.a[0] != "@":
+                raise Unsupported("splice of something not a named array")
+            self.emit(f"del {self.sx(target)[0]}[{self.intx(e.a[1][1])}:]")
+            return
         if k == "func" and e.a[0] in ("chomp", "chop"):
             target = e.a[1][0] if e.a[1] else E("var", "$", "_")
             if target.k == "paren" and target.a[0] is not None:
