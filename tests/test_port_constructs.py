@@ -214,6 +214,8 @@ for ($i = 0; $i < 3; $i++) { foreach $x (1, 2) { next if $x == 1; print "$i $x\n
 @z = (1, 2)[1..3]; @e = (split(/,/, ""))[0..1]; print scalar(@z), " ", scalar(@e), "\n";
 @m = (0) x 5; print "@m\n";
 @a = (1..10); splice(@a, 4); print "@a\n"; splice(@a, -2); print "@a\n";
+@R = (5, 6, 2); @H = (0) x 3; ++$H[ ${R[2]} ]; $H[${R[2]}]++; print "@H\n";
+$r = reverse("caf\xc3\xa9"); $t = reverse("ab", "cd"); print length($r), " $t\n";
 """,
     "eval_and_die": r"""
 eval { die "time out\n"; };

@@ -605,6 +605,12 @@ class Translator(Exprs, Builtins, Compound, Calls):
             return f"len({self.sx(e)[0]})", "num"
         if e.k == "anonsub":
             return self.anon_sub(e.a[0]), "code"
+        if e.k == "func" and e.a[0] == "reverse":  # $s = reverse(...): the bytes reversed
+            joined = " + ".join(self.as_str(*self.sx(a)) for a in e.a[1]) or self.topic()
+            if any(self.listy(a) for a in e.a[1]):
+                raise Unsupported("scalar reverse of a list")
+            code = f"{self.use('as_bytes')}({joined})[::-1]"
+            return f"{self.use('from_bytes')}({code})", "str"
         if e.k == "bin" and e.a[0] == "+" and e.a[1].k == "var" and e.a[1].a[0] == "@":
             b, kind = self.numx(e.a[2])
             return f"len({self.sx(e.a[1])[0]}) + {par(b)}", "num" if kind == "num" else "numvalue"
