@@ -99,6 +99,45 @@ class Compound(Core):
         self.block(block.kids)
         self.indent -= 1
 
+    def modified(self, body: list[Node], word: str, cond: list[Node]) -> None:
+        """``STATEMENT if COND;`` and its kin."""
+        c = parse(cond, self.subs)
+        stmt = parse(body, self.subs)
+        if c is None or stmt is None:
+            raise Unsupported("an empty statement modifier")
+        if word in ("if", "unless"):
+            test = self.bx(c)
+            self.emit(f"if {test}:" if word == "if" else f"if not {par(test)}:")
+        elif word in ("while", "until"):
+            test = self.bx(c)
+            self.emit(f"while {test}:" if word == "while" else f"while not {par(test)}:")
+        else:
+            var = self.loop_name("item")
+            lst = self.lx(c)
+            changes = _changes_topic(body) and not fresh_list(c)
+            header = f"for {var} in {lst}:"
+            if changes:  # $_ is the element: a change is written back, as Perl's alias
+                arr = c.a[0] if c.k == "paren" and c.a[0] is not None else c
+                if arr.k != "var" or arr.a[0] != "@":
+                    raise Unsupported("a foreach modifier over a list that may change $_")
+                index = self.loop_name("i")
+                header = f"for {index}, {var} in enumerate({lst}):"
+                self.aliases.append((var, lst, index))
+            self.topics.append(var)
+            try:
+                self.emit(header)
+                self.indent += 1
+                self.expr_statement(stmt)
+                self.indent -= 1
+            finally:
+                self.topics.pop()
+                if changes:
+                    self.aliases.pop()
+            return
+        self.indent += 1
+        self.expr_statement(stmt)
+        self.indent -= 1
+
     def loop_over(self, header: str, var: str, block: Node) -> None:
         self.emit(header)
         self.topics.append(var)
@@ -404,5 +443,22 @@ def _exits(node: Node) -> bool:
         if kid.cls == "Token::Word" and kid.text in ("next", "last", "redo"):
             return True
         if kid.kids and _exits(kid):
+            return True
+    return False
+
+
+def _changes_topic(toks: list[Node]) -> bool:
+    """True if the statement *toks* may change ``$_`` (``s///;``, ``$_ .= ...``, ``chomp;``)."""
+    flat = [t for tok in toks for t in ([tok] if not tok.kids else list(tok.tokens()))]
+    for i, tok in enumerate(flat):
+        prev = flat[i - 1].text if i else ""
+        nxt = flat[i + 1].text if i + 1 < len(flat) else ""
+        on_topic = prev != "=~" or (i > 1 and flat[i - 2].text == "$_")
+        if tok.cls in ("Token::Regexp::Substitute", "Token::Regexp::Transliterate") and on_topic:
+            return True
+        if tok.text in ("chomp", "chop"):
+            return True
+        assigns = nxt.endswith("=") and nxt not in ("==", "!=", "<=", ">=")
+        if tok.text == "$_" and (assigns or nxt in ("=~", "++", "--") or prev in ("++", "--")):
             return True
     return False

@@ -12,8 +12,9 @@ from __future__ import annotations
 import re
 
 from .builtins import Builtins
+from .bytefuncs import Bytes
 from .calls import Calls
-from .compound import Compound, fresh_list
+from .compound import Compound
 from .core import Func
 from .exprs import Exprs, par
 from .names import py_var
@@ -28,7 +29,7 @@ TOPIC = "TOPIC"  # Perl's global $_ where a sub assigns it outside a loop
 WHILE_READLINE = re.compile(rb"while\s*\(\s*<[^>]*>\s*\)")
 
 
-class Translator(Exprs, Builtins, Compound, Calls):
+class Translator(Exprs, Builtins, Bytes, Compound, Calls):
     """The whole translation of one script (run until the variables' kinds settle)."""
 
     def __init__(self, script: Script, kinds: dict[str, str], lock_calls: dict[str, str]) -> None:
@@ -263,45 +264,6 @@ class Translator(Exprs, Builtins, Compound, Calls):
             if i and tok.cls == "Token::Word" and tok.text in MODIFIERS:
                 return i
         return None
-
-    def modified(self, body: list[Node], word: str, cond: list[Node]) -> None:
-        """``STATEMENT if COND;`` and its kin."""
-        c = parse(cond, self.subs)
-        stmt = parse(body, self.subs)
-        if c is None or stmt is None:
-            raise Unsupported("an empty statement modifier")
-        if word in ("if", "unless"):
-            test = self.bx(c)
-            self.emit(f"if {test}:" if word == "if" else f"if not {par(test)}:")
-        elif word in ("while", "until"):
-            test = self.bx(c)
-            self.emit(f"while {test}:" if word == "while" else f"while not {par(test)}:")
-        else:
-            var = self.loop_name("item")
-            lst = self.lx(c)
-            changes = _changes_topic(body) and not fresh_list(c)
-            header = f"for {var} in {lst}:"
-            if changes:  # $_ is the element: a change is written back, as Perl's alias
-                arr = c.a[0] if c.k == "paren" and c.a[0] is not None else c
-                if arr.k != "var" or arr.a[0] != "@":
-                    raise Unsupported("a foreach modifier over a list that may change $_")
-                index = self.loop_name("i")
-                header = f"for {index}, {var} in enumerate({lst}):"
-                self.aliases.append((var, lst, index))
-            self.topics.append(var)
-            try:
-                self.emit(header)
-                self.indent += 1
-                self.expr_statement(stmt)
-                self.indent -= 1
-            finally:
-                self.topics.pop()
-                if changes:
-                    self.aliases.pop()
-            return
-        self.indent += 1
-        self.expr_statement(stmt)
-        self.indent -= 1
 
     def loop_name(self, base: str) -> str:
         name = base
@@ -719,20 +681,3 @@ class Translator(Exprs, Builtins, Compound, Calls):
         self.emit(f"read({fh}, {target}, {n})")
         self.emit(f"{target} = str({target})")
         self.record_kind(args[1], "str")
-
-
-def _changes_topic(toks: list[Node]) -> bool:
-    """True if the statement *toks* may change ``$_`` (``s///;``, ``$_ .= ...``, ``chomp;``)."""
-    flat = [t for tok in toks for t in ([tok] if not tok.kids else list(tok.tokens()))]
-    for i, tok in enumerate(flat):
-        prev = flat[i - 1].text if i else ""
-        nxt = flat[i + 1].text if i + 1 < len(flat) else ""
-        on_topic = prev != "=~" or (i > 1 and flat[i - 2].text == "$_")
-        if tok.cls in ("Token::Regexp::Substitute", "Token::Regexp::Transliterate") and on_topic:
-            return True
-        if tok.text in ("chomp", "chop"):
-            return True
-        assigns = nxt.endswith("=") and nxt not in ("==", "!=", "<=", ">=")
-        if tok.text == "$_" and (assigns or nxt in ("=~", "++", "--") or prev in ("++", "--")):
-            return True
-    return False
