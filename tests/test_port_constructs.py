@@ -152,7 +152,7 @@ $out = `echo hello`; print "out=$out";
 $rc = system("sh", "-c", "exit 3"); print "rc=$rc status=$?\n";
 $none = system("/nonexistent/cmd"); print "none=$none ", $? >> 8, "\n";
 $st = $? >> 8; $low = $? & 127; print "st=$st low=$low\n";
-system("true"); print "ok=$?\n";
+$saved = $?; system("true"); print "ok=$? saved=$saved\n";
 $name = "there"; $o = qx(echo hi $name); print $o;
 open(MAIL, "| cat") || die "no cat: $!"; print MAIL "piped\n"; close(MAIL);
 open(P, "echo from pipe |") || die "no echo: $!"; $l = <P>; close(P); print "got $l";

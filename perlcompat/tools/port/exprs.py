@@ -24,7 +24,7 @@ STR_CMP = {"eq": "==", "ne": "!=", "lt": "<", "gt": ">", "le": "<=", "ge": ">="}
 NUM_CMP = {"==": "==", "!=": "!=", "<": "<", ">": ">", "<=": "<=", ">=": ">="}
 SPECIAL = {
     "!": ("OS_ERROR", "any"),
-    "?": ("CHILD_ERROR", "num"),
+    "?": ("CHILD_ERROR.value", "num"),  # the int now: $saved = $? keeps it past the next wait
     "$": ("os.getpid()", "num"),
     "0": ("sys.argv[0]", "str"),
 }
@@ -33,7 +33,7 @@ SPECIAL = {
 BITS = {"&", "|", "^", ">>", "<<"}
 MASK = "0xFFFFFFFFFFFFFFFF"  # Perl's bit operators work on unsigned 64-bit integers
 _UNSIGNED = re.compile(r"\d+|0[xob][0-9a-fA-F]+|\(as_bytes\(.*\)\[0\]")
-_NUMERIC = re.compile(r"CHILD_ERROR|\(as_bytes\(.*\)\[0\]")
+_NUMERIC = re.compile(r"CHILD_ERROR\.value|\(as_bytes\(.*\)\[0\]")
 
 
 def bare(code: str) -> str:
