@@ -217,6 +217,11 @@ for ($i = 0; $i < 3; $i++) { foreach $x (1, 2) { next if $x == 1; print "$i $x\n
 @R = (5, 6, 2); @H = (0) x 3; ++$H[ ${R[2]} ]; $H[${R[2]}]++; print "@H\n";
 $r = reverse("caf\xc3\xa9"); $t = reverse("ab", "cd"); print length($r), " $t\n";
 """,
+    "hash_keys_in_strings": r"""
+%h = ("abc" => 1, "xabcx" => 2, "enhi" => "hello", "n3" => 3);
+$k = "xabcx"; $lang = "en"; $n = 3;
+print "v=$h{$k} $h{abc} $h{'abc'} $h{$lang.'hi'} $h{'n'.$n}\n";
+""",
     "eval_and_die": r"""
 eval { die "time out\n"; };
 if ($@ =~ /time out/) { print "caught\n"; }

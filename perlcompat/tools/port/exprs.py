@@ -124,7 +124,8 @@ def merge_kinds(kinds: list[str]) -> str:
 
 
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "f": "\f", "a": "\a", "e": "\x1b", "0": "\0"}
-_SUBSCRIPT = r"\[(?:-?\d+|\$\w+)\]|\{(?:\w+|'[^'\\]*'|\"[^\"\\$@]*\"|\$\w+)\}"
+_KEY = r"\$\w+\s*\.\s*'[^'\\]*'|'[^'\\]*'\s*\.\s*\$\w+"  # $lang.'key', 'key'.$n
+_SUBSCRIPT = rf"\[(?:-?\d+|\$\w+)\]|\{{(?:\w+|'[^'\\]*'|\"[^\"\\$@]*\"|\$\w+|{_KEY})\}}"
 _INTERP = re.compile(
     r"\\(?P<esc>x\{[0-9a-fA-F]+\}|x[0-9a-fA-F]{1,2}|[0-7]{1,3}|.)"
     rf"|\$\{{(?P<braced>\w+)(?P<bsubs>(?:{_SUBSCRIPT})*)\}}"
@@ -132,7 +133,7 @@ _INTERP = re.compile(
     r"|@(?P<array>\w+)|\$#\{?(?P<last>\w+)\}?|(?P<lone>\$|@)",
     re.S,
 )
-_SUB = re.compile(r"\[(-?\d+|\$\w+)\]|\{(\w+|'[^']*'|\"[^\"]*\"|\$\w+)\}")
+_SUB = re.compile(rf"\[(-?\d+|\$\w+)\]|\{{({_KEY}|\w+|'[^']*'|\"[^\"]*\"|\$\w+)\}}")
 
 
 class Exprs(Core):
@@ -648,13 +649,13 @@ class Exprs(Core):
                 idx = self.var("$", index[1:])[0] if index.startswith("$") else index
                 code, kind = self.element_code(name, idx)
             else:
-                if key.startswith("$"):
-                    k = self.var("$", key[1:])[0]
-                elif key[0] in "'\"":
-                    k = py_str(key[1:-1], "'")
-                else:
-                    k = py_str(key, "'")
-                code, kind = self.hash_element(E("helem", name, E("lit", k[1:-1])))
+                parts = [p.strip() for p in key.split(".")] if re.fullmatch(_KEY, key) else [key]
+                keys = [
+                    E("var", "$", p[1:]) if p.startswith("$") else E("lit", p.strip("'\""))
+                    for p in parts
+                ]
+                key_e = keys[0] if len(keys) == 1 else E("bin", ".", keys[0], keys[1])
+                code, kind = self.hash_element(E("helem", name, key_e))
         return code or "", kind
 
     def element_code(self, name: str, idx: str) -> tuple[str, str]:
