@@ -221,6 +221,7 @@ $r = reverse("caf\xc3\xa9"); $t = reverse("ab", "cd"); print length($r), " $t\n"
 %h = ("abc" => 1, "xabcx" => 2, "enhi" => "hello", "n3" => 3);
 $k = "xabcx"; $lang = "en"; $n = 3;
 print "v=$h{$k} $h{abc} $h{'abc'} $h{$lang.'hi'} $h{'n'.$n}\n";
+print "found\n" if index($k, "abc") >= $[;
 """,
     "eval_and_die": r"""
 eval { die "time out\n"; };

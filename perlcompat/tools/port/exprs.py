@@ -232,6 +232,8 @@ class Exprs(Core):
 
     def var(self, sigil: str, name: str) -> tuple[str, str]:
         if sigil == "$":
+            if name == "[":  # the array base: 0 (Perl 5.30 refuses any other value)
+                return "0", "num"
             if name in SPECIAL:
                 code, kind = SPECIAL[name]
                 self.use(code.split(".")[0] if "." in code else code)
