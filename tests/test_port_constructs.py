@@ -129,6 +129,100 @@ foreach $x (1, 2) { print "in $x\n"; }
 print "after $x\n";
 $w = "Straße Ünï abc"; print uc($w), "|", lc("ÀB Cd"), "\n";
 """,
+    "magic_increment": r"""
+$id = "a9"; $id++; $zz = "Zz"; $zz++; $n = "0099"; $n++; $line = "41\n"; $line++;
+print "$id $zz $n $line\n";
+""",
+    "bytes": r"""
+$s = "caf\xc3\xa9 au lait";
+print length($s), " ", length(""), "\n";
+$t = substr($s, 0, 4); $u = substr($s, 5); $v = substr($s, -4, 2);
+print "[$t] [$u] [$v]\n";
+print ord("A"), " ", ord(""), " ", ord($s), " ", ord(substr($s, 3, 1)), "\n";
+$c = chr(65) . chr(0xe9); print length($c), " $c\n";
+print index($s, "au"), " ", index($s, "zz"), " ", rindex("a-b-c", "-"), "\n";
+$w = $s; $w =~ tr/a-z/A-Z/; print "$w\n";
+$cnt = ($s =~ tr/a//); print "cnt=$cnt\n";
+$x = $s; $x =~ tr/\200-\377//d; print "$x\n";
+$y = "a  b   c"; $y =~ tr/ //s; print "$y\n";
+""",
+    "commands": r"""
+$out = `echo hello`; print "out=$out";
+@lines = `printf 'a\nb\n'`; print scalar(@lines), " $lines[1]";
+$rc = system("sh", "-c", "exit 3"); print "rc=$rc status=$?\n";
+$none = system("/nonexistent/cmd"); print "none=$none ", $? >> 8, "\n";
+$st = $? >> 8; $low = $? & 127; print "st=$st low=$low\n";
+$saved = $?; system("true"); print "ok=$? saved=$saved\n";
+$name = "there"; $o = qx(echo hi $name); print $o;
+open(MAIL, "| cat") || die "no cat: $!"; print MAIL "piped\n"; close(MAIL);
+open(P, "echo from pipe |") || die "no echo: $!"; $l = <P>; close(P); print "got $l";
+""",
+    "warn_and_die_hooks": r"""
+$SIG{__WARN__} = sub { print "warned: $_[0]"; };
+warn "careful\n";
+$SIG{__DIE__} = \&fatal;
+sub fatal { print "fatal: $_[0]"; }
+eval { die "inside\n"; };
+print "after [$@]";
+""",
+    "topic_outside_loops": r"""
+@LINES = ("a\n", "<!--begin-->\n", "b <x>\n");
+sub show { $_ = "in sub"; }
+for ($i = 0; $i <= 2; $i++) {
+    $_ = $LINES[$i];
+    if (/<!--begin-->/) { print "found at $i\n"; }
+    else { s/\n/!\n/; s/<([^>]|\n)*>/[tag]/g; print; }
+}
+foreach (1, 2) { print "loop $_\n"; }
+print "after: $_";
+&show; print "now: $_\n";
+$c = "x<!-- caf\xc3\xa9 -->y"; $c =~ s/<!--(.|\n)*-->//g; print "$c\n";
+""",
+    "bits_and_pack": r"""
+$w = 300; $neg = -2;
+$s = pack("C", $w & 0x00ff) . pack("C", ($w & 0xff00) >> 8) . pack("CCC", 0x21, 0xf9, 0x04);
+$s .= pack("C4", 1, 2, 3, 259); print length($s), " ", ord(substr($s, 8, 1)), "\n";
+$f = 0x80; $f |= 0x01; $g = 0xff; $g &= 0x0f; $n = $neg; $n >>= 60; $m = $neg & 0xff;
+$x = $w ^ 5; $y = 1 << 3; print "$f $g $n $m $x $y ", $neg | 1, "\n";
+$t = "0x10"; $z = $t & 7; $p = pack("C", $neg); print "$z ", length($p), ord($p), "\n";
+""",
+    "foreach_changes_elements": r"""
+@a = ("a1\n", "b2\n");
+foreach (@a) { chomp; }
+foreach $x (@a) { $x =~ s/\d/N/; }
+print "@a\n";
+foreach (@a) { s/N/M/; tr/a-z/A-Z/; }
+foreach $y (@a) { $y =~ tr/M/m/; chomp($y); $y++; }
+print "@a\n";
+foreach (@a) { $_ = lc($_) . "!"; }
+s/!/?/ foreach @a; $_ .= "x" for (@a);
+print "@a\n";
+print "[$_]" foreach @a;
+$s = "a1,b2"; foreach (split(/,/, $s)) { s/\d/N/; print "$_\n"; } print "$s\n";
+""",
+    "url_encoder_and_counted_regexes": r"""
+$v = "a b/caf\xc3\xa9&x=1"; $w = $v;
+$v =~ s/(\W)/sprintf("%%%02X", unpack("C", $1))/eg; print "$v\n";
+$w =~ s/([^\w ])/'%' . unpack('H2', $1)/eg; print "$w\n";
+print "date\n" if "2024/01/31" =~ m|^\d{4}/\d{2}/\d{2}$|;
+print "mail\n" if "a.b\@example.org" =~ /[\w\.\-]+\@[\w\.\-]+\.[a-zA-Z]{2,5}$/;
+for ($i = 0; $i < 3; $i++) { foreach $x (1, 2) { next if $x == 1; print "$i $x\n"; } }
+""",
+    "times_slices_and_lists": r"""
+@t = gmtime(86400 * 365); print "@t\n"; $s = gmtime(0); print "$s\n";
+($min, $hour, $mday) = (gmtime(100000))[1..3]; print "$min $hour $mday\n";
+@z = (1, 2)[1..3]; @e = (split(/,/, ""))[0..1]; print scalar(@z), " ", scalar(@e), "\n";
+@m = (0) x 5; print "@m\n";
+@a = (1..10); splice(@a, 4); print "@a\n"; splice(@a, -2); print "@a\n";
+@R = (5, 6, 2); @H = (0) x 3; ++$H[ ${R[2]} ]; $H[${R[2]}]++; print "@H\n";
+$r = reverse("caf\xc3\xa9"); $t = reverse("ab", "cd"); print length($r), " $t\n";
+""",
+    "hash_keys_in_strings": r"""
+%h = ("abc" => 1, "xabcx" => 2, "enhi" => "hello", "n3" => 3);
+$k = "xabcx"; $lang = "en"; $n = 3;
+print "v=$h{$k} $h{abc} $h{'abc'} $h{$lang.'hi'} $h{'n'.$n}\n";
+print "found\n" if index($k, "abc") >= $[;
+""",
     "eval_and_die": r"""
 eval { die "time out\n"; };
 if ($@ =~ /time out/) { print "caught\n"; }
@@ -176,3 +270,46 @@ def test_a_japanese_script_prints_its_own_bytes(encoding: str, tmp_path: Path) -
     assert python.stderr == b""
     assert python.stdout == perl.stdout
     assert "<h1>掲示板</h1>".encode(encoding) in python.stdout
+
+
+def test_increment_is_perlcompats_own_inc(tmp_path: Path) -> None:
+    """``$id++`` on a string is perlcompat's ``inc``, imported as every other name: no stand-in."""
+    script = tmp_path / "inc.pl"
+    script.write_text('open(F, "id.txt"); $n = <F>; $n++; print "$n\\n";\n', encoding="utf-8")
+    text = port(str(script)).text
+    assert "n = inc(n)" in text
+    assert "def inc" not in text and "except ImportError" not in text
+    imports = text[: text.index("def main")]
+    assert "inc" in [w.strip(" ,()") for w in imports.replace("\n", " ").split()]
+
+
+def test_a_library_the_tool_cannot_read_defines_the_subs_called(tmp_path: Path) -> None:
+    """``require $lib`` (a path computed at run time) and a sub the script does not define:
+    the library's port, required beside the script, defines it, as Perl's ``require`` does."""
+    (tmp_path / "helper.pl").write_text(
+        'sub hello { print "hello $_[0]\\n"; return 2; }\n1;\n', encoding="utf-8"
+    )
+    script = tmp_path / "main.pl"
+    script.write_text(
+        '$lib = "./helper" . ".pl"; require $lib;\n$n = &hello("x"); print "n=$n\\n";\n',
+        encoding="utf-8",
+    )
+    result = port(str(script))
+    assert result.port_lines == 0, result.text
+    (tmp_path / "main.py").write_text(result.text, encoding="utf-8")
+    library = port(str(tmp_path / "helper.pl"), library=True)
+    (tmp_path / "helper.py").write_text(library.text, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": PACKAGE_ROOT}
+    perl = subprocess.run(
+        ["perl", "main.pl"], capture_output=True, env=env, cwd=tmp_path, timeout=60
+    )
+    python = subprocess.run(
+        [sys.executable, "main.py"], capture_output=True, env=env, cwd=tmp_path, timeout=60
+    )
+    assert python.stderr == b"", python.stderr.decode(errors="replace")
+    assert python.stdout == perl.stdout == b"hello x\nn=2\n"
+    (tmp_path / "helper.py").unlink()  # no library: a loud error, never a silent no-op
+    missing = subprocess.run(
+        [sys.executable, "main.py"], capture_output=True, env=env, cwd=tmp_path, timeout=60
+    )
+    assert missing.returncode != 0 and b"helper.py" in missing.stderr

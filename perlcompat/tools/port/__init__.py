@@ -3,7 +3,8 @@
 ``ppi`` runs ``perl`` on ``ppi_dump.pl`` (PPI, Perl::Critic's parser) and reads its JSON;
 ``tree`` holds the nodes and the script's text; ``syntax`` parses a statement's tokens
 into expressions; ``exprs`` translates expressions, ``builtins`` Perl's built-in
-functions and CGI.pm's methods, ``stmts`` statements, ``compound`` blocks, loops and subs,
+functions and CGI.pm's methods, ``bytefuncs`` those on bytes (``substr``, ``ord``,
+``pack("C")``, ``tr``), ``stmts`` statements, ``compound`` blocks, loops and subs,
 ``calls`` calls and the lock sub's ``lock()`` (the parts of one translator, sharing the
 state declared in ``core``); ``names`` is
 the one table of the perlcompat names a port emits; ``writer`` assembles the module

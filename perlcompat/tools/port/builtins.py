@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import re
 
+from .bytefuncs import BYTES, url_encoder
 from .core import Core
-from .exprs import par, py_str
+from .exprs import bare, par, py_str
 from .syntax import E, Unsupported, parse
 from .tree import Node
 
@@ -31,9 +32,20 @@ SAME = {
 HANDLE_FIRST = {"flock", "seek", "tell", "truncate", "close", "binmode", "eof"}
 STR_FUNCS = {"lc": "lower", "uc": "upper"}
 FORMAT = re.compile(r"%([-+ 0#]*)(\d*)(\.\d+)?([sdioxXeEfgGc%])")
-COUNTING = re.compile(r"(?<!\\)\.(?![*+])|\[\^[^\]]*\](?![*+])|\\[WSD](?![*+])|\{\d")
+#: what matches one character in Python but one byte in Perl: ``.``, ``[^x]``, ``\W`` (unless
+#: repeated with * or +), and a character of several bytes repeated or in a class (``{n}``
+#: after ASCII counts the same; a Shift_JIS byte read as ``\udcXX`` is one byte)
+_WIDE = "[^\\x00-\\x7f\\udc80-\\udcff]"
+COUNTING = re.compile(
+    r"(?<!\\)\.(?![*+])|\[\^[^\]]*\](?![*+])|\\[WSD](?![*+])"
+    rf"|{_WIDE}[*+?{{]|\[[^\]]*{_WIDE}[^\]]*\]"
+)
 
 
+#: ``(.|\n)*``, ``([^>]|\n)+``: a run of any characters matches the same text as a run of
+#: any bytes (a character's bytes are never split by the ASCII pattern around it); ASCII only
+_ONE = r"(?:\.|\\.|\[[^\]]*\]|[^()|\\.\[])"
+ANY_RUN = re.compile(rf"\((?:\?:)?{_ONE}(?:\|{_ONE})*\)[*+]\??")
 HEX_CLASS = re.compile(r"%\(\[([^\]]+)\]\[([^\]]+)\]\)")
 HEX_BYTE = re.compile(
     r"pack\(\s*[\"']C[\"']\s*,\s*hex\(\s*\$1\s*\)\s*\)|chr\(\s*hex\(\s*\$1\s*\)\s*\)"
@@ -121,8 +133,17 @@ class Builtins(Core):
             if len(args) != 1:
                 raise Unsupported("defined without an argument")
             return f"{self.use('defined')}({self.sx(args[0])[0]})", "bool"
-        if name == "length":  # Perl counts the bytes
-            return f'len({par(self.strx(args[0]))}.encode("utf-8", "surrogateescape"))', "num"
+        if name == "length":  # Perl counts the bytes: so does perlcompat's length
+            subject = self.strx(args[0]) if args else self.topic()
+            return f"{self.use('length')}({bare(subject)})", "num"
+        if name in BYTES:
+            return self.bytes_func(name, args)
+        if name == "pack":
+            return self.pack(args), "str"
+        if name == "system":
+            if not args:
+                raise Unsupported("system without a command")
+            return f"{self.use('system')}({', '.join(self.items(args))})", "num"
         if name in STR_FUNCS:  # Perl changes ASCII letters only (bytes): so does this
             letters = "[A-Z]+" if name == "lc" else "[a-z]+"
             self.use("re")
@@ -142,8 +163,13 @@ class Builtins(Core):
             return f"random.random() * {par(n)}", "float"
         if name == "hex":
             return f"int({self.strx(args[0])}, 16)", "num"
-        if name == "localtime":
-            return self.localtime(args, scalar=scalar)
+        if name in ("localtime", "gmtime"):
+            return self.localtime(args, scalar=scalar, func=name)
+        if name in ("CGI::new", "CGI'new") and not args:
+            return f"{self.use('CGI')}()", "cgi"
+        if name == "srand":  # Python's random numbers are not Perl's anyway: a seed is a seed
+            self.use("random")
+            return f"random.seed({self.numx(args[0])[0] if args else ''})", "num"
         if name == "exit":
             self.use("sys")
             return f"sys.exit({self.numx(args[0])[0] if args else ''})", "num"
@@ -272,11 +298,11 @@ class Builtins(Core):
             return self.lvalue(e)
         raise Unsupported("open on a handle that is not a bareword or a scalar")
 
-    def localtime(self, args: list[E], scalar: bool) -> tuple[str, str]:
+    def localtime(self, args: list[E], scalar: bool, func: str = "localtime") -> tuple[str, str]:
         arg = self.numx(args[0])[0] if args else ""
         if scalar:
-            return f"{self.use('scalar_localtime')}({arg})", "str"
-        return f"{self.use('localtime')}({arg})", "list"
+            return f"{self.use('scalar_' + func)}({arg})", "str"
+        return f"{self.use(func)}({arg})", "list"
 
     def split(self, args: list[E], fields: int | None) -> str:
         if not args:
@@ -305,7 +331,8 @@ class Builtins(Core):
         *counting_ok*: ``s/\\W//g`` and the like, where removing each byte of a character
         (Perl) or the character (Python) leaves the same string.
         """
-        if COUNTING.search(perl) and not counting_ok:
+        runs = ANY_RUN.sub(lambda m: "" if m[0].isascii() else m[0], perl)
+        if COUNTING.search(runs) and not counting_ok:
             raise Unsupported("a regex that counts characters (Perl counts bytes)")
         if re.search(r"\\[zZGQEulULpPXKRhHvVN]|\(\?[<!=]*[^:)]|\$\)|\(\?\{", perl):
             raise Unsupported("a regex feature Python spells otherwise")
@@ -339,6 +366,15 @@ class Builtins(Core):
                 self.func.captures = True  # $1 ... read it: the match object is _m
                 return f"(_m := {code}) is not None", "bool"
             return (f"not {code}" if negate else f"{code} is not None"), "bool"
+        if tok.cls == "Token::Regexp::Transliterate":
+            flags = str(tok.get("f") or "")
+            search, repl = str(tok.get("m")), str(tok.get("r"))
+            subject = self.strx(target) if target is not None else self.topic()
+            if "r" in flags:  # the changed copy
+                return f"{self.tr(subject, search, repl, flags)}[0]", "str"
+            if (repl and repl != search) or "d" in flags or "s" in flags:
+                raise Unsupported("tr/// that changes the string, inside an expression")
+            return f"{self.tr(subject, search, repl, flags)}[1]", "num"  # a count only
         raise Unsupported(f"{tok.text.split('/')[0] or 'm'}/// inside an expression")
 
     def substitute(self, target: E, tok: Node) -> list[str]:
@@ -349,13 +385,24 @@ class Builtins(Core):
         match = str(tok.get("m"))
         repl = str(tok.get("r"))
         if tok.cls == "Token::Regexp::Transliterate":
-            return [f"{name} = {self.tr(subject, match, repl, flags)}"]
+            if "r" in flags:
+                return [f"{self.tr(subject, match, repl, flags)}  # tr///r: the copy is unused"]
+            return [f"{name}, _ = {self.tr(subject, match, repl, flags)}", *self.alias_lines(name)]
         if _url_decoder(match, repl) and set(flags) == {"e", "g"}:
             self.use("unquote_to_bytes")
             return [
                 f'{name} = unquote_to_bytes({par(subject)}.encode("utf-8", "surrogateescape"))'
-                '.decode("utf-8", "surrogateescape")'
+                '.decode("utf-8", "surrogateescape")',
+                *self.alias_lines(name),
             ]
+        hexfmt = url_encoder(match, repl)
+        if hexfmt is not None and set(flags) == {"e", "g"}:  # the CGI encoder: each byte
+            self.use("re")
+            code = (
+                f'{self.use("from_bytes")}(re.sub(rb"{match}", lambda m: b"{hexfmt}" % m[1][0],'
+                f" {self.use('as_bytes')}({bare(subject)})))"
+            )
+            return [f"{name} = {code}", *self.alias_lines(name)]
         if set(flags) - {"g", "i", "s", "m", "x"}:
             raise Unsupported(f"s/// with /{flags}")
         whole = re.fullmatch(r"\\[WSD]|\.|\[\^[^\]]*\]", match) and not repl and "g" in flags
@@ -363,7 +410,10 @@ class Builtins(Core):
         replacement = self.replacement(repl)
         count = "" if "g" in flags else ", count=1"
         self.use("re")
-        return [f"{name} = re.sub({pattern}, {replacement}, {subject}{count})"]
+        return [
+            f"{name} = re.sub({pattern}, {replacement}, {subject}{count})",
+            *self.alias_lines(name),
+        ]
 
     def replacement(self, repl: str) -> str:
         """An ``s///`` replacement as a Python template (``$1`` -> ``\\g<1>``)."""
@@ -379,26 +429,6 @@ class Builtins(Core):
             else:
                 out.append(text.replace("\\", "\\\\"))
         return py_str("".join(out), '"')
-
-    def tr(self, subject: str, search: str, replace: str, flags: str) -> str:
-        """``tr/a/b/`` on ASCII characters: Python's ``str.translate`` (same on bytes and text)."""
-        if flags or not (search.isascii() and replace.isascii()):
-            raise Unsupported("tr/// with flags or non-ASCII characters (needs perlcompat.tr)")
-
-        def expand(text: str) -> str:
-            out = re.sub(
-                r"(.)-(.)", lambda m: "".join(chr(c) for c in range(ord(m[1]), ord(m[2]) + 1)), text
-            )
-            if "\\" in out:
-                raise Unsupported("tr/// with escapes")
-            return out
-
-        src, dst = expand(search), expand(replace or search)
-        if len(dst) < len(src):
-            dst += dst[-1] * (len(src) - len(dst))
-        if len(src) == 1:
-            return f"{par(subject)}.replace({py_str(src)}, {py_str(dst[0])})"
-        return f"{par(subject)}.translate(str.maketrans({py_str(src)}, {py_str(dst[: len(src)])}))"
 
     def readline_(self, inner: str, scalar: bool) -> tuple[str, str]:
         if inner == "STDIN" or inner == "":
@@ -450,6 +480,13 @@ class Builtins(Core):
             path = self.consts["$" + str(args[0].a[1])]
         elif len(args) == 1 and args[0].k == "str":
             path = str(args[0].a[0].get("s"))
+        elif len(args) == 1 and args[0].k == "var" and args[0].a[0] == "$":
+            if "jcode" in str(args[0].a[1]).lower():
+                raise Unsupported("require of jcode.pl through a variable (perlcompat.jcode)")
+            # a library set elsewhere (init.cgi's $formpl): its port, beside it as a .py
+            self.use("os")
+            lib = self.strx(args[0])
+            return f'{self.use("require")}(os.path.splitext({lib})[0] + ".py")'
         else:
             raise Unsupported("require of a module or of a path computed at run time")
         if path.endswith("jcode.pl"):
@@ -480,11 +517,13 @@ class Builtins(Core):
             return "[" + ", ".join(py_str(str(w), self.quote) for w in e.a[0]) + "]"
         if k == "readline":
             return self.readline_(str(e.a[0]), scalar=False)[0]
+        if k == "qx":
+            return f"{self.use('qx_lines')}({self.command(e.a[0])})"
         if k == "func" and e.a[0] == "split":
             return self.split(list(e.a[1]), fields=None)
-        if k == "func" and e.a[0] in ("keys", "values", "stat", "localtime"):
-            if e.a[0] == "localtime":
-                return self.localtime(list(e.a[1]), scalar=False)[0]
+        if k == "func" and e.a[0] in ("keys", "values", "stat", "localtime", "gmtime"):
+            if e.a[0] in ("localtime", "gmtime"):
+                return self.localtime(list(e.a[1]), scalar=False, func=str(e.a[0]))[0]
             return self.builtin(e, scalar=False)[0]
         if k == "func" and e.a[0] == "reverse":
             return f"{self.list_of(list(e.a[1]))}[::-1]"
@@ -492,6 +531,13 @@ class Builtins(Core):
             return self.sort(None, self.list_of(list(e.a[1])))
         if k == "bin" and e.a[0] == "..":
             return self.range_(e.a[1], e.a[2])
+        if k == "bin" and e.a[0] == "x" and e.a[1].k == "paren":  # (0) x 12: the list repeated
+            return f"{self.lx(e.a[1])} * {self.intx(e.a[2])}"
+        if k == "lslice" and e.a[1] is not None and e.a[1].k == "bin" and e.a[1].a[0] == "..":
+            lst = self.lx(e.a[0])  # (LIST)[1..6]: undef past LIST's end; () of an empty LIST
+            self.use("PerlList")
+            indices = self.range_(e.a[1].a[1], e.a[1].a[2])
+            return f"[v[n] for v in [PerlList({lst})] if v for n in {indices}]"
         if k == "blockop":
             return self.blockop(e)
         if k == "method":
@@ -510,7 +556,7 @@ class Builtins(Core):
                 out.append(self.lx(a)[1:-1])
             elif (
                 (a.k in ("var",) and a.a[0] == "@")
-                or a.k in ("readline", "qw", "blockop")
+                or a.k in ("readline", "qw", "blockop", "qx")
                 or (a.k == "func" and a.a[0] in ("split", "keys", "values"))
                 or (a.k == "bin" and a.a[0] == "..")
             ):

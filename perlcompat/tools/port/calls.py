@@ -3,6 +3,8 @@ way out, anonymous subs, ``local`` (as ``my`` where no called sub sees it), ``lo
 
 from __future__ import annotations
 
+import re
+
 from .core import Core
 from .exprs import py_str
 from .names import py_var
@@ -23,7 +25,12 @@ class Calls(Core):
 
     def sub_name(self, name: str) -> str:
         if name not in self.subs:
-            raise Unsupported(f"&{name}, a sub this script does not define")
+            py = py_var(name)
+            taken = {py_var(n) for _, n in self.symbols} | set(self.handles)
+            if not self.unseen_libs or py in taken or not name.isidentifier():
+                raise Unsupported(f"&{name}, a sub this script does not define")
+            self.foreign_calls.add(py)  # the unread library's sub: require() defines it
+            return py
         return self.def_name(name)
 
     def private_local(self, target: E) -> None:
@@ -98,7 +105,10 @@ class Calls(Core):
         e = parse(stmts[0].significant(), self.subs)
         if e is None:
             raise Unsupported("an empty anonymous sub")
-        return f"lambda *_: {self.sx(e)[0]}"
+        code = self.sx(e)[0]
+        if "ARGV" in code:  # shift/pop read the anonymous sub's @_, not @ARGV
+            raise Unsupported("shift or pop of @_ in an anonymous sub")
+        return f"lambda *args: {code}" if re.search(r"\bargs\b", code) else f"lambda *_: {code}"
 
     def is_local_sig(self, node: Node) -> bool:
         toks = node.significant()

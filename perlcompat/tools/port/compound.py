@@ -99,6 +99,45 @@ class Compound(Core):
         self.block(block.kids)
         self.indent -= 1
 
+    def modified(self, body: list[Node], word: str, cond: list[Node]) -> None:
+        """``STATEMENT if COND;`` and its kin."""
+        c = parse(cond, self.subs)
+        stmt = parse(body, self.subs)
+        if c is None or stmt is None:
+            raise Unsupported("an empty statement modifier")
+        if word in ("if", "unless"):
+            test = self.bx(c)
+            self.emit(f"if {test}:" if word == "if" else f"if not {par(test)}:")
+        elif word in ("while", "until"):
+            test = self.bx(c)
+            self.emit(f"while {test}:" if word == "while" else f"while not {par(test)}:")
+        else:
+            var = self.loop_name("item")
+            lst = self.lx(c)
+            changes = _changes_topic(body) and not fresh_list(c)
+            header = f"for {var} in {lst}:"
+            if changes:  # $_ is the element: a change is written back, as Perl's alias
+                arr = c.a[0] if c.k == "paren" and c.a[0] is not None else c
+                if arr.k != "var" or arr.a[0] != "@":
+                    raise Unsupported("a foreach modifier over a list that may change $_")
+                index = self.loop_name("i")
+                header = f"for {index}, {var} in enumerate({lst}):"
+                self.aliases.append((var, lst, index))
+            self.topics.append(var)
+            try:
+                self.emit(header)
+                self.indent += 1
+                self.expr_statement(stmt)
+                self.indent -= 1
+            finally:
+                self.topics.pop()
+                if changes:
+                    self.aliases.pop()
+            return
+        self.indent += 1
+        self.expr_statement(stmt)
+        self.indent -= 1
+
     def loop_over(self, header: str, var: str, block: Node) -> None:
         self.emit(header)
         self.topics.append(var)
@@ -128,9 +167,16 @@ class Compound(Core):
         block = rest[1]
         if var_tok is None:
             var = self.loop_name("item")
-            if self.writes(block, "$_"):
-                raise Unsupported("foreach whose body changes $_ (the element itself)")
-            return self.loop_over(f"for {var} in {lst}:", var, block)
+            if not (self.writes(block, "$_") or self.writes_topic(block)) or fresh_list(lst_e):
+                return self.loop_over(f"for {var} in {lst}:", var, block)
+            if lst_e is None or lst_e.k != "var" or lst_e.a[0] != "@":
+                raise Unsupported("foreach over a list whose body changes $_ (aliases)")
+            index = self.loop_name("i")
+            self.aliases.append((var, lst, index))  # $_ is the element: write it back
+            try:
+                return self.loop_over(f"for {index}, {var} in enumerate({lst}):", var, block)
+            finally:
+                self.aliases.pop()
         name = var_tok.text[1:]
         key = "$" + name
         target = E("var", "$", name)
@@ -174,9 +220,7 @@ class Compound(Core):
     def c_for(self, head: Node, block: Node) -> None:
         """``for (INIT; COND; STEP) {...}`` -> INIT, ``while COND:``, the body, STEP."""
         parts = [k for k in head.kids if k.is_("Statement")]
-        if len(parts) not in (2, 3) or any(
-            t.cls == "Token::Word" and t.text in ("next", "last", "redo") for t in block.tokens()
-        ):
+        if len(parts) not in (2, 3) or _exits(block):
             raise Unsupported("a C-style for loop with next/last (its step would be skipped)")
         init, cond = (parse(p.significant(), self.subs) for p in parts[:2])
         step = parse(parts[2].significant(), self.subs) if len(parts) == 3 else None
@@ -190,6 +234,15 @@ class Compound(Core):
                 del self.func.lines[-1]
             self.expr_statement(step)
         self.indent -= 1
+
+    def writes_topic(self, block: Node) -> bool:
+        """True if *block* changes ``$_`` implicitly: ``s///;``, ``tr///;``, ``chomp;``."""
+        for tok in block.tokens():
+            if tok.cls in ("Token::Regexp::Substitute", "Token::Regexp::Transliterate"):
+                return True  # (with =~ before it, writes() decides; counting it too is safe)
+            if tok.cls == "Token::Word" and tok.text in ("chomp", "chop"):
+                return True
+        return False
 
     def writes(self, block: Node, key: str) -> bool:
         """True if *block* assigns the scalar *key* (``$x = ``, ``$x =~ s///``, ``$x++``, chomp)."""
@@ -367,3 +420,45 @@ class Compound(Core):
         if e is None:
             raise Unsupported("an empty require")
         self.emit(self.sx(e)[0])
+
+
+def fresh_list(e: E | None) -> bool:
+    """True if *e* makes new values (``split``, ``keys``, ``<FH>``, ``qw``): a change to
+    foreach's ``$_`` is lost with them in Perl too (an array's elements would change)."""
+    if e is not None and e.k == "paren":
+        e = e.a[0]
+    return e is not None and (
+        e.k in ("readline", "qw", "qx")
+        or (e.k == "func" and e.a[0] in ("split", "keys", "localtime", "stat"))
+    )
+
+
+def _exits(node: Node) -> bool:
+    """True if *node* has a ``next``/``last``/``redo`` of its own loop (not of a loop inside)."""
+    for kid in node.kids:
+        if kid.cls == "Statement::Compound":
+            first = next((k for k in kid.kids if k.cls == "Token::Word"), None)
+            if first is not None and first.text in ("for", "foreach", "while", "until"):
+                continue
+        if kid.cls == "Token::Word" and kid.text in ("next", "last", "redo"):
+            return True
+        if kid.kids and _exits(kid):
+            return True
+    return False
+
+
+def _changes_topic(toks: list[Node]) -> bool:
+    """True if the statement *toks* may change ``$_`` (``s///;``, ``$_ .= ...``, ``chomp;``)."""
+    flat = [t for tok in toks for t in ([tok] if not tok.kids else list(tok.tokens()))]
+    for i, tok in enumerate(flat):
+        prev = flat[i - 1].text if i else ""
+        nxt = flat[i + 1].text if i + 1 < len(flat) else ""
+        on_topic = prev != "=~" or (i > 1 and flat[i - 2].text == "$_")
+        if tok.cls in ("Token::Regexp::Substitute", "Token::Regexp::Transliterate") and on_topic:
+            return True
+        if tok.text in ("chomp", "chop"):
+            return True
+        assigns = nxt.endswith("=") and nxt not in ("==", "!=", "<=", ">=")
+        if tok.text == "$_" and (assigns or nxt in ("=~", "++", "--") or prev in ("++", "--")):
+            return True
+    return False

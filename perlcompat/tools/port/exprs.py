@@ -22,7 +22,30 @@ from .tree import Node
 ATOM = (ast.Name, ast.Call, ast.Attribute, ast.Subscript, ast.Constant, ast.JoinedStr, ast.List)
 STR_CMP = {"eq": "==", "ne": "!=", "lt": "<", "gt": ">", "le": "<=", "ge": ">="}
 NUM_CMP = {"==": "==", "!=": "!=", "<": "<", ">": ">", "<=": "<=", ">=": ">="}
-SPECIAL = {"!": ("OS_ERROR", "any"), "$": ("os.getpid()", "num"), "0": ("sys.argv[0]", "str")}
+SPECIAL = {
+    "!": ("OS_ERROR", "any"),
+    "?": ("CHILD_ERROR.value", "num"),  # the int now: $saved = $? keeps it past the next wait
+    "$": ("os.getpid()", "num"),
+    "0": ("sys.argv[0]", "str"),
+}
+
+
+BITS = {"&", "|", "^", ">>", "<<"}
+MASK = "0xFFFFFFFFFFFFFFFF"  # Perl's bit operators work on unsigned 64-bit integers
+_UNSIGNED = re.compile(r"\d+|0[xob][0-9a-fA-F]+|\(as_bytes\(.*\)\[0\]")
+_NUMERIC = re.compile(r"CHILD_ERROR\.value|\(as_bytes\(.*\)\[0\]")
+
+
+def bare(code: str) -> str:
+    """*code* without the parentheses around all of it (a lone argument needs none)."""
+    if not (code.startswith("(") and code.endswith(")")):
+        return code
+    depth = 0
+    for i, ch in enumerate(code):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth == 0 and i < len(code) - 1:
+            return code
+    return code[1:-1]
 
 
 def par(code: str) -> str:
@@ -101,15 +124,16 @@ def merge_kinds(kinds: list[str]) -> str:
 
 
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "f": "\f", "a": "\a", "e": "\x1b", "0": "\0"}
-_SUBSCRIPT = r"\[(?:-?\d+|\$\w+)\]|\{(?:\w+|'[^'\\]*'|\"[^\"\\$@]*\"|\$\w+)\}"
+_KEY = r"\$\w+\s*\.\s*'[^'\\]*'|'[^'\\]*'\s*\.\s*\$\w+"  # $lang.'key', 'key'.$n
+_SUBSCRIPT = rf"\[(?:-?\d+|\$\w+)\]|\{{(?:\w+|'[^'\\]*'|\"[^\"\\$@]*\"|\$\w+|{_KEY})\}}"
 _INTERP = re.compile(
     r"\\(?P<esc>x\{[0-9a-fA-F]+\}|x[0-9a-fA-F]{1,2}|[0-7]{1,3}|.)"
     rf"|\$\{{(?P<braced>\w+)(?P<bsubs>(?:{_SUBSCRIPT})*)\}}"
-    rf"|\$(?P<name>\w+|[!@$&])(?P<subs>(?:{_SUBSCRIPT})*)"
+    rf"|\$(?P<name>\w+|[!@$&?])(?P<subs>(?:{_SUBSCRIPT})*)"
     r"|@(?P<array>\w+)|\$#\{?(?P<last>\w+)\}?|(?P<lone>\$|@)",
     re.S,
 )
-_SUB = re.compile(r"\[(-?\d+|\$\w+)\]|\{(\w+|'[^']*'|\"[^\"]*\"|\$\w+)\}")
+_SUB = re.compile(rf"\[(-?\d+|\$\w+)\]|\{{({_KEY}|\w+|'[^']*'|\"[^\"]*\"|\$\w+)\}}")
 
 
 class Exprs(Core):
@@ -190,12 +214,26 @@ class Exprs(Core):
             raise Unsupported(f"{e.a[0]} in scalar context")
         if k in ("evalblock", "doblock"):
             raise Unsupported(f"{k[:-5]} {{...}} inside an expression")
+        if k == "qx":  # `cmd`: its output, undef (None) when it cannot start
+            return f"({self.use('qx')}({self.command(e.a[0])}) or {self.use('undef')})", "str"
         raise Unsupported(f"{k} in scalar context")
+
+    def command(self, tok: Node) -> str:
+        """The command of `` `cmd` `` / ``qx(cmd)`` as a Python string (interpolated as Perl's)."""
+        text = tok.text.strip()
+        if text.startswith("`"):
+            return self.interpolate(text[1:-1], interp=True)
+        body = text[2:].lstrip()
+        if len(body) < 2 or body[0].isalnum() or body[0] == "#":
+            raise Unsupported("qx with this delimiter")
+        return self.interpolate(body[1:-1], interp=body[0] != "'")
 
     # -- names -----------------------------------------------------------------------------
 
     def var(self, sigil: str, name: str) -> tuple[str, str]:
         if sigil == "$":
+            if name == "[":  # the array base: 0 (Perl 5.30 refuses any other value)
+                return "0", "num"
             if name in SPECIAL:
                 code, kind = SPECIAL[name]
                 self.use(code.split(".")[0] if "." in code else code)
@@ -295,7 +333,7 @@ class Exprs(Core):
         t = text.replace("_", "")
         if re.fullmatch(r"0[0-7]+", t):
             return "0o" + t[1:], "num"
-        if re.fullmatch(r"\d+|0[xX][0-9a-fA-F]+|0[bB][01]+", t):
+        if re.fullmatch(r"-?\d+|0[xX][0-9a-fA-F]+|0[bB][01]+", t):
             return t, "num"
         return t, "float"
 
@@ -391,7 +429,25 @@ class Exprs(Core):
             return self.logical(op, left, right)
         if op in ("..", "..."):
             raise Unsupported("a range in scalar context (the flip-flop)")
+        if op in BITS:
+            return self.bits(op, left, right), "num"
         raise Unsupported(f"the operator {op}")
+
+    def bits(self, op: str, left: E, right: E) -> str:
+        """``& | ^ >> <<`` on numbers: Perl's unsigned 64-bit integers (a string & a string
+        is Perl's string operation: refused)."""
+        a, ka = self.numx(left)
+        b, kb = self.numx(right)
+        if "num" not in (ka, kb) and not (_NUMERIC.fullmatch(a) or _NUMERIC.fullmatch(b)):
+            raise Unsupported(f"{op} of two values that may be strings (Perl's string {op})")
+        a = a if ka == "num" else f"int({a})"
+        b = b if kb == "num" else f"int({b})"
+        plain = [_UNSIGNED.fullmatch(c) is not None for c in (a, b)]
+        if op == ">>":
+            return f"{a if plain[0] else f'({a} & {MASK})'} >> {par(b)}"
+        if (op == "&" and any(plain)) or (all(plain) and op != "<<"):
+            return f"{par(a)} {op} {par(b)}"
+        return f"({par(a)} {op} {par(b)}) & {MASK}"
 
     def logical(self, op: str, left: E, right: E) -> tuple[str, str]:
         """``||``/``&&``: Perl returns the operand itself, judged by Perl's truth."""
@@ -595,13 +651,13 @@ class Exprs(Core):
                 idx = self.var("$", index[1:])[0] if index.startswith("$") else index
                 code, kind = self.element_code(name, idx)
             else:
-                if key.startswith("$"):
-                    k = self.var("$", key[1:])[0]
-                elif key[0] in "'\"":
-                    k = py_str(key[1:-1], "'")
-                else:
-                    k = py_str(key, "'")
-                code, kind = self.hash_element(E("helem", name, E("lit", k[1:-1])))
+                parts = [p.strip() for p in key.split(".")] if re.fullmatch(_KEY, key) else [key]
+                keys = [
+                    E("var", "$", p[1:]) if p.startswith("$") else E("lit", p.strip("'\""))
+                    for p in parts
+                ]
+                key_e = keys[0] if len(keys) == 1 else E("bin", ".", keys[0], keys[1])
+                code, kind = self.hash_element(E("helem", name, key_e))
         return code or "", kind
 
     def element_code(self, name: str, idx: str) -> tuple[str, str]:

@@ -2,8 +2,6 @@
 
 ``PERLCOMPAT`` maps each name the translator may emit to where it comes from
 (``perlcompat`` or a standard module); a name that moves is changed here only.
-``PENDING`` are names another branch adds to perlcompat (``inc``, Perl's magic ``++``):
-a port that uses one imports it guarded, with a stand-in that refuses what it cannot do.
 """
 
 from __future__ import annotations
@@ -20,7 +18,8 @@ _FROM_PERLCOMPAT = (
     "local_sig", "lock", "unlock", "readline", "PerlList", "PerlHash", "elem", "hval", "pop",
     "shift", "push", "unshift", "chomp", "chop", "strftime", "undef", "defined", "require",
     "STDIN", "STDOUT", "STDERR", "read", "Scalar", "sysopen", "O_RDONLY", "O_WRONLY", "O_RDWR",
-    "O_CREAT", "O_EXCL", "O_TRUNC", "O_APPEND", "jcode", "fork",
+    "O_CREAT", "O_EXCL", "O_TRUNC", "O_APPEND", "jcode", "fork", "inc", "length", "substr",
+    "tr", "as_bytes", "from_bytes", "qx", "qx_lines", "system", "CHILD_ERROR",
 )  # fmt: skip
 PERLCOMPAT = {name: "perlcompat" for name in _FROM_PERLCOMPAT}
 PERLCOMPAT.update({"CGI": "perlcompat.cgi", "ReadParse": "perlcompat.cgi"})
@@ -29,24 +28,6 @@ MODULES = {"os", "re", "sys", "random"}
 #: names from urllib.parse
 URLLIB = {"unquote_to_bytes"}
 
-#: perlcompat names that arrive with a later version; a port imports them guarded
-PENDING = {
-    "inc": (
-        "try:\n"
-        "    from perlcompat import inc\n"
-        "except ImportError:  # perlcompat before inc(): Perl's ++ of a number, else refuse\n"
-        "\n"
-        "    def inc(value):\n"
-        '        if isinstance(value, str) and re.fullmatch(r"[a-zA-Z]*[0-9]*", value) and (\n'
-        '            re.search("[a-zA-Z]", value) or (len(value) > 1 and value[0] == "0")\n'
-        "        ):\n"
-        '            raise NotImplementedError(f"magic ++ of {value!r} needs perlcompat.inc")\n'
-        "        return num(value) + 1\n"
-    ),
-}
-#: what a pending name's stand-in itself needs
-PENDING_NEEDS = {"inc": ("re", "num")}
-
 _PYTHON = (
     "main", "print", "len", "int", "str", "list", "dict", "sorted", "reversed", "range", "min",
     "max", "abs", "ord", "chr", "hex", "oct", "input", "id", "type", "format", "object", "iter",
@@ -54,7 +35,7 @@ _PYTHON = (
     "I", "m", "_m", "args", "exc", "EVAL_ERROR",
 )  # fmt: skip
 #: names Python or the port itself uses: a Perl variable of that name gets a "_"
-RESERVED = set(keyword.kwlist) | set(PERLCOMPAT) | MODULES | URLLIB | set(PENDING) | set(_PYTHON)
+RESERVED = set(keyword.kwlist) | set(PERLCOMPAT) | MODULES | URLLIB | set(_PYTHON)
 
 
 def py_var(name: str, suffix: str = "") -> str:

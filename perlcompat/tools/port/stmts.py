@@ -9,7 +9,10 @@ function assigns are declared ``global``.  Comments stay where they were.
 
 from __future__ import annotations
 
+import re
+
 from .builtins import Builtins
+from .bytefuncs import Bytes
 from .calls import Calls
 from .compound import Compound
 from .core import Func
@@ -22,7 +25,11 @@ MODIFIERS = ("if", "unless", "while", "until", "for", "foreach")
 QUOTES = "\"'"
 
 
-class Translator(Exprs, Builtins, Compound, Calls):
+TOPIC = "TOPIC"  # Perl's global $_ where a sub assigns it outside a loop
+WHILE_READLINE = re.compile(rb"while\s*\(\s*<[^>]*>\s*\)")
+
+
+class Translator(Exprs, Builtins, Bytes, Compound, Calls):
     """The whole translation of one script (run until the variables' kinds settle)."""
 
     def __init__(self, script: Script, kinds: dict[str, str], lock_calls: dict[str, str]) -> None:
@@ -38,6 +45,8 @@ class Translator(Exprs, Builtins, Compound, Calls):
         self.requires: list[str] = []
         self.consts: dict[str, str] = {}  # "$name" -> its one string value (require $lib)
         self.value_subs: set[str] = set()  # subs some caller uses the value of
+        self.unseen_libs = False  # a required library the tool cannot read defines subs
+        self.foreign_calls: set[str] = set()  # Python names of subs called from such a library
         self.eval_error_used = False
         self.args_list = False
         self.in_sub: str | None = None
@@ -54,6 +63,8 @@ class Translator(Exprs, Builtins, Compound, Calls):
         self.exit_subs: set[str] = set()
         self.users: dict[str, set[str]] = {}  # "$name" -> the subs ("<main>") that use it
         self.calls: dict[str, set[str]] = {}  # sub ("<main>") -> the words it names (calls)
+        # while (<FH>) sets the global $_ (to undef at the end): $_ = ... then stays PORT
+        self.script_reads_topic_lines = bool(WHILE_READLINE.search(script.raw))
         self.scan(script.root)
         self.scalar_names = {py_var(n) for s, n in self.symbols if s == "$"}
 
@@ -123,8 +134,20 @@ class Translator(Exprs, Builtins, Compound, Calls):
 
     def topic(self) -> str:
         if not self.topics:
+            if self.func.topic:  # $_ this function assigned: Perl's global $_
+                self.func.read_globals.add(TOPIC)
+                return TOPIC
             raise Unsupported("$_ outside a loop")
         return self.topics[-1]
+
+    def set_topic(self) -> str:
+        """``$_ = ...`` outside a loop: the global ``TOPIC`` (unless ``while (<FH>)`` sets it)."""
+        if self.script_reads_topic_lines or ("$", TOPIC) in self.symbols:
+            raise Unsupported("assigning $_ in a script whose while (<FH>) also sets it")
+        self.globals_used[TOPIC] = "$"
+        self.func.topic = True
+        self.func.globals.add(TOPIC)
+        return TOPIC
 
     def emit(self, line: str) -> None:
         self.func.lines.append("    " * self.indent + line)
@@ -242,32 +265,6 @@ class Translator(Exprs, Builtins, Compound, Calls):
                 return i
         return None
 
-    def modified(self, body: list[Node], word: str, cond: list[Node]) -> None:
-        """``STATEMENT if COND;`` and its kin."""
-        c = parse(cond, self.subs)
-        stmt = parse(body, self.subs)
-        if c is None or stmt is None:
-            raise Unsupported("an empty statement modifier")
-        if word in ("if", "unless"):
-            test = self.bx(c)
-            self.emit(f"if {test}:" if word == "if" else f"if not {par(test)}:")
-        elif word in ("while", "until"):
-            test = self.bx(c)
-            self.emit(f"while {test}:" if word == "while" else f"while not {par(test)}:")
-        else:
-            self.topics.append(self.loop_name("item"))
-            try:
-                self.emit(f"for {self.topics[-1]} in {self.lx(c)}:")
-                self.indent += 1
-                self.expr_statement(stmt)
-                self.indent -= 1
-            finally:
-                self.topics.pop()
-            return
-        self.indent += 1
-        self.expr_statement(stmt)
-        self.indent -= 1
-
     def loop_name(self, base: str) -> str:
         name = base
         while ("$", name) in self.symbols or name in self.topics:
@@ -320,6 +317,12 @@ class Translator(Exprs, Builtins, Compound, Calls):
             return
         if k == "func" and e.a[0] == "read":
             return self.read_stmt(list(e.a[1]))
+        if k == "func" and e.a[0] == "splice" and len(e.a[1]) == 2:  # splice(@a, N): cut the tail
+            target = e.a[1][0]
+            if target.k != "var" or target.a[0] != "@":
+                raise Unsupported("splice of something not a named array")
+            self.emit(f"del {self.sx(target)[0]}[{self.intx(e.a[1][1])}:]")
+            return
         if k == "func" and e.a[0] in ("chomp", "chop"):
             target = e.a[1][0] if e.a[1] else E("var", "$", "_")
             if target.k == "paren" and target.a[0] is not None:
@@ -331,7 +334,10 @@ class Translator(Exprs, Builtins, Compound, Calls):
             if target.k == "var" and target.a[0] == "@":
                 self.emit(f"{func}({self.sx(target)[0]})")
             else:
-                self.emit(f"{self.lvalue(target)} = {func}({self.sx(target)[0]})")
+                name = self.lvalue(target)
+                self.emit(f"{name} = {func}({self.sx(target)[0]})")
+                for line in self.alias_lines(name):
+                    self.emit(line)
             return
         if k == "func" and e.a[0] == "undef" and e.a[1]:
             target = e.a[1][0]
@@ -405,8 +411,8 @@ class Translator(Exprs, Builtins, Compound, Calls):
             return self.declare(e.a[1])
         if e.k == "var" and e.a[0] == "$":
             if e.a[1] in ("_", "!", "@", "$", "0"):
-                if e.a[1] == "_" and self.topics:
-                    return self.topics[-1]
+                if e.a[1] == "_":
+                    return self.topics[-1] if self.topics else self.set_topic()
                 raise Unsupported(f"assigning ${e.a[1]}")
             py = self.name("$", str(e.a[1]))
             self.assigned(py)
@@ -528,6 +534,11 @@ class Translator(Exprs, Builtins, Compound, Calls):
             if cur == target:
                 return [f"{target} {op} {par(value)}"]
             return [f"{target} = {cur} {op[0]} {par(value)}", *self.alias_lines(target)]
+        if op in ("|=", "&=", "^=", "<<=", ">>="):
+            code = self.bits(op[:-1], current, right)
+            target = self.lvalue(current)
+            self.record_kind(current, "num")
+            return [f"{target} = {code}", *self.alias_lines(target)]
         if op in ("||=", "&&=", "//="):
             code, kind = self.logical(op[:-1], current, right)
             target = self.lvalue(current)
@@ -556,6 +567,12 @@ class Translator(Exprs, Builtins, Compound, Calls):
             return f"len({self.sx(e)[0]})", "num"
         if e.k == "anonsub":
             return self.anon_sub(e.a[0]), "code"
+        if e.k == "func" and e.a[0] == "reverse":  # $s = reverse(...): the bytes reversed
+            joined = " + ".join(self.as_str(*self.sx(a)) for a in e.a[1]) or self.topic()
+            if any(self.listy(a) for a in e.a[1]):
+                raise Unsupported("scalar reverse of a list")
+            code = f"{self.use('as_bytes')}({joined})[::-1]"
+            return f"{self.use('from_bytes')}({code})", "str"
         if e.k == "bin" and e.a[0] == "+" and e.a[1].k == "var" and e.a[1].a[0] == "@":
             b, kind = self.numx(e.a[2])
             return f"len({self.sx(e.a[1])[0]}) + {par(b)}", "num" if kind == "num" else "numvalue"

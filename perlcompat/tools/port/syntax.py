@@ -9,6 +9,8 @@ Anything it does not know raises :class:`Unsupported` with the reason the port s
 
 from __future__ import annotations
 
+import re
+
 from .tree import Node
 
 TYPE_CHECKING = False
@@ -51,7 +53,25 @@ BINARY = {
     "=~": 18, "!~": 18,
     "**": 20,
 }  # fmt: skip
-ASSIGN = {"=", "+=", "-=", "*=", "/=", ".=", "x=", "%=", "**=", "||=", "&&=", "//=", "|=", "&="}
+ASSIGN = {
+    "=",
+    "+=",
+    "-=",
+    "*=",
+    "/=",
+    ".=",
+    "x=",
+    "%=",
+    "**=",
+    "||=",
+    "&&=",
+    "//=",
+    "|=",
+    "&=",
+    "^=",
+    "<<=",
+    ">>=",
+}
 NAMED_UNARY_PREC = 14
 UNARY_PREC = 19
 
@@ -283,6 +303,18 @@ class Parser:
         if cls == "Token::Cast":
             if tok.text == "\\":
                 return E("pre", "\\", self.parse(UNARY_PREC), node=tok)
+            after = self.peek()
+            if tok.text == "$" and after is not None and after.cls == "Structure::Block":
+                inner = expression_tokens(after)  # ${name[0]}: only $name[0] spelled otherwise
+                if (
+                    len(inner) == 2
+                    and inner[0].cls == "Token::Word"
+                    and inner[1].cls == "Structure::Constructor"
+                    and inner[1].get("o") == "["
+                    and re.fullmatch(r"[A-Za-z_]\w*", inner[0].text)
+                ):
+                    self.take()
+                    return E("elem", inner[0].text, self.sub(expression_tokens(inner[1])), node=tok)
             raise Unsupported(f"a dereference ({tok.text}{{...}})")
         if cls in ("Structure::List", "Structure::Condition"):
             return E("paren", self.sub(expression_tokens(tok)), node=tok)

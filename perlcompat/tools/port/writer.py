@@ -18,7 +18,7 @@ from ..audit.model import Program
 from ..audit.run import audit
 from ..audit.suggest import lock_call
 from .exprs import merge_kinds, par
-from .names import MODULES, PENDING, PENDING_NEEDS, PERLCOMPAT, URLLIB, py_var
+from .names import MODULES, PERLCOMPAT, URLLIB, py_var
 from .ppi import parse_file
 from .stmts import Translator
 from .tree import Node, Script
@@ -303,9 +303,18 @@ def _exit_subs(prog: Program | None, script: Script) -> set[str]:
 
 
 def translate(
-    script: Script, library: bool, extra_subs: set[str], consts: dict[str, str] | None = None
+    script: Script,
+    library: bool,
+    extra_subs: set[str],
+    consts: dict[str, str] | None = None,
+    unseen_libs: bool = False,
 ) -> Translator:
-    """Translate *script* until the variables' kinds settle (at most four rounds)."""
+    """Translate *script* until the variables' kinds settle (at most four rounds).
+
+    *unseen_libs*: the script requires a library the tool could not read (its path is
+    computed, or the file is not there): a sub it calls and does not define is that
+    library's, called by its name (``require()`` defines it in the script's globals).
+    """
     _, prog, findings = _audit(script)
     kinds: dict[str, str] = {}
     value_subs: set[str] = set()
@@ -319,6 +328,7 @@ def translate(
         t.value_subs = set(value_subs)  # (from the round before: calls may come after the sub)
         t.findings = {k: list(v) for k, v in findings.items()}
         t.library = library
+        t.unseen_libs = unseen_libs
         run(t)
         new = {k: merge_kinds(v) for k, v in t.seen.items()}
         if new == kinds and t.value_subs == value_subs:
@@ -390,10 +400,7 @@ def assemble(t: Translator, header: list[str], library: bool) -> str:
         if "ARGV" in t.globals_used:
             t.imports |= {"PerlList", "sys"}
             words |= {"PerlList", "sys"}
-    imports = {n for n in t.imports if n in words or (n in PENDING and "inc" in words)}
-    pending = sorted(n for n in imports if n in PENDING)
-    for name in pending:
-        imports |= set(PENDING_NEEDS[name])
+    imports = {n for n in t.imports if n in words}
     modules = sorted(n for n in imports if n in MODULES)
     out.append("")
     out += [f"import {m}" for m in modules]
@@ -411,9 +418,9 @@ def assemble(t: Translator, header: list[str], library: bool) -> str:
         if len(line) > 88:
             line = f"from {module} import (\n" + "".join(f"    {n},\n" for n in names) + ")"
         out.append(line)
-    for name in pending:
-        out += ["", PENDING[name].rstrip("\n")]
-    out += ["", ""] if pending or library or not t.globals_used else [""]
+    first = next((line for line in t.func.lines if line.strip()), "def") if library else ""
+    # ruff's isort: two blank lines after the imports before a def, one before other code
+    out += ["", ""] if first.startswith("def") or not (library or t.globals_used) else [""]
     if not library:
         for py, sigil in sorted(t.globals_used.items()):
             init = {"$": "undef", "@": "PerlList()", "%": "PerlHash()", "*": "None"}.get(
@@ -492,7 +499,8 @@ def port(
             todo += [r for r in _requires(script, consts) if r not in todo]
             lib_subs |= lib.subs
             lib_symbols |= lib.symbols
-    t = translate(script, library, (extra_subs or set()) | lib_subs, consts)
+    unseen = _unseen_libraries(script, consts, base, seen)
+    t = translate(script, library, (extra_subs or set()) | lib_subs, consts, unseen)
     if not library:
         for sigil, name in lib_symbols:
             if (
@@ -520,7 +528,7 @@ def port(
     words = set()
     for func in funcs:
         words |= _code_words(func.lines)
-    if libs and words & {py_var(s) for s in lib_subs}:
+    if (libs and words & {py_var(s) for s in lib_subs}) or t.foreign_calls & words:
         header.append("# ruff: noqa: F821  (the subs of the required libraries)")
     if library:
         missing = {
@@ -579,6 +587,24 @@ def _requires(script: Script, consts: dict[str, str]) -> list[str]:
             if library_path(target) and target not in out:
                 out.append(target)
     return out
+
+
+def _unseen_libraries(script: Script, consts: dict[str, str], base: str, seen: set[str]) -> bool:
+    """True when the script requires a library of its own the tool cannot read."""
+    for stmt in _walk(script.root):
+        toks = stmt.significant()
+        for i, tok in enumerate(toks[:-1]):
+            if tok.text != "require" or tok.cls != "Token::Word":
+                continue
+            arg = toks[i + 1]
+            if arg.is_("Token::Symbol") and arg.text not in consts:
+                if "jcode" not in arg.text.lower():
+                    return True
+                continue
+            target = str(arg.get("s")) if arg.is_("Token::Quote") else consts.get(arg.text, "")
+            if library_path(target) and not os.path.exists(os.path.join(base, target)):
+                return True
+    return False
 
 
 def library_path(target: str) -> bool:
