@@ -216,16 +216,18 @@ def test_counter_port_under_serve_beside_perl(
     """The port as it is, under ``perlcompat serve`` (FastCGI), and the Perl CGI on one file."""
     www, _ = site
     sock = tmp_path / "serve.sock"
-    serve = ServeProcess(www / "counter", sock).start()
-    tool = find_tool("cgi-fcgi")
     data = tmp_path / "data"
     data.mkdir()
+    # the data directory is the server's own environment: serve passes a request only
+    # its CGI variables (a FastCGI param never sets PERLCOMPAT_*)
+    env = {"PERLCOMPAT_DATA_DIR": str(data)}
+    serve = ServeProcess(www / "counter", sock, env=env).start()
+    tool = find_tool("cgi-fcgi")
     params = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "SCRIPT_FILENAME": str(www / "counter" / "count.port.py"),
         "REQUEST_METHOD": "GET",
         "QUERY_STRING": "",
-        "PERLCOMPAT_DATA_DIR": str(data),
     }
 
     def fastcgi(_: int) -> bytes:
