@@ -29,9 +29,9 @@ from ..perl.consts import LOCK_EX, LOCK_NB, LOCK_UN
 from ..perl.errno import fail
 from ..perl.flock import lock_fd
 from . import retry as _retry
+from .cleanup import _token as token  # this thread's token (an ended thread's ident has another)
 from .errors import DuplicateLockError, LockTimeout, NotLockedError, perl_sub
 from .options import UNSET, _Unset, check_timeout, resolve_path, retry_patience
-from .threadsafe import token
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -34,9 +34,10 @@ take turns through the gate, and the holding task may take the lock again.
 
 from __future__ import annotations
 
-from _thread import RLock, _local, allocate_lock, get_ident
+from _thread import RLock, allocate_lock, get_ident
 
 from . import retry as _retry
+from .cleanup import _token as token  # this thread's token: an ended thread's ident has another
 from .errors import DuplicateLockError, LockTimeout
 from .options import _Unset, check_timeout
 
@@ -50,18 +51,6 @@ if TYPE_CHECKING:
 #: :attr:`Gate.step` while the gate's thread is inside ``acquire()`` / ``release()``.
 TAKE = 1
 RELEASE = 2
-
-_thread = _local()  # ``token``: one object per thread, gone with it
-
-
-def token() -> object:
-    """This thread's token (a thread given an ended thread's ident has another)."""
-    try:
-        found: object = _thread.token
-        return found
-    except AttributeError:
-        found = _thread.token = object()
-        return found
 
 
 def _owned(lock: RLock) -> bool:
