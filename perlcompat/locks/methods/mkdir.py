@@ -615,6 +615,9 @@ def _pin(path: str) -> tuple[int, os.stat_result | None]:
         return -1, lstat(path)  # gone (None), or not to be opened: its lstat, judged as before
     try:
         return fd, os.fstat(fd)
+    except OSError:  # (a kernel that cannot stat an ``O_PATH`` descriptor: judged as unopened)
+        os.close(fd)
+        return -1, lstat(path)
     except BaseException:
         os.close(fd)
         raise
