@@ -115,3 +115,30 @@ def test_a_failed_release_keeps_the_directory_held_open(tmp_path: Path) -> None:
     assert not held.is_locked
     assert _open_on(str(path)) == 0
     assert not path.exists()
+
+
+def test_the_lock_variables_are_read_at_each_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``PERLCOMPAT_LOCK_ROOT``/``_POLL`` (read in one look-up of ``os.environ``'s dict)
+    take effect at the next call, set, changed or removed, by any means."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PERLCOMPAT_LOCK_ROOT", str(first))
+    assert lock("x.lock") == 1
+    assert (first / "x.lock").is_dir()
+    assert unlock("x.lock") == 1
+    os.environ["PERLCOMPAT_LOCK_ROOT"] = str(second)  # (monkeypatch restores it)
+    assert lock("x.lock") == 1
+    assert (second / "x.lock").is_dir()
+    assert unlock("x.lock") == 1
+    del os.environ["PERLCOMPAT_LOCK_ROOT"]
+    assert lock("x.lock") == 1
+    assert (tmp_path / "x.lock").is_dir()
+    assert unlock("x.lock") == 1
+    monkeypatch.setenv("PERLCOMPAT_LOCK_POLL", "soon")
+    with pytest.raises(ValueError, match="PERLCOMPAT_LOCK_POLL"):
+        lock("x.lock")
+    assert not (tmp_path / "x.lock").exists()
