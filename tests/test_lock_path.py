@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from perlcompat import OS_ERROR, lock, unlock
-from perlcompat.locks.api import Lock
+from perlcompat.locks.api import ExpiredLockError, Lock
 
 
 def _reuses_inodes(directory: Path) -> bool:
@@ -73,3 +73,72 @@ def test_the_held_directory_is_closed_at_release_and_in_a_forked_child(tmp_path:
     held.release()
     assert open_on_it() == 0
     assert not os.path.exists(path)
+
+
+def _open_on(path: str) -> int:
+    """How many descriptors of this process name *path* (by /proc/self/fd)."""
+    found = 0
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            found += os.path.realpath(f"/proc/self/fd/{name}") == path
+        except OSError:
+            continue
+    return found
+
+
+def test_a_failed_release_keeps_the_directory_held_open(tmp_path: Path) -> None:
+    """The held directory is closed just before its rmdir; a rmdir that fails (a file put
+    inside) opens it again, so the lock stays held with its inode number its own."""
+    if not os.path.isdir("/proc/self/fd"):
+        pytest.skip("no /proc/self/fd here")
+    path = tmp_path / "lockdir"
+    held = Lock(str(path))
+    held.acquire()
+    (path / "junk").write_bytes(b"x")
+    with pytest.raises(OSError) as failed:
+        held.release()
+    assert failed.value.errno == errno.ENOTEMPTY
+    assert held.is_locked
+    assert _open_on(str(path)) == 1  # held open again
+    (path / "junk").unlink()
+    if _reuses_inodes(tmp_path):
+        before = path.stat().st_ino
+        os.rmdir(path)  # a Perl sub breaking it now, then its own mkdir
+        os.mkdir(path)
+        assert path.stat().st_ino != before  # ours is open again: its number is not free
+        with pytest.raises(ExpiredLockError):  # broken while held
+            held.release()
+        assert path.is_dir()  # the other holder's lock is left
+        os.rmdir(path)
+    else:
+        held.release()
+    assert not held.is_locked
+    assert _open_on(str(path)) == 0
+    assert not path.exists()
+
+
+def test_the_lock_variables_are_read_at_each_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``PERLCOMPAT_LOCK_ROOT``/``_POLL`` (read in one look-up of ``os.environ``'s dict)
+    take effect at the next call, set, changed or removed, by any means."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PERLCOMPAT_LOCK_ROOT", str(first))
+    assert lock("x.lock") == 1
+    assert (first / "x.lock").is_dir()
+    assert unlock("x.lock") == 1
+    os.environ["PERLCOMPAT_LOCK_ROOT"] = str(second)  # (monkeypatch restores it)
+    assert lock("x.lock") == 1
+    assert (second / "x.lock").is_dir()
+    assert unlock("x.lock") == 1
+    del os.environ["PERLCOMPAT_LOCK_ROOT"]
+    assert lock("x.lock") == 1
+    assert (tmp_path / "x.lock").is_dir()
+    assert unlock("x.lock") == 1
+    monkeypatch.setenv("PERLCOMPAT_LOCK_POLL", "soon")
+    with pytest.raises(ValueError, match="PERLCOMPAT_LOCK_POLL"):
+        lock("x.lock")
+    assert not (tmp_path / "x.lock").exists()

@@ -129,7 +129,7 @@ def holder(kind: str, path: str) -> Any:
         token = _tokens.get(key)
         if token is None:
             _tokens[key] = _token()  # taken for this thread by a worker (``acquire_async``)
-        elif token is not _token():
+        elif token is not getattr(_thread, "token", None):  # (:func:`_token`, not made here)
             _orphan(key)
             return None
     return found
@@ -145,7 +145,10 @@ def held_at(path: str, method: str | None = None) -> Lock | None:
         found: Lock | None = holder(method, path)
         return found
     me = get_ident()
-    kinds = [key[0] for key in _held if key[1] == path and key[2] == me and key[0] != SEMAPHORE]
+    kinds = []
+    for kind, held_path, thread in _held:
+        if held_path == path and thread == me and kind != SEMAPHORE:
+            kinds.append(kind)
     if len(kinds) > 1:
         from .contract import names
 

@@ -20,6 +20,10 @@ import os
 from ..perl.clock import check_seconds
 from .contract import URL_METHOD
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 
 class _Unset:
     """The type of :data:`UNSET`: an argument that was not given."""
@@ -100,12 +104,35 @@ def patience(
     return result
 
 
+#: ``os.environ``'s own dict (keys and values as the platform stores them), if it has one.
+_environ = os.environ
+_environ_data: dict[Any, Any] | None = getattr(_environ, "_data", None)
+_ENV_KEYS: dict[str, Any] = {}
+if _environ_data is not None:
+    for _name in ("PERLCOMPAT_LOCK_POLL", "PERLCOMPAT_LOCK_ROOT", "PERLCOMPAT_LOCK_URL"):
+        _ENV_KEYS[_name] = _environ.encodekey(_name)
+
+
+def getenv(name: str) -> str | None:
+    """``os.environ.get(name)``, read afresh at each call, in one dict look-up.
+
+    The lock path reads its three variables on every ``lock()``/``unlock()`` (a program,
+    or a test, may set them at any time); ``os.environ.get`` costs three Python calls.
+    """
+    key = _ENV_KEYS.get(name)
+    if key is None or os.environ is not _environ or _environ_data is None:
+        return os.environ.get(name)
+    raw = _environ_data.get(key)
+    return None if raw is None else _environ.decodevalue(raw)
+
+
 def poll_seconds(poll: float | None) -> float | None:
     """*poll* checked, or ``PERLCOMPAT_LOCK_POLL`` when *poll* is None (unset or empty: None)."""
     if poll is None:
-        text = os.environ.get("PERLCOMPAT_LOCK_POLL", "").strip()
-        if not text:
+        text = getenv("PERLCOMPAT_LOCK_POLL")
+        if not text or not text.strip():
             return None
+        text = text.strip()
         try:
             value = float(text)
         except ValueError:
@@ -128,7 +155,7 @@ def resolve_path(
     if "\0" in text:
         raise ValueError(f"{what} {text!r} contains a NUL byte")
     if root is None:
-        root = os.environ.get("PERLCOMPAT_LOCK_ROOT") or None
+        root = getenv("PERLCOMPAT_LOCK_ROOT") or None
     if root is None:
         return _absolute(text)
     base = os.path.realpath(os.fspath(root))
@@ -152,11 +179,18 @@ def resolve_held(held: str | os.PathLike[str], root: str | os.PathLike[str] | No
 
 #: (working directory, name) -> ``os.path.abspath`` of the name there, for names seen before.
 _absolutes: dict[tuple[str, str], str] = {}
+#: name -> ``os.path.isabs`` of it (an absolute name needs no working directory)
+_is_absolute: dict[str, bool] = {}
 
 
 def _absolute(text: str) -> str:
     """``os.path.abspath(text)``: the working directory asked once, the rest remembered."""
-    key = (os.getcwd() if not os.path.isabs(text) else "", text)
+    absolute = _is_absolute.get(text)
+    if absolute is None:
+        absolute = os.path.isabs(text)
+        if len(_is_absolute) < 256:
+            _is_absolute[text] = absolute
+    key = ("" if absolute else os.getcwd(), text)
     found = _absolutes.get(key)
     if found is None:
         found = os.path.abspath(os.path.join(key[0], text))
@@ -179,7 +213,7 @@ def locate(
     stays None when not given (``Lock`` takes the default, ``unlock()`` any).
     """
     if url is None and method is None:
-        url = os.environ.get("PERLCOMPAT_LOCK_URL") or None
+        url = getenv("PERLCOMPAT_LOCK_URL") or None
     if url is None and method != URL_METHOD:
         return method, resolve_path(name, root), None
     if method not in (None, URL_METHOD):

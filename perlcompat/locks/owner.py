@@ -167,13 +167,14 @@ def signed(kind: str, **extra: object) -> tuple[str, str]:
 
     One look at :func:`me` for both.
     """
-    ident = me()
+    ident = _me or me()
     token = nonce(ident[0])
     head = _heads.get(kind)
     if head is None:  # this process's part of the record, made once per kind
         head = _heads[kind] = _line(ident, kind, True, {}).rstrip("\n")
-    fields = "".join(f" {key}={value}" for key, value in extra.items())
-    return f"{head}{fields} token={token}\n", token
+    for key, value in extra.items():
+        head += f" {key}={value}"
+    return f"{head} token={token}\n", token
 
 
 #: kind -> the start of this process's records (:func:`signed`); a forked child clears it.

@@ -82,7 +82,12 @@ class StaleBackend(Backend):
         self.stale = stale
         self.shared = shared
         self._remover_: Remover | None = None
-        self._directory = os.path.dirname(path) or "."  # (its flock: the release guard)
+        directory = _directories.get(path)
+        if directory is None:
+            directory = os.path.dirname(path) or "."
+            if len(_directories) < 256:
+                _directories[path] = directory
+        self._directory = directory  # (its flock: the release guard)
 
     @property
     def _remover(self) -> Remover:
@@ -336,15 +341,21 @@ def _shared_now(directory: str) -> int | None:
     ``.breaker`` file, or decides as the module docstring says.
     """
     try:
-        fd = os.open(directory, os.O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        fd = os.open(directory, _OPEN_DIRECTORY)
     except OSError:
         return None
     try:
-        lock_fd(fd, LOCK_SH | LOCK_NB)
+        lock_fd(fd, _LOCK_SH_NB)
     except OSError:
         os.close(fd)
         return None
     return fd
+
+
+_OPEN_DIRECTORY = os.O_RDONLY | O_DIRECTORY | O_CLOEXEC
+#: lock path -> its directory (``os.path.dirname``), for the paths seen before
+_directories: dict[str, str] = {}
+_LOCK_SH_NB = LOCK_SH | LOCK_NB
 
 
 #: device -> on shared storage (``perl.fsinfo.is_network``), looked up once per device.

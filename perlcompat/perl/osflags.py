@@ -17,3 +17,6 @@ O_NOINHERIT: int = getattr(os, "O_NOINHERIT", 0)
 O_BINARY: int = getattr(os, "O_BINARY", 0)
 O_NONBLOCK: int = getattr(os, "O_NONBLOCK", 0)
 O_DIRECTORY: int = getattr(os, "O_DIRECTORY", 0)
+#: Linux: a descriptor that names a file without opening it for I/O (cheaper; no read
+#: permission needed); 0 elsewhere, where a plain read-only open is made instead.
+O_PATH: int = getattr(os, "O_PATH", 0)

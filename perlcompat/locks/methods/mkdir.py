@@ -55,7 +55,7 @@ import stat as stat_module
 import time
 
 from ...perl.fsinfo import is_network
-from ...perl.osflags import O_BINARY, O_CLOEXEC, O_DIRECTORY, O_NOFOLLOW, O_NONBLOCK
+from ...perl.osflags import O_BINARY, O_CLOEXEC, O_DIRECTORY, O_NOFOLLOW, O_NONBLOCK, O_PATH
 from .. import osapi as _osapi, owner as _owner
 from ..contract import register
 from ..files import (
@@ -93,6 +93,8 @@ RECORD_SIZE = _owner.RECORD_SIZE
 _OPEN_OWNER = os.O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_BINARY | O_NONBLOCK
 _CREATE_OWNER = _OPEN_OWNER | os.O_CREAT | os.O_EXCL
 _BLANK = _owner.padded()
+#: our directory, held while we hold the lock (``_pin``)
+_OPEN_PIN = os.O_RDONLY | O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC
 
 
 def _tag(st: os.stat_result) -> str:
@@ -182,7 +184,8 @@ class MkdirBackend(StaleBackend):
             return False  # removed at once by someone else (the mkdir lock sub's racy stale check)
         self._netfs = on_network(st.st_dev)
         if self._template is None:
-            self._record, self._token = _owner.signed(self.method, dir=_tag(st))
+            tag = f"{st.st_dev}:{st.st_ino}:{st.st_mtime_ns}"  # (``_tag``)
+            self._record, self._token = _owner.signed(self.method, dir=tag)
             self._sign(self._record, st.st_uid)
         else:
             self._token = _owner.nonce()
@@ -260,17 +263,42 @@ class MkdirBackend(StaleBackend):
         return identity(st) == identity(mine)
 
     def _undo(self) -> None:
-        self._unsign()
+        # Our directory, found ours (``_still_mine``) while held open, is closed before its
+        # rmdir: the rmdir is by name either way, and the name of a directory removed while
+        # open leaves the kernel's name cache, which makes the next mkdir of it slower.
+        pin, self._pin = self._pin, -1
+        if pin >= 0:
+            os.close(pin)
+        if self._owner_fd >= 0:  # our record blanked: it cannot name a later directory
+            try:  # noqa: SIM105 - advisory, as at acquire
+                pwrite(self._owner_fd, _BLANK, 0)
+            except OSError:
+                pass
         if self.pid_path:
             _unlink_if_there(self.pid_path)
         try:
             remove_directory(self.path)  # Windows: retried while a waiter lists it for a moment
         except OSError:
+            if pin >= 0:
+                self._repin()
             self._resign()  # still held (ENOTEMPTY ...): the record must name us again
             raise
 
+    def _repin(self) -> None:
+        """After a failed rmdir: hold our directory open again (if the path still holds it)."""
+        mine = self._mine
+        fd, st = _pin(self.path)
+        if fd < 0:
+            return
+        if mine is None or st is None or (st.st_dev, st.st_ino) != (mine.st_dev, mine.st_ino):
+            os.close(fd)
+            return
+        self._pin = fd
+
     def _after_release(self) -> None:
-        self._close_owner()
+        fd, self._owner_fd = self._owner_fd, -1
+        if fd >= 0:
+            os.close(fd)
         self._unpin()
 
     def _unpin(self) -> None:
@@ -384,14 +412,6 @@ class MkdirBackend(StaleBackend):
             unlink_quietly(temp)
             return
         self._owner_fd = fd
-
-    def _unsign(self) -> None:
-        """Blank our record, so it cannot name a later directory that reuses the inode."""
-        if self._owner_fd >= 0:
-            try:
-                pwrite(self._owner_fd, _BLANK, 0)
-            except OSError:
-                return
 
     def _resign(self) -> None:
         """Write our record back after a failed release blanked it (best effort)."""
@@ -586,14 +606,18 @@ def _pin(path: str) -> tuple[int, os.stat_result | None]:
     """Open the directory just made at *path* (never through a symlink) and stat it.
 
     (descriptor, stat); (-1, its lstat) where it cannot be opened (Windows, a mode
-    without read permission, no descriptor left); (-1, None) if it is gone already.
+    without read permission where there is no ``O_PATH``, no descriptor left); (-1,
+    None) if it is gone already.  Linux opens it ``O_PATH``: it is only held, never read.
     """
     try:
-        fd = os.open(path, os.O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        fd = os.open(path, _OPEN_PIN)
     except OSError:
         return -1, lstat(path)  # gone (None), or not to be opened: its lstat, judged as before
     try:
         return fd, os.fstat(fd)
+    except OSError:  # (a kernel that cannot stat an ``O_PATH`` descriptor: judged as unopened)
+        os.close(fd)
+        return -1, lstat(path)
     except BaseException:
         os.close(fd)
         raise
