@@ -424,7 +424,7 @@ class Lock:
         if self._count > 1 and not force:
             self._count -= 1
             return
-        if self._mutex._is_owned():  # a signal handler mid-refresh
+        if self._mutex._is_owned():  # type: ignore[attr-defined,unused-ignore]  # mid-refresh
             self._deferred = max(self._deferred, 2 if force else 1)  # done after the refresh
             return
         if gate is not None:
@@ -536,7 +536,7 @@ class Lock:
 
     def _refresh_held(self, stop: Any = None) -> bool | None:
         """Refresh under the mutex: True, False if no longer ours, None if released (or *stop*)."""
-        if self._mutex._is_owned():  # type: ignore[attr-defined]  # from a signal handler
+        if self._mutex._is_owned():  # type: ignore[attr-defined,unused-ignore]  # (a handler)
             return None
         with self._mutex:
             if self._owner_thread is None or (stop is not None and stop.is_set()):
