@@ -241,6 +241,7 @@ class Lock:
         self._next_break = 0.0
         self._mutex = RLock()  # a refresh and a release never overlap
         self._deferred = 0  # a release a signal handler asked for mid-refresh: 1, 2 with force
+        self._releasing = 0  # the thread in the middle of release(): a handler's is a no-op
         #: one holder thread, the others wait (issue 34); made at the first acquire()
         self._gate: _threadsafe.Gate | None = None
         self._stop: Any = None  # the auto_refresh thread's stop event while it runs
@@ -406,9 +407,22 @@ class Lock:
         NotLockedError (the first raises ExpiredLockError if ``fork()`` lost the hold);
         ``release(force=True)`` of a lock not held does nothing.
         """
+        me = get_ident()
+        if self._releasing == me:  # re-entered from a signal handler mid-release: the
+            return  # release under way finishes it
+        # (no call between that test and this claim: no signal handler runs in between)
+        mine = self._owner_thread == me
+        if mine:
+            self._releasing = me
+        try:
+            self._release(force, me)
+        finally:
+            if mine:
+                self._releasing = 0
+
+    def _release(self, force: bool, me: int) -> None:
+        """:meth:`release`, claimed by its holder thread *me* against signal handlers."""
         gate = self._gate  # (None: never shared by threads, as ``lock()``'s own object)
-        if gate is not None and gate.stepping() == _threadsafe.RELEASE:  # a signal handler
-            return  # re-entered mid-release: the release under way finishes it
         lost, self._lost = self._lost, ""
         if self._owner_thread is None:
             if self._abandoned or force:  # a no-op per hold counted then; force: always (34)
@@ -418,7 +432,7 @@ class Lock:
                 return
             raise NotLockedError(f"lock {self.path!r} is not held by this Lock")
         if (
-            self._owner_thread != get_ident() or _cleanup.holder(self.method, self.path) is not self
+            self._owner_thread != me or _cleanup.holder(self.method, self.path) is not self
         ):  # (an ended thread's lock is not that of a thread given the same ident)
             raise NotLockedError(f"lock {self.path!r} is held by another thread")
         if self._count > 1 and not force:
@@ -677,7 +691,8 @@ class Lock:
 
 def _debug(message: str, *args: object) -> None:
     """A DEBUG record, only where the program imported ``logging`` (so never on a CGI's path)."""
-    if "logging" in sys.modules:
+    logging = sys.modules.get("logging")
+    if logging is not None and not getattr(logging.__spec__, "_initializing", False):
         from . import log as _log
 
         _log.debug(message, *args)

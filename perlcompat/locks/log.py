@@ -23,8 +23,8 @@ def debug(message: str, *args: object) -> None:
     lock cycle there neither imports it nor formats anything.
     """
     logging = sys.modules.get("logging")
-    if logging is None:
-        return
+    if logging is None or getattr(logging.__spec__, "_initializing", False):
+        return  # (another thread still importing it cannot have enabled DEBUG yet)
     logger = logging.getLogger(NAME)
     if logger.isEnabledFor(logging.DEBUG):
         logger.debug(message, *args)

@@ -1,0 +1,145 @@
+"""A release re-entered from a signal handler, and a DEBUG record while ``logging`` is half
+imported: neither may leave two holders, a leaked lock or a spurious failure (issue 34).
+
+The signal is delivered at an exact point of the main thread's ``release()`` (its first
+check of the refresh mutex), by a stand-in mutex that raises it there.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from perlutil import CHILD_ENV
+
+MUTEX = """
+import signal
+armed = [False]
+class Mutex:  # the lock's mutex, but a SIGUSR1 lands at its first owner check
+    def __init__(self, real): self.real = real
+    def _is_owned(self):
+        if armed[0]:
+            armed[0] = False
+            signal.raise_signal(signal.SIGUSR1)
+        return self.real._is_owned()
+    def acquire(self, *a): return self.real.acquire(*a)
+    def release(self): return self.real.release()
+    def __enter__(self): return self.real.__enter__()
+    def __exit__(self, *a): return self.real.__exit__(*a)
+"""
+
+SHARED = (
+    MUTEX
+    + """
+import os, subprocess, sys, threading
+from perlcompat import Lock
+path, method = sys.argv[1], sys.argv[2]
+lk = Lock(path, method=method, timeout=10)
+b_go, b_has, b_done = threading.Event(), threading.Event(), threading.Event()
+seen = {}
+def b():
+    b_go.wait()
+    lk.acquire()
+    b_has.set()
+    b_done.wait()
+    seen["b_still_holds"] = lk.is_locked
+    lk.release()
+thread = threading.Thread(target=b)
+thread.start()
+def handler(sig, frame):
+    lk.release()  # the handler releases what the main thread is releasing
+    b_go.set()
+    b_has.wait(0.5)  # B may take it now (it cannot while the main thread's release runs)
+signal.signal(signal.SIGUSR1, handler)
+lk._mutex = Mutex(lk._mutex)
+lk.acquire()
+armed[0] = True
+lk.release()
+b_go.set()
+b_has.wait(30)
+TAKE = "import sys, perlcompat; print(perlcompat.lock(sys.argv[1], method=sys.argv[2], retry=1))"
+other = subprocess.run(
+    [sys.executable, "-c", TAKE, path, method], capture_output=True, text=True, timeout=60
+)
+seen["other_process_took_it"] = other.stdout.strip()
+b_done.set()
+thread.join()
+print(seen["b_still_holds"], seen["other_process_took_it"])
+"""
+)
+
+FUNCTIONS = (
+    MUTEX
+    + """
+import os, sys
+from perlcompat import OS_ERROR, lock, unlock
+from perlcompat.locks import cleanup
+path, method = sys.argv[1], sys.argv[2]
+got = {}
+def handler(sig, frame):
+    got["handler"] = unlock(path, method=method)
+signal.signal(signal.SIGUSR1, handler)
+assert lock(path, method=method) == 1
+held = cleanup.held_at(path, method)
+held._mutex = Mutex(held._mutex)
+armed[0] = True
+main = unlock(path, method=method)
+print(got["handler"], main, int(OS_ERROR), lock(path, method=method, retry=1))
+"""
+)
+
+HALF_IMPORTED = """
+import sys, types
+from perlcompat import lock, unlock
+from perlcompat.locks.api import Lock
+path = sys.argv[1]
+spec = types.SimpleNamespace(_initializing=True)
+half = types.ModuleType("logging")
+half.__spec__ = spec  # another thread is still running ``import logging``
+real = sys.modules.get("logging")
+sys.modules["logging"] = half
+try:
+    took = lock(path)
+    with Lock(path + "2"):
+        pass
+    freed = unlock(path)
+finally:
+    if real is not None:
+        sys.modules["logging"] = real
+    else:
+        del sys.modules["logging"]
+print(took, freed, lock(path, retry=1))
+"""
+
+
+def run(code: str, *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        env=CHILD_ENV,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+@pytest.mark.parametrize("method", ["mkdir", "flock", "excl", "symlink", "rename"])
+def test_a_handlers_release_mid_release_never_frees_the_next_holders_lock(
+    tmp_path: Path, method: str
+) -> None:
+    # before: the main thread's interrupted release removed B's lock: another process took it
+    assert run(SHARED, str(tmp_path / "x.lock"), method).split() == ["True", "0"]
+
+
+@pytest.mark.parametrize("method", ["mkdir", "flock", "excl"])
+def test_unlock_from_a_handler_mid_unlock_is_not_a_broken_lock(tmp_path: Path, method: str) -> None:
+    # before: the main unlock() released twice and said 0, $! ETIMEDOUT ("broken")
+    assert run(FUNCTIONS, str(tmp_path / "x.lock"), method).split() == ["1", "1", "0", "1"]
+
+
+def test_a_half_imported_logging_never_breaks_a_lock(tmp_path: Path) -> None:
+    # before: the DEBUG record raised AttributeError after the take: the lock stayed held
+    assert run(HALF_IMPORTED, str(tmp_path / "x.lock")).split() == ["1", "1", "1"]
