@@ -494,6 +494,46 @@ def test_absolute_location_becomes_a_302(site: Site) -> None:
     assert head == b"Status: 302 Found\r\nLocation: http://example.com/next"
 
 
+def test_a_scripts_forked_copy_is_not_the_script(tmp_path: Path) -> None:
+    """A copy the script makes with os.fork() that exits first neither gives the request its
+    status nor ends it: the script's own status is the answer's, and a script still running
+    at --timeout is stopped (before, the copy's status 0 ended the request and the script
+    ran on, never signalled)."""
+    www = tmp_path / "www"
+    www.mkdir()
+    (www / "forkstatus.py").write_text(
+        "import os, sys\n"
+        "print('Content-Type: text/plain\\n', flush=True)\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    sys.exit(0)\n"
+        "os.waitpid(pid, 0)\n"
+        "sys.exit(3)\n"
+    )
+    (www / "forkhang.py").write_text(
+        "import os, sys, time\n"
+        "print('Content-Type: text/plain\\n', flush=True)\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    sys.exit(0)\n"
+        "os.waitpid(pid, 0)\n"
+        "print(os.getpid(), flush=True)\n"
+        "while True:\n"
+        "    time.sleep(1)\n"
+    )
+    serve = ServeProcess(www, tmp_path / "s.sock", "--timeout", "1").start()
+    try:
+        client = Raw(serve.sock)
+        client.send(*request_records(1, {"SCRIPT_FILENAME": str(www / "forkstatus.py")}))
+        assert client.read(1)[1].app_status == 3
+        client.send(*request_records(2, {"SCRIPT_FILENAME": str(www / "forkhang.py")}))
+        reply = client.read(2)[2]
+        assert reply.app_status == 128 + signal.SIGTERM, reply
+        wait_gone(int(split(reply.stdout)[1]))
+    finally:
+        assert serve.stop() == 0
+
+
 @pytest.mark.parametrize("query", ["", "ignore-term"])
 def test_timeout_kills_the_request_and_its_locks_are_free(site: Site, query: str) -> None:
     """SIGTERM lets perlcompat release the mkdir lock; a script that ignores it gets

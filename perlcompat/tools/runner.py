@@ -52,6 +52,7 @@ _SIGINT = int(signal.SIGINT)
 _INT_HANDLER = signal.default_int_handler
 #: the request pipe, once a request came (the exit status goes back on it).
 _ctl_fd = -1
+_ctl_pid = 0  # the child that took the request (a copy the script forks is not it)
 #: fds closed before the exit status is sent, where /proc/self/fd does not list them.
 MAX_FD = os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 65536
 #: a body up to this size goes through a pipe; a larger one through an unlinked temp file.
@@ -292,7 +293,7 @@ def _finish(status: int) -> NoReturn:
             except (OSError, ValueError):
                 pass
         status &= 0xFF
-        if _ctl_fd >= 0:
+        if _ctl_fd >= 0 and os.getpid() == _ctl_pid:  # (a script's os.fork() copy says nothing)
             close_fds_but(_ctl_fd)
             try:  # noqa: SIM105
                 os.write(_ctl_fd, bytes((status,)))
@@ -359,7 +360,7 @@ def receive(ctl_fd: int) -> tuple[str, types.CodeType | None, str, dict[str, str
     "no request" (the server is stopping): the child exits quietly.  The script's code
     is the forker's copy when the forker has it (:data:`CODES`), else the one sent.
     """
-    global _ctl_fd
+    global _ctl_fd, _ctl_pid
     data: bytes | bytearray = os.read(ctl_fd, 65536)
     need = 8 + int.from_bytes(data[:8], "big") if len(data) >= 8 else 8
     if len(data) < need:  # a large body: more reads
@@ -372,6 +373,7 @@ def receive(ctl_fd: int) -> tuple[str, types.CodeType | None, str, dict[str, str
             if need == 8 and len(data) >= 8:
                 need = 8 + int.from_bytes(data[:8], "big")
     _ctl_fd = ctl_fd
+    _ctl_pid = os.getpid()
     view = memoryview(data)[8:need]
     sent = 12 + int.from_bytes(view[8:12], "big")
     code = CODES.get(int.from_bytes(view[:8], "big"))
