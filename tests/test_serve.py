@@ -534,6 +534,42 @@ def test_a_scripts_forked_copy_is_not_the_script(tmp_path: Path) -> None:
         assert serve.stop() == 0
 
 
+def test_a_forker_out_of_descriptors_goes_on_and_times_out_what_runs(tmp_path: Path) -> None:
+    """The forker out of descriptors (EMFILE at its next spare) says "no spare" and goes on
+    watching: the running script is stopped at --timeout and answered (before, the forker
+    died, the script ran on unsignalled and its request was never answered)."""
+    import resource
+
+    www = tmp_path / "www"
+    www.mkdir()
+    (www / "hang.py").write_text(
+        "import time\nprint('Content-Type: text/plain\\n', flush=True)\nwhile True:\n"
+        "    time.sleep(1)\n"
+    )
+    (www / "hello.py").write_text("print('Content-Type: text/plain\\n')\nprint('hello')\n")
+    serve = ServeProcess(www, tmp_path / "s.sock", "--timeout", "1").start()
+    try:
+        client = Raw(serve.sock)
+        client.send(*request_records(1, {"SCRIPT_FILENAME": str(www / "hello.py")}))
+        assert client.read(1)[1].app_status == 0  # spares are forked and waiting
+        children = Path(f"/proc/{serve.pid}/task/{serve.pid}/children").read_text().split()
+        assert len(children) == 1  # the forker (the scripts are its children)
+        forker = int(children[0])
+        used = len(os.listdir(f"/proc/{forker}/fd"))
+        soft, hard = resource.prlimit(forker, resource.RLIMIT_NOFILE)
+        resource.prlimit(forker, resource.RLIMIT_NOFILE, (used, hard))
+        assert soft > used
+        client.send(*request_records(2, {"SCRIPT_FILENAME": str(www / "hang.py")}))
+        reply = client.read(2)[2]
+        assert reply.app_status == 128 + signal.SIGTERM, reply
+        resource.prlimit(forker, resource.RLIMIT_NOFILE, (soft, hard))
+        client.send(*request_records(3, {"SCRIPT_FILENAME": str(www / "hello.py")}))
+        assert split(client.read(3)[3].stdout)[1] == b"hello\n"
+        assert "the forker process ended" not in serve.log
+    finally:
+        assert serve.stop() == 0
+
+
 @pytest.mark.parametrize("query", ["", "ignore-term"])
 def test_timeout_kills_the_request_and_its_locks_are_free(site: Site, query: str) -> None:
     """SIGTERM lets perlcompat release the mkdir lock; a script that ignores it gets

@@ -277,14 +277,26 @@ def _spawn(
     watching: dict[int, int],
     poller: select.poll,
 ) -> None:
-    """Fork one spare child and send it (pid and the parent's ends of its pipes) to the parent."""
-    ctl_a, ctl_b = _socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    ctl_r, ctl_w = ctl_a.detach(), ctl_b.detach()
-    out_r, out_w = os.pipe()
-    err_r, err_w = os.pipe()
-    if reseed is not None:
-        reseed()  # os.fork's handler reseeds random in the child: here, no child runs it
-    pid = fork()
+    """Fork one spare child and send it (pid and the parent's ends of its pipes) to the parent.
+
+    Out of descriptors or processes (EMFILE, EAGAIN), the parent is told "no spare" (an
+    ``S`` without descriptors: it asks again later) and the forker goes on.
+    """
+    opened: list[int] = []
+    try:
+        ctl_a, ctl_b = _socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        ctl_r, ctl_w = ctl_a.detach(), ctl_b.detach()
+        opened += (ctl_r, ctl_w)
+        out_r, out_w = os.pipe()
+        opened += (out_r, out_w)
+        err_r, err_w = os.pipe()
+        opened += (err_r, err_w)
+        if reseed is not None:
+            reseed()  # os.fork's handler reseeds random in the child: here, no child runs it
+        pid = fork()
+    except OSError:
+        _no_spare(sock, opened)
+        return
     if pid == 0:
         try:
             for fd in (sock.fileno(), ctl_w, out_r, err_r, *watching):
@@ -297,7 +309,13 @@ def _spawn(
     except OSError:
         pass
     if fork is not os.fork:
-        pidfd = os.pidfd_open(pid)
+        try:
+            pidfd = os.pidfd_open(pid)
+        except OSError:  # not yet known to the parent: ours to stop and reap here
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            _no_spare(sock, opened)
+            return
         watching[pidfd] = pid
         poller.register(pidfd, select.POLLIN)
     os.close(ctl_r)
@@ -311,3 +329,13 @@ def _spawn(
     os.close(ctl_w)  # if the parent never got them, the spare sees end of file and exits
     os.close(out_r)
     os.close(err_r)
+
+
+def _no_spare(sock: socket.socket, opened: list[int]) -> None:
+    """Close *opened* and tell the parent no spare came (it asks again later)."""
+    for fd in opened:
+        os.close(fd)
+    try:  # noqa: SIM105
+        sock.sendmsg((b"S" + bytes(4),))
+    except OSError:
+        pass
