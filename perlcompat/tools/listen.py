@@ -188,6 +188,12 @@ class Doorman:
             new.append(conn)
         return new
 
+    def pause(self, seconds: float) -> None:
+        """Accept nothing for *seconds*: a descriptor freed meanwhile goes to a spare child."""
+        if not self.stopped:
+            self._watch(False)
+            self.accept_at = max(self.accept_at, time.monotonic() + seconds)
+
     def forget(self, conn: Connection) -> None:
         """*conn* is closed: it counts no more."""
         self.conns.discard(conn)

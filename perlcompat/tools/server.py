@@ -23,8 +23,7 @@ after :data:`GRACE` seconds; a child whose exit is already known is never signal
 Bounded: requests per connection (FCGI_MAX_REQS), params and bodies in memory (a body
 over ``request.SPOOL_AT`` goes to a temp file), output for a client (over HIGH_WATER
 the children's output and the connection are not read).  Beside this loop: ``request``,
-``scripts``, ``response``, ``forker``, ``listen`` (``Doorman``: who gets a connection).
-"""
+``scripts``, ``response``, ``forker``, ``listen`` (``Doorman``: who gets a connection)."""
 
 from __future__ import annotations
 
@@ -162,8 +161,9 @@ class Server:
                 self.spares.append(Spare(pid, *fds))
             elif kind == b"X":
                 self._exited(pid, status)
-            else:  # out of descriptors (the spare sees end of file and exits): ask later
+            else:  # out of descriptors: ask later; till then freed fds go to spares first
                 self.spare_at = time.monotonic() + ACCEPT_PAUSE
+                self.doorman.pause(2 * ACCEPT_PAUSE)
                 for fd in fds:
                     os.close(fd)
         self._start_queued()
