@@ -37,6 +37,8 @@ from perlcompat import OS_ERROR, Lock, lock, unlock
 
 ADDR = "192.0.2.7"  # the REMOTE_ADDR every child runs with
 N = 100
+#: runs of a mixed hammer until Perl has met a Python holder at least once
+OVERLAP_ATTEMPTS = 3
 
 # -- the data file renamed as the lock ---------------------------------------------------
 
@@ -371,16 +373,22 @@ def hammer(
 
 
 def test_data_file_hammer_2_perl_2_python_loses_nothing_beyond_perl_alone(tmp_path: Path) -> None:
-    alone, mixed = tmp_path / "alone", tmp_path / "mixed"
-    for d in (alone, mixed):
-        d.mkdir()
-        (d / "data.txt").write_text("0")
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    (alone / "data.txt").write_text("0")
     perl_alone, _ = hammer(alone, 4, 0, DATA_PERL, DATA_PYTHON, alone / "data.txt", ["60"], [])
-    together, busy = hammer(mixed, 2, 2, DATA_PERL, DATA_PYTHON, mixed / "data.txt", ["60"], [])
+    busy = 0
+    for attempt in range(OVERLAP_ATTEMPTS):  # a loaded machine may run them one after another
+        mixed = tmp_path / f"mixed{attempt}"
+        mixed.mkdir()
+        (mixed / "data.txt").write_text("0")
+        together, busy = hammer(mixed, 2, 2, DATA_PERL, DATA_PYTHON, mixed / "data.txt", ["60"], [])
+        assert 4 * N - together <= 4 * N - perl_alone, (perl_alone, together)
+        assert together == 4 * N  # and Perl alone loses nothing either
+        assert listing(mixed) == ["data.txt"]
+        if busy:
+            break
     assert busy > 0  # they overlapped: Perl found the data file renamed away
-    assert 4 * N - together <= 4 * N - perl_alone, (perl_alone, together)
-    assert together == 4 * N  # and Perl alone loses nothing either
-    assert listing(mixed) == ["data.txt"]
 
 
 # -- per-holder held names: the "lock plugin" ---------------------------------------------
@@ -633,17 +641,26 @@ def test_plugin_hammer_2_perl_2_python_loses_nothing_beyond_perl_alone(
     tmp_path: Path, form: tuple[str, str]
 ) -> None:
     code, held = form
-    alone, mixed = tmp_path / "alone", tmp_path / "mixed"
-    for d in (alone, mixed):
-        d.mkdir()
-        (d / "lock").write_bytes(b"")
-        (d / "count.txt").write_text("0")
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    (alone / "lock").write_bytes(b"")
+    (alone / "count.txt").write_text("0")
     perl_alone, _ = hammer(alone, 4, 0, code, PLUGIN_PYTHON, alone / "count.txt", ["60"], [held])
-    together, busy = hammer(mixed, 2, 2, code, PLUGIN_PYTHON, mixed / "count.txt", ["60"], [held])
+    busy = 0
+    for attempt in range(OVERLAP_ATTEMPTS):  # a loaded machine may run them one after another
+        mixed = tmp_path / f"mixed{attempt}"
+        mixed.mkdir()
+        (mixed / "lock").write_bytes(b"")
+        (mixed / "count.txt").write_text("0")
+        together, busy = hammer(
+            mixed, 2, 2, code, PLUGIN_PYTHON, mixed / "count.txt", ["60"], [held]
+        )
+        assert 4 * N - together <= 4 * N - perl_alone, (perl_alone, together)
+        assert together == 4 * N
+        assert markers(mixed) == ["lock"]
+        if busy:
+            break
     assert busy > 0  # they overlapped: Perl found the marker held
-    assert 4 * N - together <= 4 * N - perl_alone, (perl_alone, together)
-    assert together == 4 * N
-    assert markers(mixed) == ["lock"]
 
 
 # -- the audit points at the interoperating call --------------------------------------------

@@ -36,7 +36,11 @@ Files (``locks.files``, ``locks.replace``, the methods):
   ``change_time(path)``: that NTFS time (None on POSIX);
 * ``pread(fd, limit, offset)``, ``pwrite(fd, data, offset)``: ``os.pread``/``os.pwrite``
   themselves on POSIX (no Python frame on a lock's path), seek and read/write on Windows;
+* ``append_lock(fd)``/``append_unlock(fd)``: around a TOP?LOCK append and its read, a
+  byte lock on Windows (wine's appends are not atomic), nothing on POSIX;
 * ``remove_directory(path)``: ``os.rmdir`` on POSIX; on Windows retried as ``retry_busy``;
+  ``remove_file(path)``: ``os.unlink`` on POSIX; on Windows a rename to a unique name,
+  then its delete (wine unlinks a delayed delete's successor of the same inode number);
 * ``utime_open(fd, path)``: times to now through *fd* (by *path* on Windows);
   ``touch(path, st)``: ``locks.files.touch``;
 * ``generation(path)``: the Linux inode generation (None elsewhere);
@@ -61,6 +65,9 @@ else:
     from . import osposix as _platform
 
 BUSY_PATIENCE = _platform.BUSY_PATIENCE
+append_lock = _platform.append_lock
+append_unlock = _platform.append_unlock
+HOLD_OPEN = _platform.HOLD_OPEN
 boot_and_pidns = _platform.boot_and_pidns
 busy_create = _platform.busy_create
 change_time = _platform.change_time
@@ -84,6 +91,7 @@ pwrite = _platform.pwrite
 renames_by_handle = _platform.renames_by_handle
 renames_open_files = _platform.renames_open_files
 remove_directory = _platform.remove_directory
+remove_file = _platform.remove_file
 retry_busy = _platform.retry_busy
 touch = _platform.touch
 utime_open = _platform.utime_open

@@ -29,6 +29,9 @@ if TYPE_CHECKING:
 #: seconds ``oswindows.retry_busy`` retries; nothing is retried here.
 BUSY_PATIENCE = 2.0
 
+#: ``oswindows.HOLD_OPEN``: nothing here needs a held lock file kept open.
+HOLD_OPEN = False
+
 
 # -- processes ---------------------------------------------------------------------------
 def nodename() -> str:
@@ -93,6 +96,19 @@ def open_file(path: str, flags: int, mode: int = 0o666) -> int:
 def retry_busy(func: Callable[..., T], *args: str) -> T:
     """``func(*args)``: nothing here refuses a delete or rename of a file others hold open."""
     return func(*args)
+
+
+def append_lock(fd: int) -> None:
+    """Nothing: an O_APPEND write is atomic here."""
+
+
+def append_unlock(fd: int) -> None:
+    """Nothing (see :func:`append_lock`)."""
+
+
+def remove_file(path: str) -> None:
+    """``os.unlink(path)``."""
+    os.unlink(path)
 
 
 def while_readers(patience: float, func: Callable[..., T], *args: str) -> T:

@@ -52,6 +52,11 @@ if TYPE_CHECKING:
 #: seconds a delete or rename is retried while another process holds the file.
 BUSY_PATIENCE = 2.0
 
+#: a holder keeps its lock file open until it has removed it (``methods.toplock``):
+#: wine unlinks a file whose delete was delayed by name once the last handle of its
+#: inode number closes, and Linux reuses that number at once for the next lock file.
+HOLD_OPEN = True
+
 _kernel32: Any = None
 
 
@@ -273,6 +278,74 @@ def pwrite(fd: int, data: bytes, offset: int) -> int:
     """Write *data* at *offset* of *fd* (seek, write: no ``pwrite`` here)."""
     os.lseek(fd, offset, os.SEEK_SET)
     return os.write(fd, data)
+
+
+#: the byte ``append_lock`` takes: far above Perl's ``flock`` range (0..0xFFFF0000)
+_APPEND_BYTE = (0x7FFFFFFF, 0xFFFFFFFE)  # OffsetHigh, Offset
+
+
+_overlapped: Any = None
+
+
+def _append_byte(fd: int, lock: bool) -> None:
+    import ctypes
+    import msvcrt
+
+    global _overlapped
+    if _overlapped is None:
+
+        class Overlapped(ctypes.Structure):
+            _fields_ = [
+                ("Internal", ctypes.c_void_p),
+                ("InternalHigh", ctypes.c_void_p),
+                ("Offset", ctypes.c_uint32),
+                ("OffsetHigh", ctypes.c_uint32),
+                ("hEvent", ctypes.c_void_p),
+            ]
+
+        _overlapped = Overlapped
+    kernel32 = _windows_api()
+    where = _overlapped(None, None, _APPEND_BYTE[1], _APPEND_BYTE[0], None)
+    handle = msvcrt.get_osfhandle(fd)
+    if lock:  # LOCKFILE_EXCLUSIVE_LOCK, waiting: held only for one append and read
+        done = kernel32.LockFileEx(ctypes.c_void_p(handle), 2, 0, 1, 0, ctypes.byref(where))
+    else:
+        done = kernel32.UnlockFileEx(ctypes.c_void_p(handle), 0, 1, 0, ctypes.byref(where))
+    if not done:
+        code = ctypes.get_last_error()
+        raise OSError(0, ctypes.FormatError(code).rstrip(" .\r\n"), None, code)
+
+
+def append_lock(fd: int) -> None:
+    """Take one byte lock of the lock file *fd* beyond any data, around an append and its read.
+
+    A handle opened for appending only appends atomically on Windows, but not
+    under wine (3 processes x 1,500 appends: 176 lines lost): contenders of
+    ``methods.toplock`` take this byte first, so appends never overwrite.
+    """
+    _append_byte(fd, True)
+
+
+def append_unlock(fd: int) -> None:
+    """Drop :func:`append_lock`'s byte."""
+    _append_byte(fd, False)
+
+
+def remove_file(path: str) -> None:
+    """Delete the lock file *path* under a unique name: renamed beside itself, then deleted.
+
+    Each step is retried as :func:`retry_busy`.  wine defers a delete while
+    another process holds the file open and then unlinks by name whatever file
+    has the same inode number, which Linux file systems reuse at once: a lock
+    file made meanwhile at *path* was removed under its holder.  A unique name
+    has no successor.  If that last delete fails, the renamed file stays.
+    """
+    gone = f"{path}.{os.getpid()}-{os.urandom(6).hex()}.gone"
+    retry_busy(os.rename, path, gone)
+    try:  # noqa: SIM105
+        retry_busy(os.unlink, gone)
+    except OSError:
+        pass  # released all the same: nothing is left at *path*
 
 
 def remove_directory(path: str) -> None:

@@ -54,10 +54,9 @@ from ..files import (
     read_same,
     read_small,
     root_and_not_mine,
-    unlink_quietly,
 )
 from ..guards import release_guard, unguard
-from ..osapi import BUSY_PATIENCE, busy_create, open_file, pread, pwrite, retry_busy
+from ..osapi import BUSY_PATIENCE, HOLD_OPEN, busy_create, open_file, pread, pwrite
 from ..retry import deadline_after, tries
 from ..stale import StaleBackend
 
@@ -189,6 +188,16 @@ def _read_head(fd: int, limit: int = 4096) -> bytes:
     return pread(fd, limit, 0)
 
 
+def append_and_read(fd: int, line: bytes) -> bytes:
+    """Append *line* to the lock file *fd* and read its head back, as one step among contenders."""
+    _osapi.append_lock(fd)
+    try:
+        os.write(fd, line)
+        return _read_head(fd)
+    finally:
+        _osapi.append_unlock(fd)
+
+
 @register
 class ToplockBackend(StaleBackend):
     """A TOP?LOCK file at ``path``: held while our ``id<>time<>`` line is its first."""
@@ -200,6 +209,7 @@ class ToplockBackend(StaleBackend):
         self._id = ""
         self._appended: tuple[int, int] | None = None
         self._held_key: tuple[int, int] | None = None
+        self._open: int | None = None  # the held file's descriptor, where HOLD_OPEN
         check_method(path, self.method, stacklevel=4)  # not safe across hosts: warn once
 
     # -- acquire / release -------------------------------------------------
@@ -223,6 +233,7 @@ class ToplockBackend(StaleBackend):
             raise open_error(self.path, exc, "regular file") from None
         except OSError as exc:
             raise open_error(self.path, exc, "regular file") from None
+        held = False
         try:
             st = os.fstat(fd)
             # others may be appending: the last line read may be cut short
@@ -230,20 +241,24 @@ class ToplockBackend(StaleBackend):
                 self._judge(st, _read_head(fd, CHECK_LIMIT) if st.st_size else b"", complete=False)
             except BlockingIOError:
                 return False  # another user's empty file, just made: wait for its line
-            os.write(fd, line)
-            head = _read_head(fd)
+            head = append_and_read(fd, line)
+            key = (st.st_dev, st.st_ino)
+            self._appended = key
+            first = first_line(head)
+            if first is None or first[0] != ident:
+                return False
+            # looked at while our descriptor keeps the file: its inode number is not reused
+            now = lstat(self.path)
+            if now is None or (now.st_dev, now.st_ino) != key:
+                return False  # our file was removed under us: we hold nothing
+            held = True
         except FileNotFoundError:
             return False  # unlinked after our open (sshfs asks by path): a new file comes
         finally:
-            os.close(fd)
-        key = (st.st_dev, st.st_ino)
-        self._appended = key
-        first = first_line(head)
-        if first is None or first[0] != ident:
-            return False
-        now = lstat(self.path)
-        if now is None or (now.st_dev, now.st_ino) != key:
-            return False  # our file was removed under us: we hold nothing
+            if held and HOLD_OPEN:
+                self._open = fd
+            else:
+                os.close(fd)
         self._id = ident
         self._held_key = key
         return True
@@ -269,9 +284,12 @@ class ToplockBackend(StaleBackend):
             self._held_key = self._appended = None
             if not ours:
                 return False
-            retry_busy(os.unlink, self.path)
+            _osapi.remove_file(self.path)
             return True
         finally:
+            if self._open is not None:  # after the removal: see HOLD_OPEN
+                os.close(self._open)
+                self._open = None
             unguard(fd)
 
     def refresh(self) -> bool:
@@ -376,7 +394,11 @@ class ToplockBackend(StaleBackend):
             return False
         if not self._is_stale(now) or first_line(read_small(self.path)) != judged:
             return False
-        return unlink_quietly(self.path)
+        try:
+            _osapi.remove_file(self.path)
+        except OSError:
+            return False
+        return True
 
 
 def _toplock_backend(lock_: Lock) -> ToplockBackend:
