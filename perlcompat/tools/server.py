@@ -10,7 +10,7 @@ and its stderr into FCGI_STDERR (the web server's error log, where mod_cgi puts 
 
 The spares come from a :class:`Forker`, a process forked once at start that forks one
 child per request (the parent itself never forks again).  The forker is forked before
-any connection exists and holds only its socket to the parent; a child closes that
+any socket exists and holds only its socket to the parent; a child closes that
 too, so it holds neither the listening socket nor another request's connection.  The
 parent opens no data file and takes no lock: it reads and compiles scripts (cached by
 path, mtime, ctime, size and inode) and nothing else.  An aborted request or a client
@@ -39,7 +39,8 @@ from collections import Counter, deque
 from dataclasses import dataclass
 
 from . import fastcgi as fcgi
-from .request import Connection, Request, check, clear_cgi_variables
+from .cgienv import clear_cgi_variables
+from .request import Connection, Request, check
 from .response import error_response, header_end, parse_header
 from .scripts import Scripts
 
@@ -85,7 +86,9 @@ class Options:
 class Server:
     """The parent: listen, read requests, hand them to spares, relay (see the module docstring)."""
 
-    def __init__(self, listener: socket.socket, options: Options, log: Callable[[str], None]):
+    def __init__(
+        self, listener: socket.socket, options: Options, log: Callable[[str], None], forker: Forker
+    ):
         self.listener = listener
         self.options = options
         self.log = log
@@ -102,7 +105,7 @@ class Server:
         self.spare_at = 0.0  # no spare asked for before (a spare came without descriptors)
         self.turns: dict[str, float] = {}  # peer -> when it last had a request started
         self.spares: deque[Spare] = deque()
-        self.forker: Forker | None = None
+        self.forker: Forker | None = forker  # forked by serve.py before this module loaded
         self.wake_r, self.wake_w = socket.socketpair()
         for sock in (self.wake_r, self.wake_w, listener):
             sock.setblocking(False)
@@ -117,8 +120,8 @@ class Server:
             signal.signal(number, lambda signum, _: self.signals.append(signum))
         self.selector.register(self.wake_r, selectors.EVENT_READ, self._on_wake)
         self.doorman.watch(self._on_accept)
-        gc.freeze()  # what is loaded now stays shared with the children (copy-on-write)
-        self._start_forker()
+        gc.freeze()  # what is loaded now is not written by collections (copy-on-write)
+        self._start_forker(self.forker)
         while not (self.stopping and not self.running and not self.conns):
             self._ask_spares()
             for key, events in self.selector.select(self._next_timer()):
@@ -134,8 +137,8 @@ class Server:
             self.forker.close()
         return 0
 
-    def _start_forker(self) -> None:
-        self.forker = Forker(self._close_all)
+    def _start_forker(self, forker: Forker | None = None) -> None:
+        self.forker = forker or Forker(self._close_all)
         self.selector.register(self.forker.sock, selectors.EVENT_READ, self._on_forker)
 
     def _ask_spares(self) -> None:
@@ -469,8 +472,7 @@ class Server:
         """End the spare children (each exits when its request pipe closes unused)."""
         while self.spares:
             spare = self.spares.popleft()
-            for fd in (spare.ctl, spare.out_fd, spare.err_fd):
-                os.close(fd)
+            spare.close()
 
     def _hand(self, request: Request) -> None:
         """Give *request* to a spare child (there is one: see _start_queued)."""
@@ -484,8 +486,7 @@ class Server:
                 break
             except OSError:  # it died while waiting (its exit is reported and ignored)
                 self.log("a spare child died before its request; using another")
-                for fd in (spare.ctl, spare.out_fd, spare.err_fd):
-                    os.close(fd)
+                spare.close()
                 if not self.spares:
                     request.body = bytearray(body)
                     self.buffered += len(body)
@@ -518,8 +519,7 @@ class Server:
                 if fd >= 0:
                     os.close(fd)
         for spare in self.spares:
-            for fd in (spare.ctl, spare.out_fd, spare.err_fd):
-                os.close(fd)
+            spare.close()
         if self.forker is not None:
             self.forker.sock.close()
 
@@ -643,8 +643,7 @@ class Server:
         for spare in list(self.spares):
             if spare.pid == pid:
                 self.spares.remove(spare)
-                for fd in (spare.ctl, spare.out_fd, spare.err_fd):
-                    os.close(fd)
+                spare.close()
 
     def _maybe_done(self, request: Request) -> None:
         """Finish *request* once both pipes are at end of file and its exit status is known.
