@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 
 #: the CGI meta-variables (RFC 3875 4.1) and the ones web servers add (nginx's
 #: fastcgi_params, lighttpd, Apache's mod_proxy_fcgi); with ``HTTP_*``, all a request sets.
@@ -53,10 +54,21 @@ def cgi_environment(params: dict[bytes, bytes]) -> dict[str, str]:
     ``Proxy:`` header, httpoxy) and values holding a NUL byte are dropped too.
     """
     env = {}
-    for key, value in params.items():
-        name = os.fsdecode(key)
-        if name == "HTTP_PROXY" or b"\0" in value:
+    encoding, errors = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
+    for key, value in params.items():  # (decoded as os.fsdecode does, without its calls)
+        if b"\0" in value:
             continue
-        if name in CGI_NAMES or _HEADER_VARIABLE.match(name):
-            env[name] = os.fsdecode(value)
+        allowed = _ALLOWED.get(key)
+        if allowed is None:
+            name = key.decode(encoding, errors)
+            allowed = name if name in CGI_NAMES or _HEADER_VARIABLE.match(name) else ""
+            if len(key) <= 64 and len(_ALLOWED) < 4096:
+                _ALLOWED[key] = allowed
+        if allowed and allowed != "HTTP_PROXY":
+            env[allowed] = value.decode(encoding, errors)
     return env
+
+
+#: the names :func:`cgi_environment` has judged (each request sends the same few dozen):
+#: raw name -> the variable's name, or "" if a request may not set it.
+_ALLOWED: dict[bytes, str] = {}

@@ -48,6 +48,12 @@ class Spare:
         self.out_fd = out_fd
         self.err_fd = err_fd
 
+    def send(self, message: bytes) -> None:
+        """Write all of *message* (its request) to its request pipe."""
+        view = memoryview(message)
+        while view:
+            view = view[os.write(self.ctl, view) :]
+
     def close(self) -> None:
         """Close the parent's ends of its pipes (an unused spare then exits)."""
         for fd in (self.ctl, self.out_fd, self.err_fd):

@@ -103,6 +103,7 @@ class Server:
         self.conns = self.doorman.conns
         self.buffered = 0  # params and body bytes held in memory
         self.spare_at = 0.0  # no spare asked for before (a spare came without descriptors)
+        self.reap_due = True  # a SIGCHLD came (the forker may have ended): wait4 then only
         self.turns: dict[str, float] = {}  # peer -> when it last had a request started
         self.spares: deque[Spare] = deque()
         self.forker: Forker | None = forker  # forked by serve.py before this module loaded
@@ -115,7 +116,7 @@ class Server:
         """Run until SIGTERM/SIGINT/SIGHUP and the requests in flight have finished."""
         clear_cgi_variables()  # a request's variables come from its params only
         signal.set_wakeup_fd(self.wake_w.fileno(), warn_on_full_buffer=False)
-        signal.signal(signal.SIGCHLD, lambda *_: None)
+        signal.signal(signal.SIGCHLD, lambda *_: setattr(self, "reap_due", True))
         for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(number, lambda signum, _: self.signals.append(signum))
         self.selector.register(self.wake_r, selectors.EVENT_READ, self._on_wake)
@@ -482,7 +483,7 @@ class Server:
         while True:
             spare = self.spares.popleft()
             try:
-                _write_all(spare.ctl, message)
+                spare.send(message)
                 break
             except OSError:  # it died while waiting (its exit is reported and ignored)
                 self.log("a spare child died before its request; using another")
@@ -612,7 +613,10 @@ class Server:
         return True
 
     def _reap(self) -> None:
-        """Collect our own children: the forker (the spares are the forker's)."""
+        """After a SIGCHLD, collect our own children: the forker (the spares are the forker's)."""
+        if not self.reap_due:
+            return
+        self.reap_due = False  # (a SIGCHLD from now on: another pass)
         while True:
             try:
                 pid, _status = os.waitpid(-1, os.WNOHANG)
@@ -691,9 +695,3 @@ def _alive(request: Request) -> bool:
     if request.orphan or not request.pid:
         return False  # a dead forker's child: init reaps it, unseen
     return request.exit_status is None and request.app_status is None
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
