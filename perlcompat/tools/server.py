@@ -121,7 +121,7 @@ class Server:
             signal.signal(number, lambda signum, _: self.signals.append(signum))
         self.selector.register(self.wake_r, selectors.EVENT_READ, self._on_wake)
         self.doorman.watch(self._on_accept)
-        gc.freeze()  # what is loaded now is not written by collections (copy-on-write)
+        gc.freeze()  # what is loaded now is left out of collections (fewer objects to scan)
         self._start_forker(self.forker)
         while not (self.stopping and not self.running and not self.conns):
             self._ask_spares()
