@@ -129,6 +129,12 @@ def late():
 print("Content-Type: text/plain\\n", flush=True)
 threading.Thread(target=late).start()
 """,
+    # a threading exit hook (what concurrent.futures registers), no other thread alive
+    "thread_hook.py": """
+import threading
+print("Content-Type: text/plain\\n", flush=True)
+threading._register_atexit(lambda: print("hook ran"))
+""",
 }
 
 
@@ -736,6 +742,12 @@ def test_a_scripts_threads_finish_before_it_exits(front: Front) -> None:
     finally:
         client.close()
     assert split(reply.stdout)[1] == b"from the thread\n"
+    client = ask(front.sock, params(front.www, "thread_hook.py"))
+    try:
+        reply = client.read(1)[1]
+    finally:
+        client.close()
+    assert split(reply.stdout)[1] == b"hook ran\n"  # run even with no thread to wait for
 
 
 # -- behind nginx as behind lighttpd -------------------------------------------------

@@ -6,8 +6,8 @@
 - ``locks_cli``: ``perlcompat locks DIR``: list the locks in a directory, break stale ones.
 - ``redis_cli``: ``perlcompat redis-lift URL``: lift a Redis lock server's hold-off.
 - ``serve``: ``perlcompat serve``: ported CGI scripts over FastCGI, a forked child per
-  request; ``server`` is its event loop, with ``request`` (a request's state and CGI
-  environment), ``scripts`` (which scripts may run, compiled once), ``response`` (the
+  request; ``server`` is its event loop, with ``request`` (a request's state),
+  ``cgienv`` (the CGI variables a request may set), ``scripts`` (which scripts may run, compiled once), ``response`` (the
   header checks, the error answers) and ``listen`` (the socket; who gets a connection);
   ``forker`` forks the
   children, ``runner`` is the child that runs one script as ``__main__``, ``fastcgi``

@@ -108,10 +108,18 @@ def parse_pairs(data: bytes) -> list[tuple[bytes, bytes]]:
     """The name-value pairs of a PARAMS (or GET_VALUES) stream."""
     pairs = []
     pos = 0
-    while pos < len(data):
-        name_len, pos = _length(data, pos)
-        value_len, pos = _length(data, pos)
-        if pos + name_len + value_len > len(data):
+    end = len(data)
+    while pos < end:
+        # a length under 128 is one byte (almost every one): read here, without a call
+        if data[pos] < 0x80:
+            name_len, pos = data[pos], pos + 1
+        else:
+            name_len, pos = _length(data, pos)
+        if pos < end and data[pos] < 0x80:
+            value_len, pos = data[pos], pos + 1
+        else:
+            value_len, pos = _length(data, pos)
+        if pos + name_len + value_len > end:
             raise ProtocolError("name-value pair cut short")
         name = data[pos : pos + name_len]
         pos += name_len

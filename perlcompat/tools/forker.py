@@ -1,7 +1,8 @@
 """The worker pool of ``perlcompat serve``: the forker and the spare children it forks.
 
-The forker is forked once by the parent (``tools.server``) before any connection
-exists and holds only its socket to the parent; it forks one spare child
+The forker is forked once by the parent (``tools.serve``, before the server's own
+modules load and any socket exists; again by ``tools.server`` if it dies) and holds
+only its socket to the parent; it forks one spare child
 (``tools.runner``) per request asked for, and reports each spare and each exit
 status it reaps.  POSIX only (fork, SCM_RIGHTS).  Where the system has pidfds it forks
 with the C library's ``fork()`` and watches each child through its pidfd (``os.fork``'s
@@ -14,13 +15,13 @@ from __future__ import annotations
 import _socket
 import contextlib
 import gc
+import mmap
 import os
 import select
 import signal
 import socket
 import struct
 import sys
-from dataclasses import dataclass
 
 assert sys.platform != "win32"  # fork only: the serve command says so on Windows
 
@@ -33,14 +34,30 @@ if TYPE_CHECKING:
     from typing import NoReturn
 
 
-@dataclass(eq=False)
 class Spare:
-    """A child forked ahead of demand, ready for one request (fork is off the request's path)."""
+    """A child forked ahead of demand, ready for one request (fork is off the request's path).
 
-    pid: int
-    ctl: int
-    out_fd: int
-    err_fd: int
+    (Not a dataclass: ``dataclasses`` and what it imports would make the forker larger.)
+    """
+
+    __slots__ = ("ctl", "err_fd", "out_fd", "pid")
+
+    def __init__(self, pid: int, ctl: int, out_fd: int, err_fd: int) -> None:
+        self.pid = pid
+        self.ctl = ctl
+        self.out_fd = out_fd
+        self.err_fd = err_fd
+
+    def send(self, message: bytes) -> None:
+        """Write all of *message* (its request) to its request pipe."""
+        view = memoryview(message)
+        while view:
+            view = view[os.write(self.ctl, view) :]
+
+    def close(self) -> None:
+        """Close the parent's ends of its pipes (an unused spare then exits)."""
+        for fd in (self.ctl, self.out_fd, self.err_fd):
+            os.close(fd)
 
 
 class Forker:
@@ -205,8 +222,11 @@ def _forker_loop(sock: socket.socket) -> NoReturn:
     poller.register(sock, select.POLLIN)
     listening = sock.fileno()
     fork = (_raw_fork() if _pidfds() else None) or os.fork
-    buffer = bytearray(1 << 18)  # a code the parent shares (a spare is asked for with "f")
+    # a code the parent shares (a spare is asked for with "f"); mapped, not a bytearray:
+    # pages never written are not the forker's, and a fork has none of them to copy
+    buffer = mmap.mmap(-1, 1 << 18)
     reseed = _reseeder() if fork is not os.fork else None
+    _trim()
 
     def report(pid: int, status: int) -> None:
         message = b"X" + pid.to_bytes(4, "big") + (status & 0xFFFFFFFF).to_bytes(4, "big")
@@ -250,6 +270,21 @@ def _forker_loop(sock: socket.socket) -> NoReturn:
 
 
 _FDS = struct.Struct("3i")
+
+
+def _trim() -> None:
+    """Give the C heap's free pages back to the system (the C library's ``malloc_trim``).
+
+    Each page the forker holds is mapped again at each fork and unmapped at each
+    child's exit (measured: about 0.07 ms of CPU per request for each MiB); the heap
+    the parent left has some 0.5-0.7 MiB free.  Nothing where there is no such call.
+    """
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).malloc_trim(0)
+    except (ImportError, OSError, AttributeError):
+        pass
 
 
 def _reseeder() -> Callable[[], object] | None:

@@ -3,16 +3,13 @@
 The parent keeps a :class:`Request` from BEGIN_REQUEST to END_REQUEST: its params and
 body as they arrive (a body over :data:`SPOOL_AT` bytes in an unlinked temp file), then
 its child's pipes.  :func:`check` turns the params into the environment the script
-sees, or into the HTTP status to answer without running it.  Only the CGI
-meta-variables (:data:`CGI_NAMES`) and ``HTTP_*`` header variables come from a request;
-:func:`clear_cgi_variables` removes those names from the server's own environment
-at start, so a request adds variables and never replaces one of the server's.
+sees (only the variables ``cgienv.cgi_environment`` lets a request set), or into the
+HTTP status to answer without running it.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import socket
 import tempfile
 import time
@@ -20,6 +17,7 @@ import types
 from dataclasses import dataclass, field
 
 from . import fastcgi as fcgi
+from .cgienv import cgi_environment
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -30,55 +28,6 @@ if TYPE_CHECKING:
 
 #: a body up to this size is kept in memory; a larger one goes to an unlinked temp file.
 SPOOL_AT = 64 * 1024
-
-#: the CGI meta-variables (RFC 3875 4.1) and the ones web servers add (nginx's
-#: fastcgi_params, lighttpd, Apache's mod_proxy_fcgi); with ``HTTP_*``, all a request sets.
-CGI_NAMES = frozenset(
-    """AUTH_TYPE CONTENT_LENGTH CONTENT_TYPE GATEWAY_INTERFACE PATH_INFO PATH_TRANSLATED
-    QUERY_STRING REMOTE_ADDR REMOTE_HOST REMOTE_IDENT REMOTE_USER REQUEST_METHOD SCRIPT_NAME
-    SERVER_NAME SERVER_PORT SERVER_PROTOCOL SERVER_SOFTWARE
-    SCRIPT_FILENAME SCRIPT_URI SCRIPT_URL DOCUMENT_ROOT DOCUMENT_URI REQUEST_URI
-    REQUEST_SCHEME REMOTE_PORT SERVER_ADDR SERVER_ADMIN SERVER_SIGNATURE HTTPS
-    REDIRECT_STATUS REDIRECT_URL REDIRECT_QUERY_STRING REDIRECT_REMOTE_USER
-    CONTEXT_PREFIX CONTEXT_DOCUMENT_ROOT UNIQUE_ID""".split()  # noqa: SIM905
-)
-#: a header variable: what web servers make of a header name (upper case, ``-`` as ``_``),
-#: and mod_ssl's TLS variables (``SSL_CLIENT_S_DN`` …; never ``SSL_CERT_FILE``/``_DIR``,
-#: which would choose the trust store of the script's own TLS connections).
-_HEADER_VARIABLE = re.compile(
-    r"^(HTTP_[A-Z0-9_]+|SSL_(CLIENT|SERVER)_[A-Z0-9_]+|SSL_(PROTOCOL|CIPHER|CIPHER_EXPORT"
-    r"|CIPHER_USEKEYSIZE|CIPHER_ALGKEYSIZE|SESSION_ID|SESSION_RESUMED|SECURE_RENEG"
-    r"|VERSION_INTERFACE|VERSION_LIBRARY|TLS_SNI))$"
-)
-#: what :func:`clear_cgi_variables` also removes: the prefixes of CGI variables.
-_CGI_VARIABLE = re.compile(
-    r"^(HTTP_|CONTENT_|REQUEST_|SCRIPT_|SERVER_|REMOTE_|PATH_INFO$|PATH_TRANSLATED$"
-    r"|QUERY_STRING$|GATEWAY_INTERFACE$|AUTH_TYPE$|DOCUMENT_|HTTPS$|REDIRECT_|CONTEXT_)"
-)
-
-
-def clear_cgi_variables() -> None:
-    """Remove every CGI variable from ``os.environ`` (a request brings its own)."""
-    for name in [n for n in os.environ if n in CGI_NAMES or _CGI_VARIABLE.match(n)]:
-        del os.environ[name]
-
-
-def cgi_environment(params: dict[bytes, bytes]) -> dict[str, str]:
-    """The variables a request may set: CGI meta-variables, ``HTTP_*`` and mod_ssl's.
-
-    ``LD_PRELOAD``, ``PATH``, ``PYTHONPATH``, ``PERLCOMPAT_*``, a lowercase
-    ``http_proxy`` … from params are dropped: whoever can connect could otherwise choose
-    what the script's interpreter and its subprocesses load.  ``HTTP_PROXY`` (a request's
-    ``Proxy:`` header, httpoxy) and values holding a NUL byte are dropped too.
-    """
-    env = {}
-    for key, value in params.items():
-        name = os.fsdecode(key)
-        if name == "HTTP_PROXY" or b"\0" in value:
-            continue
-        if name in CGI_NAMES or _HEADER_VARIABLE.match(name):
-            env[name] = os.fsdecode(value)
-    return env
 
 
 @dataclass(eq=False)

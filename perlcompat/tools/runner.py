@@ -283,7 +283,11 @@ def _finish(status: int) -> NoReturn:
     """
     threading = sys.modules.get("threading")
     try:
-        if threading is not None:  # non-daemon threads are waited for, as at Python's exit
+        # non-daemon threads are waited for, as at Python's exit (with only this thread
+        # and no threading exit hook there is nothing to do, and 30 pages fewer copied)
+        if threading is not None and (
+            threading.active_count() > 1 or getattr(threading, "_threading_atexits", True)
+        ):
             threading._shutdown()
         atexit._run_exitfuncs()
     finally:

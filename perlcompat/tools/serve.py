@@ -109,7 +109,25 @@ def main(argv: list[str]) -> int:
         return _serve(argv)
 
 
+TYPE_CHECKING = False
+
 if sys.platform != "win32":
+    if TYPE_CHECKING:
+        from .forker import Forker
+
+    def _start_forker() -> Forker:
+        """Fork the forker now, before the server's own modules load (``tools.forker``).
+
+        Every child is forked from the forker, and the less memory it has, the less a
+        fork costs it and an exit its child (measured: each MiB of it about 0.07 ms of
+        CPU per request; the server's modules are some 2 MiB).  The CGI variables are
+        gone from its environment first (a request brings its own).
+        """
+        from .cgienv import clear_cgi_variables
+        from .forker import Forker
+
+        clear_cgi_variables()
+        return Forker(lambda: None)  # nothing to close: no socket exists yet
 
     def _serve(argv: list[str]) -> int:
         """Parse the options, listen, and run the server."""
@@ -195,12 +213,14 @@ if sys.platform != "win32":
         except ImportError as exc:
             parser.error(f"--preload: {exc}")
 
+        forker = _start_forker()
         from .listen import listen
         from .server import Options, Server
 
         try:
             listener = listen(args.fastcgi)
         except (OSError, ValueError) as exc:
+            forker.close()
             parser.error(f"--fastcgi {args.fastcgi}: {exc}")
         if listener.family != socket.AF_UNIX:
             host = listener.getsockname()[0]
@@ -222,7 +242,7 @@ if sys.platform != "win32":
         )
         _log(f"listening on {args.fastcgi}, root {os.path.realpath(args.root)}")
         try:
-            return Server(listener, options, _log).serve()
+            return Server(listener, options, _log, forker).serve()
         finally:
             if args.fastcgi.startswith("unix:"):
                 with contextlib.suppress(OSError):

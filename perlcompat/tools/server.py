@@ -10,7 +10,7 @@ and its stderr into FCGI_STDERR (the web server's error log, where mod_cgi puts 
 
 The spares come from a :class:`Forker`, a process forked once at start that forks one
 child per request (the parent itself never forks again).  The forker is forked before
-any connection exists and holds only its socket to the parent; a child closes that
+any socket exists and holds only its socket to the parent; a child closes that
 too, so it holds neither the listening socket nor another request's connection.  The
 parent opens no data file and takes no lock: it reads and compiles scripts (cached by
 path, mtime, ctime, size and inode) and nothing else.  An aborted request or a client
@@ -39,7 +39,8 @@ from collections import Counter, deque
 from dataclasses import dataclass
 
 from . import fastcgi as fcgi
-from .request import Connection, Request, check, clear_cgi_variables
+from .cgienv import clear_cgi_variables
+from .request import Connection, Request, check
 from .response import error_response, header_end, parse_header
 from .scripts import Scripts
 
@@ -85,7 +86,9 @@ class Options:
 class Server:
     """The parent: listen, read requests, hand them to spares, relay (see the module docstring)."""
 
-    def __init__(self, listener: socket.socket, options: Options, log: Callable[[str], None]):
+    def __init__(
+        self, listener: socket.socket, options: Options, log: Callable[[str], None], forker: Forker
+    ):
         self.listener = listener
         self.options = options
         self.log = log
@@ -100,9 +103,10 @@ class Server:
         self.conns = self.doorman.conns
         self.buffered = 0  # params and body bytes held in memory
         self.spare_at = 0.0  # no spare asked for before (a spare came without descriptors)
+        self.reap_due = True  # a SIGCHLD came (the forker may have ended): wait4 then only
         self.turns: dict[str, float] = {}  # peer -> when it last had a request started
         self.spares: deque[Spare] = deque()
-        self.forker: Forker | None = None
+        self.forker: Forker | None = forker  # forked by serve.py before this module loaded
         self.wake_r, self.wake_w = socket.socketpair()
         for sock in (self.wake_r, self.wake_w, listener):
             sock.setblocking(False)
@@ -112,13 +116,13 @@ class Server:
         """Run until SIGTERM/SIGINT/SIGHUP and the requests in flight have finished."""
         clear_cgi_variables()  # a request's variables come from its params only
         signal.set_wakeup_fd(self.wake_w.fileno(), warn_on_full_buffer=False)
-        signal.signal(signal.SIGCHLD, lambda *_: None)
+        signal.signal(signal.SIGCHLD, lambda *_: setattr(self, "reap_due", True))
         for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(number, lambda signum, _: self.signals.append(signum))
         self.selector.register(self.wake_r, selectors.EVENT_READ, self._on_wake)
         self.doorman.watch(self._on_accept)
-        gc.freeze()  # what is loaded now stays shared with the children (copy-on-write)
-        self._start_forker()
+        gc.freeze()  # what is loaded now is left out of collections (fewer objects to scan)
+        self._start_forker(self.forker)
         while not (self.stopping and not self.running and not self.conns):
             self._ask_spares()
             for key, events in self.selector.select(self._next_timer()):
@@ -134,8 +138,8 @@ class Server:
             self.forker.close()
         return 0
 
-    def _start_forker(self) -> None:
-        self.forker = Forker(self._close_all)
+    def _start_forker(self, forker: Forker | None = None) -> None:
+        self.forker = forker or Forker(self._close_all)
         self.selector.register(self.forker.sock, selectors.EVENT_READ, self._on_forker)
 
     def _ask_spares(self) -> None:
@@ -469,8 +473,7 @@ class Server:
         """End the spare children (each exits when its request pipe closes unused)."""
         while self.spares:
             spare = self.spares.popleft()
-            for fd in (spare.ctl, spare.out_fd, spare.err_fd):
-                os.close(fd)
+            spare.close()
 
     def _hand(self, request: Request) -> None:
         """Give *request* to a spare child (there is one: see _start_queued)."""
@@ -480,12 +483,11 @@ class Server:
         while True:
             spare = self.spares.popleft()
             try:
-                _write_all(spare.ctl, message)
+                spare.send(message)
                 break
             except OSError:  # it died while waiting (its exit is reported and ignored)
                 self.log("a spare child died before its request; using another")
-                for fd in (spare.ctl, spare.out_fd, spare.err_fd):
-                    os.close(fd)
+                spare.close()
                 if not self.spares:
                     request.body = bytearray(body)
                     self.buffered += len(body)
@@ -518,8 +520,7 @@ class Server:
                 if fd >= 0:
                     os.close(fd)
         for spare in self.spares:
-            for fd in (spare.ctl, spare.out_fd, spare.err_fd):
-                os.close(fd)
+            spare.close()
         if self.forker is not None:
             self.forker.sock.close()
 
@@ -612,7 +613,10 @@ class Server:
         return True
 
     def _reap(self) -> None:
-        """Collect our own children: the forker (the spares are the forker's)."""
+        """After a SIGCHLD, collect our own children: the forker (the spares are the forker's)."""
+        if not self.reap_due:
+            return
+        self.reap_due = False  # (a SIGCHLD from now on: another pass)
         while True:
             try:
                 pid, _status = os.waitpid(-1, os.WNOHANG)
@@ -643,8 +647,7 @@ class Server:
         for spare in list(self.spares):
             if spare.pid == pid:
                 self.spares.remove(spare)
-                for fd in (spare.ctl, spare.out_fd, spare.err_fd):
-                    os.close(fd)
+                spare.close()
 
     def _maybe_done(self, request: Request) -> None:
         """Finish *request* once both pipes are at end of file and its exit status is known.
@@ -692,9 +695,3 @@ def _alive(request: Request) -> bool:
     if request.orphan or not request.pid:
         return False  # a dead forker's child: init reaps it, unseen
     return request.exit_status is None and request.app_status is None
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
