@@ -7,9 +7,9 @@
 - ``redis_cli``: ``perlcompat redis-lift URL``: lift a Redis lock server's hold-off.
 - ``serve``: ``perlcompat serve``: ported CGI scripts over FastCGI, a forked child per
   request; ``server`` is its event loop, with ``request`` (a request's state),
-  ``cgienv`` (the CGI variables a request may set), ``scripts`` (which scripts may run, compiled once), ``response`` (the
-  header checks, the error answers) and ``listen`` (the socket; who gets a connection);
-  ``forker`` forks the
+  ``cgienv`` (the CGI variables a request may set), ``scripts`` (which scripts may
+  run, compiled once), ``response`` (the header checks, the error answers) and
+  ``listen`` (the socket; who gets a connection); ``forker`` forks the
   children, ``runner`` is the child that runs one script as ``__main__``, ``fastcgi``
   the wire format (POSIX only: ``server``, ``forker``, ``listen``, ``runner``).
 - ``audit/``: ``perlcompat audit PATH...``: the unsafe locking idioms in Perl scripts.
