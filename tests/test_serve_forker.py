@@ -178,4 +178,8 @@ def test_a_forker_with_a_second_thread_forks_with_os_fork() -> None:
         release.set()
         other.join()
     if threading.active_count() == 1:  # pytest's own threads, if any, would keep it False
+        # a joined thread's OS thread may still be exiting: /proc lists it a moment longer
+        deadline = time.monotonic() + 30
+        while len(os.listdir("/proc/self/task")) != 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
         assert forker_module._pidfds() is True

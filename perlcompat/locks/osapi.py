@@ -36,6 +36,7 @@ Files (``locks.files``, ``locks.replace``, the methods):
   ``change_time(path)``: that NTFS time (None on POSIX);
 * ``pread(fd, limit, offset)``, ``pwrite(fd, data, offset)``: ``os.pread``/``os.pwrite``
   themselves on POSIX (no Python frame on a lock's path), seek and read/write on Windows;
+* ``HOLD_OPEN``: True where a TOP?LOCK holder keeps its lock file open until removed (Windows);
 * ``append_lock(fd)``/``append_unlock(fd)``: around a TOP?LOCK append and its read, a
   byte lock on Windows (wine's appends are not atomic), nothing on POSIX;
 * ``remove_directory(path)``: ``os.rmdir`` on POSIX; on Windows retried as ``retry_busy``;
