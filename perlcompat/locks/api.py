@@ -77,8 +77,9 @@ import time
 from _thread import RLock, get_ident
 
 from ..perl.clock import check_seconds
-from . import cleanup as _cleanup, retry as _retry, threadsafe as _threadsafe
+from . import cleanup as _cleanup, compat as _compat, retry as _retry, threadsafe as _threadsafe
 from .acquired import Acquired
+from .compat import Settable
 from .contract import (
     DEFAULT_METHOD,
     REGISTERED,
@@ -144,7 +145,16 @@ def owned_here(method: str, path: str) -> Lock | None:
     return owner
 
 
-class Lock:
+class _OnePerPath(type):
+    """``Lock``'s metaclass: ``is_singleton=True`` gives the one object of its path."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("is_singleton"):
+            return _compat.singleton(cls, args, kwargs)  # (made there, once)
+        return super().__call__(*args, **kwargs)
+
+
+class Lock(Settable, metaclass=_OnePerPath):
     """A named lock: ``acquire()``/``release()``, context manager and decorator.
 
     ``Lock("lockdir")`` is the mkdir lock sub; ``method=`` picks another
@@ -158,7 +168,7 @@ class Lock:
     (:meth:`refresh`).  Method options: ``mode`` (mkdir), ``held`` and ``data``
     (rename), ``url`` (redis); the Perl side's lock format (``locks.record``):
     ``record`` (excl, link; mkdir's ``pidfile``), ``target`` (symlink), ``pidfile``
-    (mkdir).
+    (mkdir).  ``is_singleton=True``: one object per path (``locks.compat``).
     """
 
     def __init__(
@@ -181,6 +191,7 @@ class Lock:
         pidfile: str | None = None,
         auto_refresh: float | None = None,
         data: bool | None = None,
+        is_singleton: bool = False,
     ) -> None:
         self._timeout, retry, wait, stale = patience(timeout, retry, wait, stale)
         self.poll = poll_seconds(poll)
@@ -199,7 +210,8 @@ class Lock:
         self.method = method
         self.retry = retry
         self.wait = float(wait)
-        self.stale = float(stale)
+        self.is_singleton = is_singleton  # (``locks.compat``: one object per path)
+        self._stale = float(stale)
         self.shared = shared
         self.path = path
         cls = REGISTERED.get(method) or backend_class(method)
@@ -210,7 +222,7 @@ class Lock:
         for option in options:
             if option not in cls.options:
                 raise TypeError(f"lock method {method!r} takes no option {option!r}")
-        self._backend = cls(path, stale=self.stale, shared=shared, **options)
+        self._backend = cls(path, stale=self._stale, shared=shared, **options)
         self._owner_thread: int | None = None
         self._since = 0.0
         # releases still owed by the holder's ``with`` blocks after a cleanup or hand-off
@@ -222,9 +234,9 @@ class Lock:
         self.auto_refresh: float | None = None
         if auto_refresh is not None:
             every = check_seconds("auto_refresh", auto_refresh, zero=False)
-            if every >= self.stale:
+            if every >= self._stale:
                 raise ValueError(
-                    f"auto_refresh must be shorter than stale ({self.stale:g} s),"
+                    f"auto_refresh must be shorter than stale ({self._stale:g} s),"
                     f" not {auto_refresh!r}: a lock refreshed that late is broken first"
                 )
             if type(self._backend).refresh is Backend.refresh:
@@ -464,10 +476,10 @@ class Lock:
         _debug("released %s lock %r (held %.3g s)", self.method, self.path, held_for)
         if not still_ours:
             message = f"lock {self.path!r} was broken or replaced while held ({held_for:.3g} s)"
-        elif held_for > self.stale:
+        elif held_for > self._stale:
             message = (
                 f"lock {self.path!r} was held {held_for:.3g} s, "
-                f"past its stale limit {self.stale:g} s"
+                f"past its stale limit {self._stale:g} s"
             )
         else:
             return
@@ -489,7 +501,7 @@ class Lock:
             pass  # released, or found broken: logged by release()
         except OSError as exc:
             held_for = time.monotonic() - self._since
-            if held_for <= self.stale:
+            if held_for <= self._stale:
                 return False
             self._release_failed = None
             self._forget()
@@ -501,7 +513,7 @@ class Lock:
                 self.path,
                 exc,
                 held_for,
-                self.stale,
+                self._stale,
             )
         return True
 
@@ -510,18 +522,9 @@ class Lock:
 
         Raises ExpiredLockError if the lease was already lost, NotLockedError if not held.
         """
-        if self._owner_thread is None:
-            raise NotLockedError(f"lock {self.path!r} is not held by this Lock")
-        if seconds is not None:
-            seconds = check_seconds("seconds", seconds, zero=False)
-        if not self._backend.supports_extend:
-            raise TypeError(f"lock method {self.method!r} has no lease to extend")
-        if not self._backend.extend(seconds):
-            raise ExpiredLockError(f"lock {self.path!r} was lost before it could be extended")
-        length = self.stale if seconds is None else float(seconds)
-        self._since = time.monotonic() + length - self.stale
+        _compat.extend(self, seconds)
 
-    def refresh(self) -> None:
+    def refresh(self, stale: float | None = None, *, force: bool = False) -> None:
         """Make the held lock young again for every age rule, perlcompat's and Perl's.
 
         The file methods set the lock's mtime to now (what ``stale`` and a Perl
@@ -531,10 +534,15 @@ class Lock:
         this process; a Redis lease is extended to ``stale``; a ``flock`` lock
         does not age.  Only a lock still ours is touched: one broken or
         replaced meanwhile is left as it is (ExpiredLockError).  NotLockedError
-        if this object does not hold it.  Any thread may call it.
+        if this object does not hold it (with *force*: nothing).  Any thread may call
+        it.  *stale* sets ``stale`` first (flufl.lock's ``refresh(lifetime)``).
         """
         if self._owner_thread is None:
+            if force:
+                return
             raise NotLockedError(f"lock {self.path!r} is not held by this Lock")
+        if stale is not None:
+            self.stale = stale
         _cleanup.enter()  # a stopping signal's cleanup waits for the mutex we hold
         try:
             fresh = self._refresh_held()
@@ -623,14 +631,7 @@ class Lock:
 
     def __call__(self, func: F) -> F:
         """Use the lock as a decorator: hold it around each call of *func*."""
-        import functools
-
-        @functools.wraps(func)
-        def locked(*args: Any, **kwargs: Any) -> Any:
-            with self:
-                return func(*args, **kwargs)
-
-        return locked  # type: ignore[return-value]
+        return _compat.decorate(self, func)
 
     def _abandon(self) -> bool:
         """Release without raising, for cleanup at exit or on a signal; True if it was ours."""
