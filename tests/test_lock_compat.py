@@ -197,3 +197,53 @@ def test_details_name_who_holds_the_lock_at_the_path(tmp_path: Path) -> None:
         holder.communicate("", timeout=60)
     with lk:
         assert lk.details == (socket.gethostname(), os.getpid(), path)
+
+
+@pytest.mark.parametrize("method", ["flock", "excl", "mkdir"])
+def test_thread_local_false_shares_one_count_across_threads(tmp_path: Path, method: str) -> None:
+    from perlcompat.locks import cleanup
+
+    path = str(tmp_path / "lk")
+    lk = Lock(path, method=method, thread_local=False, timeout=30)
+    for _ in range(2):  # filelock's test: two threads, each takes it and ends
+        worker = threading.Thread(target=lk.acquire)
+        worker.start()
+        worker.join(60)
+    assert lk.lock_counter == 2 and lk.is_locked
+    assert cleanup.tracked() == [lk]  # (cleanup at exit or on a signal still finds it)
+    with pytest.raises(LockTimeout):
+        Lock(path, method=method, timeout=0).acquire()  # another object: busy
+    lk.release()
+    assert lk.lock_counter == 1 and lk.is_locked
+    lk.release()  # by this thread, which did not take it
+    assert not lk.is_locked and cleanup.tracked() == []
+    with pytest.raises(NotLockedError):
+        lk.release()
+    Lock(path, method=method, timeout=0).acquire().lock.release()  # free again
+
+
+def test_thread_local_false_many_threads_end_with_the_lock_free(tmp_path: Path) -> None:
+    path = str(tmp_path / "lk")
+    lk = Lock(path, method="flock", thread_local=False, timeout=60)
+    errors: list[BaseException] = []
+    counts: list[int] = []
+    start = threading.Barrier(4)
+
+    def work() -> None:
+        try:
+            start.wait(60)
+            for _ in range(150):
+                with lk:
+                    counts.append(lk.lock_counter)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert errors == []
+    assert len(counts) == 600 and min(counts) >= 1 and max(counts) <= 4
+    assert lk.lock_counter == 0 and not lk.is_locked
+    assert not flock_busy(path)

@@ -168,7 +168,8 @@ class Lock(Settable, metaclass=_OnePerPath):
     (:meth:`refresh`).  Method options: ``mode`` (mkdir), ``held`` and ``data``
     (rename), ``url`` (redis); the Perl side's lock format (``locks.record``):
     ``record`` (excl, link; mkdir's ``pidfile``), ``target`` (symlink), ``pidfile``
-    (mkdir).  ``is_singleton=True``: one object per path (``locks.compat``).
+    (mkdir).  ``is_singleton=True``: one object per path; ``thread_local=False``: one
+    count shared by every thread, which any thread releases (``locks.compat``).
     """
 
     def __init__(
@@ -192,6 +193,7 @@ class Lock(Settable, metaclass=_OnePerPath):
         auto_refresh: float | None = None,
         data: bool | None = None,
         is_singleton: bool = False,
+        thread_local: bool = True,
     ) -> None:
         self._timeout, retry, wait, stale = patience(timeout, retry, wait, stale)
         self.poll = poll_seconds(poll)
@@ -211,6 +213,7 @@ class Lock(Settable, metaclass=_OnePerPath):
         self.retry = retry
         self.wait = float(wait)
         self.is_singleton = is_singleton  # (``locks.compat``: one object per path)
+        self.thread_local = thread_local  # False: one count shared by every thread (compat)
         self._stale = float(stale)
         self.shared = shared
         self.path = path
@@ -324,6 +327,8 @@ class Lock(Settable, metaclass=_OnePerPath):
         me = get_ident()
         if not perl:
             _threadsafe.refuse_reentry(self)  # issue 34: a signal handler mid-take/release
+            if not self.thread_local:  # one count shared by every thread (filelock's)
+                return _compat.acquire_shared(self, timeout, poll, blocking)
         if self._owner_thread == me and _cleanup.holder(self.method, self.path) is self:
             self._release_failed = None  # its holder takes it again: held, not pending
             self._count += 1
@@ -422,6 +427,8 @@ class Lock(Settable, metaclass=_OnePerPath):
         me = get_ident()
         if self._releasing == me:  # re-entered from a signal handler mid-release: the
             return  # release under way finishes it
+        if not self.thread_local:  # any thread releases (``locks.compat``)
+            return _compat.release_shared(self, force, me)
         # (no call between that test and this claim: no signal handler runs in between)
         mine = self._owner_thread == me
         if mine:
@@ -657,28 +664,6 @@ class Lock(Settable, metaclass=_OnePerPath):
         self._stop = None  # the auto_refresh thread is the parent's
         self._disown()
         self._backend.forget()
-
-    def _hand_off(self, lost: str = "") -> None:
-        """In the parent after ``perlcompat.fork()``: the child holds it now; drop it unreleased.
-
-        The holder's later ``release()`` calls (``with`` exits, one per hold counted) are
-        no-ops, as after a cleanup; with *lost* (``fork()`` lost the hold) the first raises.
-        """
-        self._abandoned = self._count
-        self._disown()
-        self._backend.forget()
-        self._lost = lost
-
-    def _take_over(self) -> bool:
-        """In the child after ``perlcompat.fork()``: ours now, re-signed (the record names this
-        process), its ``auto_refresh`` thread restarted; False if it was not ours any more."""
-        self._mutex = RLock()
-        self._stop = None
-        fresh = self._backend.refresh()
-        if fresh:
-            self._since = time.monotonic()
-        self._start_refresher()
-        return fresh
 
     def _disown(self) -> None:
         """This object no longer holds the lock: not owned, not tracked for cleanup."""

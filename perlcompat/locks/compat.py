@@ -12,15 +12,22 @@
   ``lk.details`` (host, pid, path) who holds the lock at the path now, read from it,
   ``lk.hostname`` this host as lock records name it (flufl.lock's names).
   :class:`Settable` holds them.
+* ``Lock(path, thread_local=False)`` (filelock's): the object's holds are one count
+  for every thread: a thread's ``acquire()`` while another thread holds it counts one
+  more hold, and any thread may release (the hold moves to the releasing thread, so
+  exit and signal cleanup still find it).  The object's gate (``locks.threadsafe``) is
+  held for one step only (:func:`acquire_shared`, :func:`release_shared`), so one
+  backend is never driven by two threads at once.
 * :func:`extend` is ``Lock.extend`` (a Redis lease renewed), :func:`decorate` ``@Lock(...)``.
 """
 
 from __future__ import annotations
 
 import os
-from _thread import allocate_lock
+from _thread import allocate_lock, get_ident
 
 from ..perl.clock import check_seconds
+from .options import _Unset, check_timeout
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -164,3 +171,54 @@ def extend(lock: Lock, seconds: float | None) -> None:
         raise ExpiredLockError(f"lock {lock.path!r} was lost before it could be extended")
     length = lock.stale if seconds is None else float(seconds)
     lock._since = time.monotonic() + length - lock.stale
+
+
+def acquire_shared(
+    lock: Lock, timeout: float | _Unset | None, poll: float | None, blocking: bool
+) -> None:
+    """``Lock.acquire`` with ``thread_local=False``: held by the object, whichever thread
+    took it, a call counts one more hold; else the lock is taken as by ``acquire()``."""
+    import time
+
+    from .threadsafe import TAKE, gate_of
+
+    if not blocking:
+        timeout = 0
+    timeout = lock.timeout if isinstance(timeout, _Unset) else check_timeout(timeout)
+    poll = lock.poll if poll is None else check_seconds("poll_interval", poll, zero=False)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    gate = gate_of(lock)
+    if not gate.take(deadline):  # another thread's step: its wait for the lock, at most
+        raise lock._timed_out(timeout)
+    try:
+        if lock._owner_thread is not None:
+            lock._count += 1
+            return
+        gate.step = TAKE
+        lock._wait_take(get_ident(), None, deadline, timeout, poll)
+    finally:
+        gate.end_step()
+        gate.leave()
+
+
+def release_shared(lock: Lock, force: bool, me: int) -> None:
+    """``Lock.release`` with ``thread_local=False`` by the thread *me*: a hold taken in
+    another thread moves to this one first (the registry of held locks is per thread)."""
+    from . import cleanup as _cleanup
+    from .threadsafe import gate_of
+
+    gate = gate_of(lock)
+    gate.take(None)  # (another thread's step: a release, or a wait within its timeout)
+    try:
+        owner = lock._owner_thread
+        if owner is not None and owner != me:
+            _cleanup.untrack(lock)
+            lock._owner_thread = me
+            _cleanup.track(lock)
+        lock._releasing = me
+        try:
+            lock._release(force, me)
+        finally:
+            lock._releasing = 0
+    finally:
+        gate.leave()
