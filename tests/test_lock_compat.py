@@ -235,7 +235,7 @@ def test_thread_local_false_many_threads_end_with_the_lock_free(tmp_path: Path) 
             for _ in range(150):
                 with lk:
                     counts.append(lk.lock_counter)
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:  # reported below
             errors.append(exc)
 
     threads = [threading.Thread(target=work) for _ in range(4)]
