@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gc
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -246,4 +247,48 @@ def test_thread_local_false_many_threads_end_with_the_lock_free(tmp_path: Path) 
     assert errors == []
     assert len(counts) == 600 and min(counts) >= 1 and max(counts) <= 4
     assert lk.lock_counter == 0 and not lk.is_locked
+    assert not flock_busy(path)
+
+
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="needs setitimer")
+def test_thread_local_false_release_from_a_handler_mid_take_is_refused(tmp_path: Path) -> None:
+    path = str(tmp_path / "lk")
+    lk = Lock(path, method="flock", thread_local=False)
+    other = Lock(path, method="flock")
+    taken = threading.Event()
+    done = threading.Event()
+
+    def hold() -> None:
+        with other:
+            taken.set()
+            done.wait(60)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert taken.wait(60)
+    seen: list[BaseException] = []
+
+    def handler(signum: int, frame: object) -> None:
+        try:
+            lk.release()
+        except NotLockedError as exc:
+            seen.append(exc)
+        done.set()  # the holder lets go: the wait under way gets the lock
+
+    old = signal.signal(signal.SIGALRM, handler)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.2)
+        lk.acquire(timeout=60)  # the handler's release never took the gate from this wait
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    holder.join(60)
+    assert len(seen) == 1 and "being taken by this thread" in str(seen[0])
+    assert lk.lock_counter == 1
+    got: list[int] = []
+    worker = threading.Thread(target=lambda: got.append(lk.acquire(timeout=5).lock_counter))
+    worker.start()
+    worker.join(60)
+    assert got == [2]  # the gate was left once the wait ended: another thread counts
+    lk.release(force=True)
     assert not flock_busy(path)

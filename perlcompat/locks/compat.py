@@ -205,9 +205,12 @@ def release_shared(lock: Lock, force: bool, me: int) -> None:
     """``Lock.release`` with ``thread_local=False`` by the thread *me*: a hold taken in
     another thread moves to this one first (the registry of held locks is per thread)."""
     from . import cleanup as _cleanup
+    from .errors import NotLockedError
     from .threadsafe import gate_of
 
     gate = gate_of(lock)
+    if gate.stepping():  # a signal handler while this thread is taking it: not held yet
+        raise NotLockedError(f"lock {lock.path!r} is being taken by this thread, not held")
     gate.take(None)  # (another thread's step: a release, or a wait within its timeout)
     try:
         owner = lock._owner_thread
