@@ -267,12 +267,18 @@ def test_thread_local_false_release_from_a_handler_mid_take_is_refused(tmp_path:
     holder.start()
     assert taken.wait(60)
     seen: list[BaseException] = []
+    entered: list[bool] = []
 
     def handler(signum: int, frame: object) -> None:
         try:
             lk.release()
         except NotLockedError as exc:
             seen.append(exc)
+        gate = lk._gate
+        assert gate is not None
+        probe = threading.Thread(target=lambda: entered.append(gate.try_take()))
+        probe.start()  # another thread must not get into the object mid-take
+        probe.join(60)
         done.set()  # the holder lets go: the wait under way gets the lock
 
     old = signal.signal(signal.SIGALRM, handler)
@@ -283,6 +289,7 @@ def test_thread_local_false_release_from_a_handler_mid_take_is_refused(tmp_path:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
     holder.join(60)
+    assert entered == [False]
     assert len(seen) == 1 and "being taken by this thread" in str(seen[0])
     assert lk.lock_counter == 1
     got: list[int] = []
