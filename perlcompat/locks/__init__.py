@@ -5,6 +5,8 @@ Modules:
 * ``api``: ``Lock``: patience, ownership, cleanup, for every method;
 * ``threadsafe``: one ``Lock`` object shared by threads (one holder, the others wait) and
   re-entered from a signal handler (never waits for itself); the ``auto_refresh`` thread;
+* ``compat``: ``Lock`` in the Python lock libraries' shapes: ``is_singleton=True``,
+  ``thread_local=False`` (filelock), ``stale`` settable, ``expiration``, ``details`` (flufl.lock);
 * ``acquired``: what ``Lock.acquire()`` returns (a context manager that releases once);
 * ``functions``: ``lock()`` and ``unlock()``, the mkdir lock sub's shape over ``Lock``;
 * ``options``: the arguments of ``Lock``, ``lock()``/``unlock()`` and ``Semaphore``, checked once;

@@ -77,8 +77,9 @@ import time
 from _thread import RLock, get_ident
 
 from ..perl.clock import check_seconds
-from . import cleanup as _cleanup, retry as _retry, threadsafe as _threadsafe
+from . import cleanup as _cleanup, compat as _compat, retry as _retry, threadsafe as _threadsafe
 from .acquired import Acquired
+from .compat import Settable
 from .contract import (
     DEFAULT_METHOD,
     REGISTERED,
@@ -144,7 +145,16 @@ def owned_here(method: str, path: str) -> Lock | None:
     return owner
 
 
-class Lock:
+class _OnePerPath(type):
+    """``Lock``'s metaclass: ``is_singleton=True`` gives the one object of its path."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("is_singleton"):
+            return _compat.singleton(cls, args, kwargs)  # (made there, once)
+        return super().__call__(*args, **kwargs)
+
+
+class Lock(Settable, metaclass=_OnePerPath):
     """A named lock: ``acquire()``/``release()``, context manager and decorator.
 
     ``Lock("lockdir")`` is the mkdir lock sub; ``method=`` picks another
@@ -158,7 +168,8 @@ class Lock:
     (:meth:`refresh`).  Method options: ``mode`` (mkdir), ``held`` and ``data``
     (rename), ``url`` (redis); the Perl side's lock format (``locks.record``):
     ``record`` (excl, link; mkdir's ``pidfile``), ``target`` (symlink), ``pidfile``
-    (mkdir).
+    (mkdir).  ``is_singleton=True``: one object per path; ``thread_local=False``: one
+    count shared by every thread, which any thread releases (``locks.compat``).
     """
 
     def __init__(
@@ -181,6 +192,8 @@ class Lock:
         pidfile: str | None = None,
         auto_refresh: float | None = None,
         data: bool | None = None,
+        is_singleton: bool = False,
+        thread_local: bool = True,
     ) -> None:
         self._timeout, retry, wait, stale = patience(timeout, retry, wait, stale)
         self.poll = poll_seconds(poll)
@@ -199,7 +212,9 @@ class Lock:
         self.method = method
         self.retry = retry
         self.wait = float(wait)
-        self.stale = float(stale)
+        self.is_singleton = is_singleton  # (``locks.compat``: one object per path)
+        self.thread_local = thread_local  # False: one count shared by every thread (compat)
+        self._stale = float(stale)
         self.shared = shared
         self.path = path
         cls = REGISTERED.get(method) or backend_class(method)
@@ -210,7 +225,7 @@ class Lock:
         for option in options:
             if option not in cls.options:
                 raise TypeError(f"lock method {method!r} takes no option {option!r}")
-        self._backend = cls(path, stale=self.stale, shared=shared, **options)
+        self._backend = cls(path, stale=self._stale, shared=shared, **options)
         self._owner_thread: int | None = None
         self._since = 0.0
         # releases still owed by the holder's ``with`` blocks after a cleanup or hand-off
@@ -222,9 +237,9 @@ class Lock:
         self.auto_refresh: float | None = None
         if auto_refresh is not None:
             every = check_seconds("auto_refresh", auto_refresh, zero=False)
-            if every >= self.stale:
+            if every >= self._stale:
                 raise ValueError(
-                    f"auto_refresh must be shorter than stale ({self.stale:g} s),"
+                    f"auto_refresh must be shorter than stale ({self._stale:g} s),"
                     f" not {auto_refresh!r}: a lock refreshed that late is broken first"
                 )
             if type(self._backend).refresh is Backend.refresh:
@@ -312,6 +327,8 @@ class Lock:
         me = get_ident()
         if not perl:
             _threadsafe.refuse_reentry(self)  # issue 34: a signal handler mid-take/release
+            if not self.thread_local:  # one count shared by every thread (filelock's)
+                return _compat.acquire_shared(self, timeout, poll, blocking)
         if self._owner_thread == me and _cleanup.holder(self.method, self.path) is self:
             self._release_failed = None  # its holder takes it again: held, not pending
             self._count += 1
@@ -410,6 +427,8 @@ class Lock:
         me = get_ident()
         if self._releasing == me:  # re-entered from a signal handler mid-release: the
             return  # release under way finishes it
+        if not self.thread_local:  # any thread releases (``locks.compat``)
+            return _compat.release_shared(self, force, me)
         # (no call between that test and this claim: no signal handler runs in between)
         mine = self._owner_thread == me
         if mine:
@@ -464,10 +483,10 @@ class Lock:
         _debug("released %s lock %r (held %.3g s)", self.method, self.path, held_for)
         if not still_ours:
             message = f"lock {self.path!r} was broken or replaced while held ({held_for:.3g} s)"
-        elif held_for > self.stale:
+        elif held_for > self._stale:
             message = (
                 f"lock {self.path!r} was held {held_for:.3g} s, "
-                f"past its stale limit {self.stale:g} s"
+                f"past its stale limit {self._stale:g} s"
             )
         else:
             return
@@ -489,7 +508,7 @@ class Lock:
             pass  # released, or found broken: logged by release()
         except OSError as exc:
             held_for = time.monotonic() - self._since
-            if held_for <= self.stale:
+            if held_for <= self._stale:
                 return False
             self._release_failed = None
             self._forget()
@@ -501,7 +520,7 @@ class Lock:
                 self.path,
                 exc,
                 held_for,
-                self.stale,
+                self._stale,
             )
         return True
 
@@ -510,18 +529,9 @@ class Lock:
 
         Raises ExpiredLockError if the lease was already lost, NotLockedError if not held.
         """
-        if self._owner_thread is None:
-            raise NotLockedError(f"lock {self.path!r} is not held by this Lock")
-        if seconds is not None:
-            seconds = check_seconds("seconds", seconds, zero=False)
-        if not self._backend.supports_extend:
-            raise TypeError(f"lock method {self.method!r} has no lease to extend")
-        if not self._backend.extend(seconds):
-            raise ExpiredLockError(f"lock {self.path!r} was lost before it could be extended")
-        length = self.stale if seconds is None else float(seconds)
-        self._since = time.monotonic() + length - self.stale
+        _compat.extend(self, seconds)
 
-    def refresh(self) -> None:
+    def refresh(self, stale: float | None = None, *, force: bool = False) -> None:
         """Make the held lock young again for every age rule, perlcompat's and Perl's.
 
         The file methods set the lock's mtime to now (what ``stale`` and a Perl
@@ -531,10 +541,15 @@ class Lock:
         this process; a Redis lease is extended to ``stale``; a ``flock`` lock
         does not age.  Only a lock still ours is touched: one broken or
         replaced meanwhile is left as it is (ExpiredLockError).  NotLockedError
-        if this object does not hold it.  Any thread may call it.
+        if this object does not hold it (with *force*: nothing).  Any thread may call
+        it.  *stale* sets ``stale`` first (flufl.lock's ``refresh(lifetime)``).
         """
         if self._owner_thread is None:
+            if force:
+                return
             raise NotLockedError(f"lock {self.path!r} is not held by this Lock")
+        if stale is not None:
+            self.stale = stale
         _cleanup.enter()  # a stopping signal's cleanup waits for the mutex we hold
         try:
             fresh = self._refresh_held()
@@ -623,14 +638,7 @@ class Lock:
 
     def __call__(self, func: F) -> F:
         """Use the lock as a decorator: hold it around each call of *func*."""
-        import functools
-
-        @functools.wraps(func)
-        def locked(*args: Any, **kwargs: Any) -> Any:
-            with self:
-                return func(*args, **kwargs)
-
-        return locked  # type: ignore[return-value]
+        return _compat.decorate(self, func)
 
     def _abandon(self) -> bool:
         """Release without raising, for cleanup at exit or on a signal; True if it was ours."""
@@ -656,28 +664,6 @@ class Lock:
         self._stop = None  # the auto_refresh thread is the parent's
         self._disown()
         self._backend.forget()
-
-    def _hand_off(self, lost: str = "") -> None:
-        """In the parent after ``perlcompat.fork()``: the child holds it now; drop it unreleased.
-
-        The holder's later ``release()`` calls (``with`` exits, one per hold counted) are
-        no-ops, as after a cleanup; with *lost* (``fork()`` lost the hold) the first raises.
-        """
-        self._abandoned = self._count
-        self._disown()
-        self._backend.forget()
-        self._lost = lost
-
-    def _take_over(self) -> bool:
-        """In the child after ``perlcompat.fork()``: ours now, re-signed (the record names this
-        process), its ``auto_refresh`` thread restarted; False if it was not ours any more."""
-        self._mutex = RLock()
-        self._stop = None
-        fresh = self._backend.refresh()
-        if fresh:
-            self._since = time.monotonic()
-        self._start_refresher()
-        return fresh
 
     def _disown(self) -> None:
         """This object no longer holds the lock: not owned, not tracked for cleanup."""

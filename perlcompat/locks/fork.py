@@ -37,7 +37,7 @@ from __future__ import annotations
 import errno
 import os
 import time
-from _thread import get_ident
+from _thread import RLock, get_ident
 
 from ..perl.errno import set_errno
 from . import cleanup as _cleanup, osapi as _osapi
@@ -103,12 +103,24 @@ def _hand_over(mine: list[Lock]) -> int | None:
         for number, lock_ in enumerate(mine):
             try:
                 if number < handed:
-                    lock_._hand_off()
+                    _hand_off(lock_)
                 elif pid is not None:
                     _resign(lock_)
             finally:
                 lock_._mutex.release()
     return pid
+
+
+def _hand_off(lock_: Lock, lost: str = "") -> None:
+    """In the parent: the child holds *lock_* now; dropped unreleased.
+
+    The holder's later ``release()`` calls (``with`` exits, one per hold counted) are
+    no-ops, as after a cleanup; with *lost* (``fork()`` lost the hold) the first raises.
+    """
+    lock_._abandoned = lock_._count
+    lock_._disown()
+    lock_._backend.forget()
+    lock_._lost = lost
 
 
 def _tell(signed: int) -> None:
@@ -122,7 +134,13 @@ def _tell(signed: int) -> None:
 def _take_over(lock_: Lock) -> None:
     """In the child: make *lock_* ours (its record names us); lost if that failed."""
     try:
-        if lock_._take_over():
+        lock_._mutex = RLock()
+        lock_._stop = None
+        fresh = lock_._backend.refresh()
+        if fresh:
+            lock_._since = time.monotonic()
+        lock_._start_refresher()
+        if fresh:
             return
         why = BROKEN
     except (OSError, ValueError) as exc:  # (ValueError: its record= renders unreadable now)
@@ -157,7 +175,7 @@ BROKEN = "it was broken meanwhile: its record named a dead process"
 def _lose(lock_: Lock, why: str) -> None:
     """*lock_* is this process's no more: not held, and its next release raises (a WARNING)."""
     message = f"lock {lock_.path!r} was lost in fork(): {why}"
-    lock_._hand_off(lost=message)
+    _hand_off(lock_, lost=message)
     from . import log as _log
 
     _log.warning("%s", message)
