@@ -309,3 +309,45 @@ def _collect(work: Callable[[], None], errors: list[str]) -> Callable[[], None]:
             errors.append(f"{type(exc).__name__}: {exc}")
 
     return body
+
+
+@pytest.mark.parametrize("method", ["flock", "mkdir"])
+def test_a_forced_release_leaves_each_threads_with_exit_a_no_op(
+    tmp_path: Path, method: str
+) -> None:
+    """Thread A forces the release inside ``with lk:``; thread B then takes the same object:
+    A's ``with`` exit is A's own owed no-op, not NotLockedError, and B's hold stays whole."""
+    lk = Lock(str(tmp_path / "x.lock"), method=method, timeout=30)
+    forced, b_holds, a_left = threading.Event(), threading.Event(), threading.Event()
+    errors: list[BaseException] = []
+
+    def a() -> None:
+        try:
+            with lk:
+                lk.release(force=True)
+                forced.set()
+                assert b_holds.wait(30)
+        except BaseException as exc:  # reported by the main thread
+            errors.append(exc)
+        finally:
+            a_left.set()
+
+    def b() -> None:
+        try:
+            assert forced.wait(30)
+            with lk:
+                b_holds.set()
+                assert a_left.wait(30)
+                assert lk.is_locked
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=a), threading.Thread(target=b)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert errors == []
+    assert not lk.is_locked
+    with lk:  # free again, for this thread too
+        pass

@@ -228,8 +228,9 @@ class Lock(Settable, metaclass=_OnePerPath):
         self._backend = cls(path, stale=self._stale, shared=shared, **options)
         self._owner_thread: int | None = None
         self._since = 0.0
-        # releases still owed by the holder's ``with`` blocks after a cleanup or hand-off
-        self._abandoned = 0
+        # releases still owed by each holder thread's ``with`` blocks after a cleanup,
+        # a hand-off or a forced release (thread ident -> count)
+        self._abandoned: dict[int, int] = {}
         self._lost = ""  # why ``fork()`` lost the hold: the first of those releases raises
         #: the error of the last release, while it failed and the lock is still held
         self._release_failed: OSError | None = None
@@ -392,7 +393,7 @@ class Lock(Settable, metaclass=_OnePerPath):
                 self._owner_thread = me
                 self._count = 1
                 self._since = time.monotonic()
-                self._abandoned = 0
+                self._abandoned.pop(me, None)
                 self._lost = ""
                 _cleanup.track(self)
                 self._start_refresher()
@@ -443,12 +444,17 @@ class Lock(Settable, metaclass=_OnePerPath):
         """:meth:`release`, claimed by its holder thread *me* against signal handlers."""
         gate = self._gate  # (None: never shared by threads, as ``lock()``'s own object)
         lost, self._lost = self._lost, ""
-        if self._owner_thread is None:
-            if self._abandoned or force:  # a no-op per hold counted then; force: always (34)
-                self._abandoned = 0 if force else self._abandoned - 1
-                if lost:
-                    raise ExpiredLockError(lost)
-                return
+        owner = self._owner_thread
+        owed = self._abandoned.get(me, 0) if owner != me else 0
+        if owed or (force and owner is None):  # a no-op per hold counted; force: always (34)
+            if force or owed == 1:
+                self._abandoned.pop(me, None)
+            else:
+                self._abandoned[me] = owed - 1
+            if lost:
+                raise ExpiredLockError(lost)
+            return
+        if owner is None:
             raise NotLockedError(f"lock {self.path!r} is not held by this Lock")
         if (
             self._owner_thread != me or _cleanup.holder(self.method, self.path) is not self
@@ -475,7 +481,8 @@ class Lock(Settable, metaclass=_OnePerPath):
                     raise
                 self._release_failed = None
                 self._disown()
-                self._abandoned = owed
+                if owed:
+                    self._abandoned[me] = owed
         finally:
             if gate is not None:
                 gate.end_step()  # (left already by _disown if released)
@@ -646,7 +653,8 @@ class Lock(Settable, metaclass=_OnePerPath):
             return False
         got = self._mutex.acquire(True, 1.0)  # the auto_refresh thread finishes its refresh
         try:
-            self._abandoned = self._count
+            if self._owner_thread is not None:
+                self._abandoned[self._owner_thread] = self._count
             self._disown()
             try:
                 return self._backend.abandon()

@@ -117,7 +117,8 @@ def _hand_off(lock_: Lock, lost: str = "") -> None:
     The holder's later ``release()`` calls (``with`` exits, one per hold counted) are
     no-ops, as after a cleanup; with *lost* (``fork()`` lost the hold) the first raises.
     """
-    lock_._abandoned = lock_._count
+    if lock_._owner_thread is not None:
+        lock_._abandoned[lock_._owner_thread] = lock_._count
     lock_._disown()
     lock_._backend.forget()
     lock_._lost = lost
