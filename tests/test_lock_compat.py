@@ -65,8 +65,7 @@ def test_is_singleton_refuses_other_arguments_and_runs_init_once(tmp_path: Path)
     first = Lock(path, method="flock", is_singleton=True, timeout=1)
     with pytest.raises(ValueError, match=r"differing arguments: timeout=2 \(was 1\)"):
         Lock(path, method="flock", is_singleton=True, timeout=2)
-    with pytest.raises(ValueError, match="method='excl'"):
-        Lock(path, method="excl", is_singleton=True, timeout=1)
+    assert Lock(path, method="excl", is_singleton=True, timeout=1) is not first  # another lock
     assert Lock(path, method="flock", is_singleton=True, timeout=1) is first
     calls = []
 
@@ -299,3 +298,98 @@ def test_thread_local_false_release_from_a_handler_mid_take_is_refused(tmp_path:
     assert got == [2]  # the gate was left once the wait ended: another thread counts
     lk.release(force=True)
     assert not flock_busy(path)
+
+
+def test_is_singleton_keys_on_the_lock_it_resolves_to(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the key was abspath(name): root=a 'y' and root=b 'y' (two locks) raised ValueError,
+    # a changed PERLCOMPAT_LOCK_ROOT gave the old lock, a redis key 'q/../jobs' got 'jobs'
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "a")
+    one = Lock("y", root=str(tmp_path / "a"), method="flock", is_singleton=True, timeout=1)
+    two = Lock("y", root=str(tmp_path / "b"), method="flock", is_singleton=True, timeout=1)
+    assert one is not two and one.path != two.path
+    for same in (str(tmp_path / "a" / "y"), "a/y", "link/y"):
+        assert Lock(same, method="flock", is_singleton=True, timeout=1) is one
+    monkeypatch.setenv("PERLCOMPAT_LOCK_ROOT", str(tmp_path / "b"))
+    assert Lock("z", method="flock").path == str(tmp_path / "b" / "z")
+    assert Lock("z", method="flock", is_singleton=True).path == str(tmp_path / "b" / "z")
+    monkeypatch.delenv("PERLCOMPAT_LOCK_ROOT")
+    url = "redis://127.0.0.1:1/0"  # (no server needed: nothing is locked here)
+    jobs = Lock("jobs", url=url, is_singleton=True)
+    other = Lock("q/../jobs", url=url, is_singleton=True)
+    assert other is not jobs and (jobs.path, other.path) == ("jobs", "q/../jobs")
+    assert Lock("jobs", method="redis", url=url, is_singleton=True) is jobs
+
+    class Passing(Lock):  # a subclass passing its arguments through: keyed alike
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+
+    first = Passing(name=str(tmp_path / "p1"), method="flock", is_singleton=True)
+    second = Passing(name=str(tmp_path / "p2"), method="flock", is_singleton=True)
+    assert first is not second
+    assert Passing("p1", method="flock", is_singleton=True) is first
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="os.fork")
+def test_is_singleton_made_in_a_child_forked_while_another_is_made(tmp_path: Path) -> None:
+    # the registry's lock, held by another thread at the fork, stayed held in the child
+    from perlcompat.locks import compat
+
+    Lock(str(tmp_path / "warm"), method="flock", is_singleton=True)  # (modules imported)
+    with compat._making:  # as while another thread runs a singleton's __init__
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover  (the child)
+            signal.alarm(20)  # a hang ends the child (killed by SIGALRM)
+            Lock(str(tmp_path / "child"), method="flock", is_singleton=True)
+            os._exit(7)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 7, status
+
+
+def test_is_singleton_with_auto_refresh_is_dropped_with_its_last_reference(
+    tmp_path: Path,
+) -> None:
+    # the auto_refresh thread held the object: released and dropped, the next call with
+    # another timeout raised ValueError (differing arguments)
+    path = str(tmp_path / "lk")
+    for _ in range(5):
+        lk = Lock(path, method="excl", is_singleton=True, timeout=1, auto_refresh=0.02)
+        with lk:
+            since = lk._since
+            deadline = time.monotonic() + 30
+            while lk._since == since and time.monotonic() < deadline:
+                time.sleep(0.005)  # until the auto_refresh thread has refreshed once
+            assert lk._since != since
+        gone = weakref.ref(lk)
+        del lk
+        assert gone() is None
+        assert Lock(path, method="excl", is_singleton=True, timeout=2).timeout == 2
+
+
+def test_refresh_sets_a_checked_stale_held_or_not(tmp_path: Path) -> None:
+    # refresh(30, force=True) not held dropped the 30; refresh(nan, force=True) took NaN;
+    # refresh(-5) not held raised NotLockedError; stale=1e12 was taken and expiration overflowed
+    from perlcompat.locks.options import MAX_STALE
+
+    lk = Lock(str(tmp_path / "lk"), method="excl", stale=180)
+    lk.refresh(30, force=True)
+    assert lk.stale == 30.0 and lk.backend.stale == 30.0
+    for bad in (float("nan"), -5, 0, 1e12, 1e308):
+        with pytest.raises(ValueError, match="stale"):
+            lk.refresh(bad, force=True)
+        with pytest.raises(ValueError, match="stale"):
+            lk.refresh(bad)
+        with pytest.raises(ValueError, match="stale"):
+            lk.stale = bad
+    with pytest.raises(NotLockedError):
+        lk.refresh(40)
+    assert lk.stale == 40.0  # set first, as flufl.lock's refresh(lifetime)
+    with pytest.raises(ValueError, match="stale must be at most"):
+        Lock(str(tmp_path / "big"), method="excl", stale=MAX_STALE * 2)
+    longest = Lock(str(tmp_path / "long"), method="excl", stale=MAX_STALE)
+    with longest:
+        assert longest.expiration > datetime.now() + timedelta(days=3650)

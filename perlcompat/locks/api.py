@@ -549,14 +549,14 @@ class Lock(Settable, metaclass=_OnePerPath):
         does not age.  Only a lock still ours is touched: one broken or
         replaced meanwhile is left as it is (ExpiredLockError).  NotLockedError
         if this object does not hold it (with *force*: nothing).  Any thread may call
-        it.  *stale* sets ``stale`` first (flufl.lock's ``refresh(lifetime)``).
+        it.  *stale* sets ``stale`` first, held or not (flufl.lock's ``refresh(lifetime)``).
         """
+        if stale is not None:
+            self.stale = stale  # (checked; set even when not held, as flufl.lock does)
         if self._owner_thread is None:
             if force:
                 return
             raise NotLockedError(f"lock {self.path!r} is not held by this Lock")
-        if stale is not None:
-            self.stale = stale
         _cleanup.enter()  # a stopping signal's cleanup waits for the mutex we hold
         try:
             fresh = self._refresh_held()

@@ -24,10 +24,13 @@
 from __future__ import annotations
 
 import os
+import sys
+import weakref
 from _thread import allocate_lock, get_ident
 
 from ..perl.clock import check_seconds
-from .options import _Unset, check_timeout
+from .contract import DEFAULT_METHOD
+from .options import _Unset, check_stale, check_timeout, locate
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -40,24 +43,83 @@ if TYPE_CHECKING:
 
     F = TypeVar("F", bound=Callable[..., Any])
 
-_making = allocate_lock()  # two threads' first calls for one path make one object
+_making = allocate_lock()  # two threads' first calls for one lock make one object
+#: what a singleton's key is made of (the lock's identity), not compared as "differing"
+_IDENTITY = ("name", "method", "root", "url")
+
+
+def _reset_after_fork() -> None:
+    """A forked child starts with ``_making`` free (another thread of the parent held it)."""
+    global _making
+    _making = allocate_lock()
+
+
+if sys.platform != "win32":
+    os.register_at_fork(after_in_child=_reset_after_fork)
+
+
+_signatures: dict[Any, Any] = {}  # __init__ -> its signature (no import on the hot path)
+
+
+def _signature(init: Any) -> Any:
+    found = _signatures.get(init)
+    if found is None:
+        import inspect
+
+        found = _signatures[init] = inspect.signature(init)
+    return found
+
+
+def _arguments(cls: type, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The call's arguments by name: bound to ``Lock.__init__``'s signature (a subclass's
+    pass-through ``__init__(*args, **kwargs)`` too), else to the class's own.
+
+    No ``import`` runs here once warm: a forked child must not wait for a module lock
+    another thread of its parent held.
+    """
+    lock_init = sys.modules[__package__ + ".api"].Lock.__init__
+    for init in (lock_init, cls.__init__):  # type: ignore[misc]
+        try:
+            bound = _signature(init).bind(None, *args, **kwargs)
+        except TypeError:
+            continue
+        bound.apply_defaults()
+        given = dict(bound.arguments)
+        given.pop(next(iter(given)))  # self
+        if init is lock_init or not given:
+            return given
+        first = next(iter(given))  # a subclass's own signature: its first argument names the lock
+        given.setdefault("name", given.pop(first))
+        return given
+    raise TypeError(f"{cls.__name__}() got arguments it does not take: {args!r}, {kwargs!r}")
+
+
+def _identity(given: dict[str, Any]) -> tuple[str, str, str | None]:
+    """(method, lock path or key, url): the lock the arguments name, as ``Lock`` resolves it.
+
+    The path is the one ``Lock`` computes (``root=``, ``PERLCOMPAT_LOCK_ROOT``) with its
+    directory's symlinks resolved; a redis key is the name exactly as given.
+    """
+    method, path, url = locate(
+        given.get("name", "lockdir"), given.get("method"), given.get("url"), given.get("root")
+    )
+    if url is None:
+        directory, base = os.path.split(path)
+        path = os.path.join(os.path.realpath(directory), base)  # (the lock itself: not followed)
+    return method or DEFAULT_METHOD, path, url
 
 
 def singleton(cls: type, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """``cls(*args, **kwargs)`` with ``is_singleton=True``: the one object of its path.
+    """``cls(*args, **kwargs)`` with ``is_singleton=True``: the one object of its lock.
 
     ``Lock``'s metaclass (``api``) calls it; the object is made (``__init__`` run) once.
+    The key is the lock's identity (:func:`_identity`): two calls naming one lock in
+    different spellings share an object; two different locks never do.
     """
-    import inspect
-    import weakref
-
-    init = cls.__init__  # type: ignore[misc]  # (the class's own, a subclass's too)
-    bound = inspect.signature(init).bind(None, *args, **kwargs)
-    bound.apply_defaults()
-    given = dict(bound.arguments)
-    given.pop(next(iter(given)))  # self
-    name = given.pop(next(iter(given)))  # the lock's path: the first argument
-    key = os.path.abspath(os.fspath(name)) if isinstance(name, (str, os.PathLike)) else name
+    given = _arguments(cls, args, kwargs)
+    key = _identity(given)
+    for name in _IDENTITY:
+        given.pop(name, None)
     with _making:
         instances = cls.__dict__.get("_instances")
         if instances is None:
@@ -75,7 +137,7 @@ def singleton(cls: type, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         raise ValueError(
             "Singleton lock instances cannot be initialized with differing arguments:"
             f" {', '.join(f'{k}={given[k]!r} (was {first.get(k)!r})' for k in differ)}"
-            f" for lock {key!r}"
+            f" for lock {key[1]!r} ({key[0]})"
         )
     return found
 
@@ -110,7 +172,7 @@ class Settable:
 
     @stale.setter
     def stale(self, value: float) -> None:
-        seconds = check_seconds("stale", value, zero=False)
+        seconds = check_stale(value)
         if self.auto_refresh is not None and self.auto_refresh >= seconds:
             raise ValueError(
                 f"stale must be longer than auto_refresh ({self.auto_refresh:g} s), not"

@@ -69,6 +69,18 @@ def retry_patience(retry: int | None, wait: float) -> float | None:
 _checked: dict[tuple[object, ...], tuple[float | None, int | None, float, float]] = {}
 
 
+#: the longest ``stale`` (10 years): a longer one's ``expiration`` would overflow a datetime
+MAX_STALE = 10 * 365.25 * 86400
+
+
+def check_stale(value: object) -> float:
+    """``stale`` as float seconds: ValueError unless finite, > 0 and at most :data:`MAX_STALE`."""
+    seconds = check_seconds("stale", value, zero=False)
+    if seconds > MAX_STALE:
+        raise ValueError(f"stale must be at most {MAX_STALE:.0f} s (10 years), not {value!r}")
+    return seconds
+
+
 def patience(
     timeout: object, retry: object, wait: object, stale: object
 ) -> tuple[float | None, int | None, float, float]:
@@ -93,7 +105,7 @@ def patience(
         )
     tries = check_retry(DEFAULT_RETRY if isinstance(retry, _Unset) else retry)
     between = check_seconds("wait", wait)
-    age = check_seconds("stale", stale, zero=False)
+    age = check_stale(stale)
     if isinstance(timeout, _Unset):
         seconds = retry_patience(tries, between)
     else:

@@ -43,6 +43,7 @@ from .options import _Unset, check_timeout
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
     from .acquired import Acquired
@@ -232,17 +233,20 @@ def note_task(lock: Lock) -> None:
 def start_refresher(lock: Lock, every: float) -> Any:
     """Start the ``auto_refresh`` thread of *lock* (:func:`keep_fresh`); its stop event."""
     import threading
+    import weakref
 
     stop = threading.Event()
     name = f"perlcompat auto_refresh {lock.path}"
-    thread = threading.Thread(target=keep_fresh, args=(lock, stop, every), name=name)
+    # a weak reference: the thread never keeps a dropped (singleton) object alive
+    args = (weakref.ref(lock), stop, every, lock.path)
+    thread = threading.Thread(target=keep_fresh, args=args, name=name)
     thread.daemon = True  # dies with the process
     thread.start()
     return stop
 
 
-def keep_fresh(lock: Lock, stop: Any, every: float) -> None:
-    """The ``auto_refresh`` thread: refresh *lock* every *every* s until *stop* is set.
+def keep_fresh(ref: Callable[[], Lock | None], stop: Any, every: float, path: str) -> None:
+    """The ``auto_refresh`` thread: refresh the lock *ref* gives every *every* s until *stop*.
 
     It stops at the release (or a cleanup, or a fork hand-off), and when the lock
     is found broken or replaced (a WARNING; the release then raises ExpiredLockError).
@@ -251,15 +255,20 @@ def keep_fresh(lock: Lock, stop: Any, every: float) -> None:
     from . import log as _log
 
     while not stop.wait(every):
+        lock = ref()  # (held only while it refreshes)
+        if lock is None:
+            return
         try:
             fresh = lock._refresh_held(stop)
         except OSError as exc:
-            _log.warning("auto_refresh of %r failed (again in %g s): %s", lock.path, every, exc)
+            _log.warning("auto_refresh of %r failed (again in %g s): %s", path, every, exc)
             continue
+        finally:
+            del lock
         if fresh is None:
             return
         if not fresh:
-            _log.warning("lock %r was broken or replaced while held; auto_refresh stops", lock.path)
+            _log.warning("lock %r was broken or replaced while held; auto_refresh stops", path)
             return
 
 
