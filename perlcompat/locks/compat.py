@@ -54,7 +54,7 @@ def _reset_after_fork() -> None:
     _making = allocate_lock()
 
 
-if sys.platform != "win32":
+if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_reset_after_fork)
 
 
