@@ -1,9 +1,10 @@
 """What ``Lock`` offers in the Python lock libraries' shapes (issue 34).
 
 * ``Lock(path, is_singleton=True)`` (filelock's name): every such call for the same
-  path, of the same class, gives the same object, while it lives; its ``__init__``
-  runs once.  A call that differs from the first in any other argument is a
-  ``ValueError`` naming them: the object it would get is not the one it asked for.
+  lock (method and path as ``Lock`` resolves it, or redis key), of the same class,
+  gives the same object, while it lives; its ``__init__`` runs once.  A call that
+  differs from the first in any other argument is a ``ValueError`` naming them: the
+  object it would get is not the one it asked for.
   :func:`singleton` makes or finds it (``Lock``'s metaclass calls it only then).
 * ``lk.stale`` may be set after construction (flufl.lock's ``lifetime``): it is
   the age after which others may break the lock, and what this object's own
@@ -66,7 +67,9 @@ def _signature(init: Any) -> Any:
     if found is None:
         import inspect
 
-        found = _signatures[init] = inspect.signature(init)
+        found = inspect.signature(init)
+        if len(_signatures) < 256:  # (classes made on the fly: not kept for ever)
+            _signatures[init] = found
     return found
 
 
