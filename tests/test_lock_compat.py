@@ -343,9 +343,13 @@ def test_is_singleton_made_in_a_child_forked_while_another_is_made(tmp_path: Pat
     with compat._making:  # as while another thread runs a singleton's __init__
         pid = os.fork()
         if pid == 0:  # pragma: no cover  (the child)
-            signal.alarm(20)  # a hang ends the child (killed by SIGALRM)
-            Lock(str(tmp_path / "child"), method="flock", is_singleton=True)
-            os._exit(7)
+            code = 1
+            try:
+                signal.alarm(10)  # a hang ends the child (killed by SIGALRM)
+                Lock(str(tmp_path / "child"), method="flock", is_singleton=True)
+                code = 7
+            finally:
+                os._exit(code)
     _, status = os.waitpid(pid, 0)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 7, status
 
