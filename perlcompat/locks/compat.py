@@ -180,6 +180,7 @@ def acquire_shared(
     took it, a call counts one more hold; else the lock is taken as by ``acquire()``."""
     import time
 
+    from .cleanup import _token
     from .threadsafe import TAKE, gate_of
 
     if not blocking:
@@ -193,17 +194,27 @@ def acquire_shared(
     try:
         if lock._owner_thread is not None:
             lock._count += 1
-            return
-        gate.step = TAKE
-        lock._wait_take(get_ident(), None, deadline, timeout, poll)
+        else:
+            gate.step = TAKE
+            lock._wait_take(get_ident(), None, deadline, timeout, poll)
+            lock._shares.clear()
+            lock._abandoned.clear()  # (a fresh hold: no release owed to an old one)
+        token = _token()
+        lock._shares[token] = lock._shares.get(token, 0) + 1
     finally:
         gate.end_step()
         gate.leave()
 
 
 def release_shared(lock: Lock, force: bool, me: int) -> None:
-    """``Lock.release`` with ``thread_local=False`` by the thread *me*: a hold taken in
-    another thread moves to this one first (the registry of held locks is per thread)."""
+    """``Lock.release`` with ``thread_local=False`` by the thread *me*.
+
+    The hold moves to this thread first (the registry of held locks is per thread,
+    and keyed by this thread's token: an ended thread's ident may be this one's).  A
+    lock not held is answered at once, never behind another thread's pending
+    ``acquire()``: a no-op while releases are owed (after a forced release, a cleanup or
+    a ``fork()`` hand-off, whichever thread's holds they were), else NotLockedError.
+    """
     from . import cleanup as _cleanup
     from .errors import NotLockedError
     from .threadsafe import gate_of
@@ -211,17 +222,64 @@ def release_shared(lock: Lock, force: bool, me: int) -> None:
     gate = gate_of(lock)
     if gate.stepping():  # a signal handler while this thread is taking it: not held yet
         raise NotLockedError(f"lock {lock.path!r} is being taken by this thread, not held")
-    gate.take(None)  # (another thread's step: a release, or a wait within its timeout)
+    if lock._owner_thread is None:
+        return _not_held(lock, force)
+    gate.take(None)  # (another thread's step: a release, or a count, a short one)
     try:
-        owner = lock._owner_thread
-        if owner is not None and owner != me:
-            _cleanup.untrack(lock)
-            lock._owner_thread = me
-            _cleanup.track(lock)
+        if lock._owner_thread is None:  # released meanwhile
+            return _not_held(lock, force)
+        _cleanup.untrack(lock)
+        lock._owner_thread = me
+        _cleanup.track(lock)  # (with this thread's token: the holder check passes)
+        before = lock._count
         lock._releasing = me
         try:
             lock._release(force, me)
         finally:
             lock._releasing = 0
+            if lock._owner_thread is None:
+                lock._shares.clear()
+            elif lock._count < before:
+                _unshare(lock, _cleanup._token())
     finally:
         gate.leave()
+
+
+def _not_held(lock: Lock, force: bool) -> None:
+    """A release of *lock* while not held: a no-op if owed or *force*, else NotLockedError."""
+    from .errors import ExpiredLockError, NotLockedError
+
+    owed = lock._abandoned
+    if not owed and not force:
+        raise NotLockedError(f"lock {lock.path!r} is not held by this Lock")
+    if force:
+        owed.clear()
+    else:
+        key = next(iter(owed))
+        if owed[key] <= 1:
+            del owed[key]
+        else:
+            owed[key] -= 1
+    lost, lock._lost = lock._lost, ""
+    if lost:
+        raise ExpiredLockError(lost)
+
+
+def _unshare(lock: Lock, token: object) -> None:
+    """One hold fewer: this thread's (*token*) if it has one, else another thread's."""
+    shares = lock._shares
+    if token not in shares:
+        if not shares:
+            return
+        token = next(iter(shares))
+    if shares[token] <= 1:
+        del shares[token]
+    else:
+        shares[token] -= 1
+
+
+def share_of(lock: Lock) -> int:
+    """How many of *lock*'s holds (``thread_local=False``) the calling thread took."""
+    from .cleanup import _token
+
+    return lock._shares.get(_token(), 0)
