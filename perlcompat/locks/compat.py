@@ -17,7 +17,10 @@
   more hold, and any thread may release (the hold moves to the releasing thread, so
   exit and signal cleanup still find it).  The object's gate (``locks.threadsafe``) is
   held for one step only (:func:`acquire_shared`, :func:`release_shared`), so one
-  backend is never driven by two threads at once.
+  backend is never driven by two threads at once.  Threads of one process are not
+  excluded from each other.  The holds each thread took are counted (``_shares``, by
+  thread token) for ``fork()`` (``locks.fork``); the releases owed after a forced
+  release, a cleanup or a hand-off are the object's, served to any thread.
 * :func:`extend` is ``Lock.extend`` (a Redis lease renewed), :func:`decorate` ``@Lock(...)``.
 """
 
