@@ -219,3 +219,47 @@ def test_release_of_a_shared_lock_not_held_never_waits_for_a_pending_acquire(
     assert lk.is_locked  # the worker's hold was not released by the forced release
     lk.release()
     worker.join(30)
+
+
+def test_async_with_counts_one_more_hold_while_another_thread_holds(tmp_path: Path) -> None:
+    """Issue 34 (hostile 12): a sync acquire() counted one more hold, but ``async with lk``
+    on the same thread waited out its timeout (LockTimeout)."""
+    import asyncio
+
+    lk = Lock(str(tmp_path / "lk"), thread_local=False, timeout=2)
+    held, done = threading.Event(), threading.Event()
+
+    def worker() -> None:
+        with lk:
+            held.set()
+            assert done.wait(30)
+
+    t = threading.Thread(target=worker)
+    t.start()
+    assert held.wait(30)
+    counts: list[int] = []
+
+    async def main() -> None:
+        async with lk:
+            counts.append(lk.lock_counter)
+            async with lk:
+                counts.append(lk.lock_counter)
+        counts.append(lk.lock_counter)
+
+    try:
+        asyncio.run(main())
+    finally:
+        done.set()
+        t.join(30)
+    assert counts == [2, 3, 1]
+    assert not lk.is_locked
+
+    async def alone() -> None:
+        async with lk:
+            counts.append(lk.lock_counter)
+
+    asyncio.run(alone())
+    assert counts[-1] == 1 and not lk.is_locked
+    other = Lock(lk.path, timeout=0)
+    other.acquire()
+    other.release()

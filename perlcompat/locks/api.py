@@ -630,6 +630,8 @@ class Lock(Settable, metaclass=_OnePerPath):
         thread) is held, for instance by another task of the loop, it waits for
         the release, as ``asyncio.Lock`` does.
         """
+        if not self.thread_local:  # one count shared by every thread (``locks.compat``)
+            return await _compat.acquire_shared_async(self, timeout, poll_interval, blocking)
         return await _threadsafe.acquire_async(self, timeout, poll_interval, blocking)
 
     async def __aenter__(self) -> Lock:

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from datetime import datetime
     from typing import Any, TypeVar
 
+    from .acquired import Acquired
     from .api import Lock
     from .contract import Backend
 
@@ -286,3 +287,58 @@ def share_of(lock: Lock) -> int:
     from .cleanup import _token
 
     return lock._shares.get(_token(), 0)
+
+
+def count_if_held(lock: Lock) -> bool:
+    """``thread_local=False``: one more hold, by the calling thread, if the object holds
+    the lock (never waits: False if not held, or another thread is in a step)."""
+    from .cleanup import _token
+    from .threadsafe import _owned, gate_of
+
+    gate = gate_of(lock)
+    if lock._owner_thread is None or _owned(gate._lock) or not gate.try_take():
+        return False
+    try:
+        if lock._owner_thread is None:
+            return False
+        lock._count += 1
+        token = _token()
+        lock._shares[token] = lock._shares.get(token, 0) + 1
+        return True
+    finally:
+        gate.leave()
+
+
+async def acquire_shared_async(
+    lock: Lock, timeout: float | _Unset | None, poll_interval: float | None, blocking: bool
+) -> Acquired:
+    """``Lock.acquire_async`` with ``thread_local=False``: as :func:`acquire_shared`, a call
+    while the object holds the lock counts one more hold (whichever thread or task took it);
+    else tries between ``asyncio.sleep``s, the event loop's thread the taker."""
+    from . import retry as _retry
+    from .acquired import Acquired
+    from .cleanup import _token
+    from .threadsafe import Step, _take_async, gate_of
+
+    if not blocking:
+        timeout = 0
+    timeout = lock.timeout if isinstance(timeout, _Unset) else check_timeout(timeout)
+    poll = lock.poll
+    if poll_interval is not None:
+        poll = check_seconds("poll_interval", poll_interval, zero=False)
+    deadline = _retry.deadline_after(timeout)
+    me = get_ident()
+    lock._next_break = 0.0
+    async for _ in _retry.tries_async(deadline, poll=poll):
+        if count_if_held(lock):
+            return Acquired(lock)
+        if lock._owner_thread is not None or not gate_of(lock).try_take():
+            continue  # (another thread's step, a short one)
+        with Step(lock):
+            lock._backend.deadline = deadline
+            if await _take_async(lock, me):
+                lock._shares = {_token(): 1}
+                lock._abandoned.clear()  # (a fresh hold: no release owed to an old one)
+                gate_of(lock).leave()  # (held for one step only)
+                return Acquired(lock)
+    raise lock._timed_out(timeout)
