@@ -93,8 +93,11 @@ def _shared_of_this_thread(candidates: list[Lock]) -> list[tuple[Lock, int]]:
     found = []
     for lock_ in candidates:
         gate = gate_of(lock_)
-        gate.take(None)  # (another thread's count or release: a short step)
-        share = share_of(lock_) if lock_._owner_thread is not None else 0
+        share = 0
+        while lock_._owner_thread is not None:  # (not: another thread's wait to take it)
+            if gate.take(time.monotonic() + 0.05):  # another thread's count or release
+                share = share_of(lock_) if lock_._owner_thread is not None else 0
+                break
         if not share:
             gate.leave()
             continue
