@@ -263,3 +263,33 @@ def test_async_with_counts_one_more_hold_while_another_thread_holds(tmp_path: Pa
     other = Lock(lk.path, timeout=0)
     other.acquire()
     other.release()
+
+
+FORK_WHILE_ONLY_A_WORKER_HOLDS = (
+    "import os, sys, threading\n"
+    "import perlcompat\n"
+    "from perlcompat.locks.api import Lock\n"
+    "path = sys.argv[1]\n"
+    "lk = Lock(path, thread_local=False, timeout=5)\n"
+    "inside, leave = threading.Event(), threading.Event()\n"
+    "def worker():\n"
+    "    with lk:\n"
+    "        inside.set(); leave.wait(30)\n"
+    "t = threading.Thread(target=worker); t.start(); inside.wait(30)\n"
+    "pid = perlcompat.fork()\n"
+    "if pid == 0:\n"
+    "    print('child', lk.is_locked, flush=True)\n"
+    "    os._exit(0)\n"
+    "os.waitpid(pid, 0)\n"
+    "print('parent', lk.is_locked, os.path.isdir(path), flush=True)\n"
+    "leave.set(); t.join()\n"
+    "print('released', lk.is_locked, os.path.isdir(path), flush=True)\n"
+)
+
+
+def test_fork_leaves_a_shared_lock_only_other_threads_hold_to_the_parent(tmp_path: Path) -> None:
+    """A lock the forking thread took no hold of stays the parent's (as a thread-local
+    lock of another thread does): the worker's with exit releases it there."""
+    path = str(tmp_path / "lk")
+    lines = run(FORK_WHILE_ONLY_A_WORKER_HOLDS, path)
+    assert lines == ["child False", "parent True True", "released False False"]
