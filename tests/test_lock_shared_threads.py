@@ -293,3 +293,37 @@ def test_fork_leaves_a_shared_lock_only_other_threads_hold_to_the_parent(tmp_pat
     path = str(tmp_path / "lk")
     lines = run(FORK_WHILE_ONLY_A_WORKER_HOLDS, path)
     assert lines == ["child False", "parent True True", "released False False"]
+
+
+def test_an_old_holds_exit_never_releases_a_newer_hold(tmp_path: Path) -> None:
+    """After A's release(force=True), C takes the object again while B is still inside:
+    B's exit is an owed no-op, never C's release (C stays the holder until its own exit)."""
+    lk = Lock(str(tmp_path / "lk"), thread_local=False, timeout=5)
+    b_inside, b_go = threading.Event(), threading.Event()
+    errors: list[str] = []
+
+    def b() -> None:
+        try:
+            with lk:
+                b_inside.set()
+                assert b_go.wait(30)
+        except Exception as exc:
+            errors.append(repr(exc))
+
+    lk.acquire()
+    t = threading.Thread(target=b)
+    t.start()
+    assert b_inside.wait(30)
+    lk.release(force=True)  # A's and B's holds: their releases are owed no-ops now
+    lk.release()  # A's own
+    with lk:  # C (this thread again: any thread will do) takes it anew
+        b_go.set()
+        t.join(30)
+        assert errors == []
+        assert lk.is_locked and lk.lock_counter == 1  # B's exit did not release C's hold
+        other = Lock(lk.path, timeout=0)
+        with pytest.raises(TimeoutError):
+            other.acquire()
+    assert not lk.is_locked and lk._abandoned == {}
+    other.acquire()
+    other.release()

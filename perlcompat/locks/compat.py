@@ -200,9 +200,10 @@ def acquire_shared(
             lock._count += 1
         else:
             gate.step = TAKE
+            owed = _owed(lock)
             lock._wait_take(get_ident(), None, deadline, timeout, poll)
             lock._shares.clear()
-            lock._abandoned.clear()  # (a fresh hold: no release owed to an old one)
+            _owe(lock, owed)  # (the old holds' exits stay no-ops: never this hold's release)
         token = _token()
         lock._shares[token] = lock._shares.get(token, 0) + 1
     finally:
@@ -230,17 +231,20 @@ def release_shared(lock: Lock, force: bool, me: int) -> None:
         return _not_held(lock, force)
     gate.take(None)  # (another thread's step: a release, or a count, a short one)
     try:
-        if lock._owner_thread is None:  # released meanwhile
-            return _not_held(lock, force)
+        if lock._owner_thread is None or (lock._abandoned and not force):
+            return _not_held(lock, force)  # (an old hold's exit, owed: before a count)
         _cleanup.untrack(lock)
         lock._owner_thread = me
         _cleanup.track(lock)  # (with this thread's token: the holder check passes)
         before = lock._count
+        owed = _owed(lock)  # (only with force: else none, see above)
+        lock._abandoned = {}
         lock._releasing = me
         try:
             lock._release(force, me)
         finally:
             lock._releasing = 0
+            _owe(lock, owed + _owed(lock))  # (a forced release: its holds' exits too)
             if lock._owner_thread is None:
                 lock._shares.clear()
             elif lock._count < before:
@@ -249,8 +253,20 @@ def release_shared(lock: Lock, force: bool, me: int) -> None:
         gate.leave()
 
 
+def _owed(lock: Lock) -> int:
+    """How many releases of *lock* are owed no-ops (its old holds' exits)."""
+    return sum(lock._abandoned.values())
+
+
+def _owe(lock: Lock, owed: int) -> None:
+    """*owed* releases of *lock* are no-ops, whichever thread makes them (key 0: no thread's)."""
+    lock._abandoned = {0: owed} if owed else {}
+
+
 def _not_held(lock: Lock, force: bool) -> None:
-    """A release of *lock* while not held: a no-op if owed or *force*, else NotLockedError."""
+    """A release of *lock* while not held (or owed): a no-op if owed or *force*, else
+    NotLockedError.  Owed releases are made first: an old hold's exit never releases a
+    newer hold (another thread may have taken the object again meanwhile)."""
     from .errors import ExpiredLockError, NotLockedError
 
     owed = lock._abandoned
@@ -336,9 +352,10 @@ async def acquire_shared_async(
             continue  # (another thread's step, a short one)
         with Step(lock):
             lock._backend.deadline = deadline
+            owed = _owed(lock)
             if await _take_async(lock, me):
                 lock._shares = {_token(): 1}
-                lock._abandoned.clear()  # (a fresh hold: no release owed to an old one)
+                _owe(lock, owed)  # (the old holds' exits stay no-ops)
                 gate_of(lock).leave()  # (held for one step only)
                 return Acquired(lock)
     raise lock._timed_out(timeout)
