@@ -231,6 +231,7 @@ class Lock(Settable, metaclass=_OnePerPath):
         # releases still owed by each holder thread's ``with`` blocks after a cleanup,
         # a hand-off or a forced release (thread ident -> count)
         self._abandoned: dict[int, int] = {}
+        self._shares: dict[object, int] = {}  # thread_local=False: holds per thread token
         self._lost = ""  # why ``fork()`` lost the hold: the first of those releases raises
         #: the error of the last release, while it failed and the lock is still held
         self._release_failed: OSError | None = None
@@ -629,6 +630,8 @@ class Lock(Settable, metaclass=_OnePerPath):
         thread) is held, for instance by another task of the loop, it waits for
         the release, as ``asyncio.Lock`` does.
         """
+        if not self.thread_local:  # one count shared by every thread (``locks.compat``)
+            return await _compat.acquire_shared_async(self, timeout, poll_interval, blocking)
         return await _threadsafe.acquire_async(self, timeout, poll_interval, blocking)
 
     async def __aenter__(self) -> Lock:

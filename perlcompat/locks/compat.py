@@ -18,7 +18,10 @@
   more hold, and any thread may release (the hold moves to the releasing thread, so
   exit and signal cleanup still find it).  The object's gate (``locks.threadsafe``) is
   held for one step only (:func:`acquire_shared`, :func:`release_shared`), so one
-  backend is never driven by two threads at once.
+  backend is never driven by two threads at once.  Threads of one process are not
+  excluded from each other.  The holds each thread took are counted (``_shares``, by
+  thread token) for ``fork()`` (``locks.fork``); the releases owed after a forced
+  release, a cleanup or a hand-off are the object's, served to any thread.
 * :func:`extend` is ``Lock.extend`` (a Redis lease renewed), :func:`decorate` ``@Lock(...)``.
 """
 
@@ -39,6 +42,7 @@ if TYPE_CHECKING:
     from datetime import datetime
     from typing import Any, TypeVar
 
+    from .acquired import Acquired
     from .api import Lock
     from .contract import Backend
 
@@ -245,6 +249,7 @@ def acquire_shared(
     took it, a call counts one more hold; else the lock is taken as by ``acquire()``."""
     import time
 
+    from .cleanup import _token
     from .threadsafe import TAKE, gate_of
 
     if not blocking:
@@ -258,17 +263,28 @@ def acquire_shared(
     try:
         if lock._owner_thread is not None:
             lock._count += 1
-            return
-        gate.step = TAKE
-        lock._wait_take(get_ident(), None, deadline, timeout, poll)
+        else:
+            gate.step = TAKE
+            owed = _owed(lock)
+            lock._wait_take(get_ident(), None, deadline, timeout, poll)
+            lock._shares.clear()
+            _owe(lock, owed)  # (the old holds' exits stay no-ops: never this hold's release)
+        token = _token()
+        lock._shares[token] = lock._shares.get(token, 0) + 1
     finally:
         gate.end_step()
         gate.leave()
 
 
 def release_shared(lock: Lock, force: bool, me: int) -> None:
-    """``Lock.release`` with ``thread_local=False`` by the thread *me*: a hold taken in
-    another thread moves to this one first (the registry of held locks is per thread)."""
+    """``Lock.release`` with ``thread_local=False`` by the thread *me*.
+
+    The hold moves to this thread first (the registry of held locks is per thread,
+    and keyed by this thread's token: an ended thread's ident may be this one's).  A
+    lock not held is answered at once, never behind another thread's pending
+    ``acquire()``: a no-op while releases are owed (after a forced release, a cleanup or
+    a ``fork()`` hand-off, whichever thread's holds they were), else NotLockedError.
+    """
     from . import cleanup as _cleanup
     from .errors import NotLockedError
     from .threadsafe import gate_of
@@ -276,17 +292,135 @@ def release_shared(lock: Lock, force: bool, me: int) -> None:
     gate = gate_of(lock)
     if gate.stepping():  # a signal handler while this thread is taking it: not held yet
         raise NotLockedError(f"lock {lock.path!r} is being taken by this thread, not held")
-    gate.take(None)  # (another thread's step: a release, or a wait within its timeout)
+    if lock._owner_thread is None:
+        return _not_held(lock, force)
+    gate.take(None)  # (another thread's step: a release, or a count, a short one)
     try:
-        owner = lock._owner_thread
-        if owner is not None and owner != me:
-            _cleanup.untrack(lock)
-            lock._owner_thread = me
-            _cleanup.track(lock)
+        if lock._owner_thread is None or (lock._abandoned and not force):
+            return _not_held(lock, force)  # (an old hold's exit, owed: before a count)
+        _cleanup.untrack(lock)
+        lock._owner_thread = me
+        _cleanup.track(lock)  # (with this thread's token: the holder check passes)
+        before = lock._count
+        owed = _owed(lock)  # (only with force: else none, see above)
+        lock._abandoned = {}
         lock._releasing = me
         try:
             lock._release(force, me)
         finally:
             lock._releasing = 0
+            _owe(lock, owed + _owed(lock))  # (a forced release: its holds' exits too)
+            if lock._owner_thread is None:
+                lock._shares.clear()
+            elif lock._count < before:
+                _unshare(lock, _cleanup._token())
     finally:
         gate.leave()
+
+
+def _owed(lock: Lock) -> int:
+    """How many releases of *lock* are owed no-ops (its old holds' exits)."""
+    return sum(lock._abandoned.values())
+
+
+def _owe(lock: Lock, owed: int) -> None:
+    """*owed* releases of *lock* are no-ops, whichever thread makes them (key 0: no thread's)."""
+    lock._abandoned = {0: owed} if owed else {}
+
+
+def _not_held(lock: Lock, force: bool) -> None:
+    """A release of *lock* while not held (or owed): a no-op if owed or *force*, else
+    NotLockedError.  Owed releases are made first: an old hold's exit never releases a
+    newer hold (another thread may have taken the object again meanwhile)."""
+    from .errors import ExpiredLockError, NotLockedError
+
+    owed = lock._abandoned
+    if not owed and not force:
+        raise NotLockedError(f"lock {lock.path!r} is not held by this Lock")
+    if force:
+        owed.clear()
+    else:
+        key = next(iter(owed))
+        if owed[key] <= 1:
+            del owed[key]
+        else:
+            owed[key] -= 1
+    lost, lock._lost = lock._lost, ""
+    if lost:
+        raise ExpiredLockError(lost)
+
+
+def _unshare(lock: Lock, token: object) -> None:
+    """One hold fewer: this thread's (*token*) if it has one, else another thread's."""
+    shares = lock._shares
+    if token not in shares:
+        if not shares:
+            return
+        token = next(iter(shares))
+    if shares[token] <= 1:
+        del shares[token]
+    else:
+        shares[token] -= 1
+
+
+def share_of(lock: Lock) -> int:
+    """How many of *lock*'s holds (``thread_local=False``) the calling thread took."""
+    from .cleanup import _token
+
+    return lock._shares.get(_token(), 0)
+
+
+def count_if_held(lock: Lock) -> bool:
+    """``thread_local=False``: one more hold, by the calling thread, if the object holds
+    the lock (never waits: False if not held, or another thread is in a step)."""
+    from .cleanup import _token
+    from .threadsafe import _owned, gate_of
+
+    gate = gate_of(lock)
+    if lock._owner_thread is None or _owned(gate._lock) or not gate.try_take():
+        return False
+    try:
+        if lock._owner_thread is None:
+            return False
+        lock._count += 1
+        token = _token()
+        lock._shares[token] = lock._shares.get(token, 0) + 1
+        return True
+    finally:
+        gate.leave()
+
+
+async def acquire_shared_async(
+    lock: Lock, timeout: float | _Unset | None, poll_interval: float | None, blocking: bool
+) -> Acquired:
+    """``Lock.acquire_async`` with ``thread_local=False``: as :func:`acquire_shared`, a call
+    while the object holds the lock counts one more hold (whichever thread or task took it);
+    else tries between ``asyncio.sleep``s, the event loop's thread the taker."""
+    from . import retry as _retry
+    from .acquired import Acquired
+    from .cleanup import _token
+    from .threadsafe import Step, _take_async, gate_of
+
+    if not blocking:
+        timeout = 0
+    timeout = lock.timeout if isinstance(timeout, _Unset) else check_timeout(timeout)
+    poll = lock.poll
+    if poll_interval is not None:
+        poll = check_seconds("poll_interval", poll_interval, zero=False)
+    deadline = _retry.deadline_after(timeout)
+    me = get_ident()
+    lock._next_break = 0.0
+    async for _ in _retry.tries_async(deadline, poll=poll):
+        if count_if_held(lock):
+            return Acquired(lock)
+        if lock._owner_thread is not None or not gate_of(lock).try_take():
+            continue  # (another thread's step, a short one)
+        with Step(lock):
+            lock._backend.deadline = deadline
+            owed = _owed(lock)
+            if await _take_async(lock, me):
+                lock._shares = {_token(): 1}
+                _owe(lock, owed)  # (the old holds' exits stay no-ops)
+                gate_of(lock).leave()  # (held for one step only)
+                return Acquired(lock)
+    raise lock._timed_out(timeout)

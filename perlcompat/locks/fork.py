@@ -28,6 +28,10 @@ raises ``ExpiredLockError`` as for a lock broken while held.  So there is never 
 than one holder, whichever process is killed at whichever step.
 
 Locks taken by other threads stay the parent's, as with ``os.fork()``.  A
+``Lock(path, thread_local=False)`` this thread took holds of goes to the child
+with those holds only (its balanced ``with`` exits there release it); the other
+threads' holds become no-op releases in the parent; one held only by other
+threads stays the parent's.  A
 TOP?LOCK line cannot name the child in place: its id becomes random digits,
 so that holder is then judged by age only.
 """
@@ -55,14 +59,53 @@ def fork() -> int | None:
     none) it is None with ``$!`` = ENOSYS, and every lock stays this process's.
     """
     me = get_ident()
-    mine = [lock_ for lock_ in _cleanup.tracked() if lock_._owner_thread == me]
-    if not mine:
+    held = _cleanup.tracked()
+    mine = [lock_ for lock_ in held if lock_.thread_local and lock_._owner_thread == me]
+    shared = _shared_of_this_thread([lock_ for lock_ in held if not lock_.thread_local])
+    if not mine and not shared:
         return _fork()
+    pid: int | None = None
     _cleanup.enter()  # a stopping signal waits until the locks are handed over
     try:
-        return _hand_over(mine)
+        pid = _hand_over(mine + [lock_ for lock_, _share in shared])
     finally:
         _cleanup.leave()
+        for lock_, share in shared:
+            if pid == 0 and lock_._owner_thread is not None:  # the child holds this thread's
+                lock_._count = share  # holds only: its balanced exits release it
+                lock_._shares = {_cleanup._token(): share}
+            gate = lock_._gate
+            if gate is not None:
+                gate.leave()
+    return pid
+
+
+def _shared_of_this_thread(candidates: list[Lock]) -> list[tuple[Lock, int]]:
+    """The ``thread_local=False`` locks this thread took holds of, each with their number.
+
+    Each stays closed to the other threads (its gate held) until the hand-over is done,
+    and is moved to this thread, whichever thread released it last (the registry of held
+    locks is per thread).  The parent's other threads' holds are then owed no-ops there.
+    """
+    from .compat import share_of
+    from .threadsafe import gate_of
+
+    found = []
+    for lock_ in candidates:
+        gate = gate_of(lock_)
+        share = 0
+        while lock_._owner_thread is not None:  # (not: another thread's wait to take it)
+            if gate.take(time.monotonic() + 0.05):  # another thread's count or release
+                share = share_of(lock_) if lock_._owner_thread is not None else 0
+                break
+        if not share:
+            gate.leave()
+            continue
+        _cleanup.untrack(lock_)
+        lock_._owner_thread = get_ident()
+        _cleanup.track(lock_)
+        found.append((lock_, share))
+    return found
 
 
 def _hand_over(mine: list[Lock]) -> int | None:
