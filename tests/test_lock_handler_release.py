@@ -143,3 +143,81 @@ def test_unlock_from_a_handler_mid_unlock_is_not_a_broken_lock(tmp_path: Path, m
 def test_a_half_imported_logging_never_breaks_a_lock(tmp_path: Path) -> None:
     # before: the DEBUG record raised AttributeError after the take: the lock stayed held
     assert run(HALF_IMPORTED, str(tmp_path / "x.lock")).split() == ["1", "1", "1"]
+
+
+# A signal at every line boundary of perlcompat's locks code (a trace function raises it)
+# while the main thread takes, or releases, the lock; the handler does ``with lk:``.
+EVERY_LINE = """
+import faulthandler, signal, sys
+from collections import Counter
+from perlcompat import Lock
+from perlcompat.locks.errors import LockError
+path, mode, phase = sys.argv[1], sys.argv[2], sys.argv[3]
+lk = Lock(path, method="flock", thread_local=(mode == "local"), timeout=None)
+other = Lock(path, method="flock", timeout=0)
+seen = Counter()
+state = {"line": 0, "at": 0}
+def handler(signum, frame):
+    try:
+        with lk:
+            seen["taken"] += 1
+    except LockError as exc:
+        seen[type(exc).__name__] += 1
+def step(frame, event, arg):
+    if event == "line":
+        state["line"] += 1
+        if state["line"] == state["at"]:
+            signal.raise_signal(signal.SIGUSR1)
+    return step
+def in_locks(frame, event, arg):
+    return step if "perlcompat" in frame.f_code.co_filename else None
+def traced(call):
+    sys.settrace(in_locks)
+    try:
+        call()
+    finally:
+        sys.settrace(None)
+signal.signal(signal.SIGUSR1, handler)
+faulthandler.dump_traceback_later(60, exit=True)  # a handler waiting for its own thread
+at = 1
+while True:
+    state["line"], state["at"] = 0, at
+    if phase == "take":
+        traced(lk.acquire)
+        lk.release()
+    else:
+        lk.acquire()
+        traced(lk.release)
+    gate = lk._gate
+    if lk.lock_counter or lk.is_locked or (gate is not None and gate._lock._is_owned()):
+        print(f"at line {at}: lock_counter {lk.lock_counter}, is_locked {lk.is_locked}")
+        break
+    other.acquire()  # free for another Lock object too
+    other.release()
+    if at > state["line"]:
+        break
+    at += 1
+print(at > 20, " ".join(sorted(seen)))
+"""
+
+
+# what the handlers got: refused mid-take (DuplicateLockError), mid-release (LockTimeout:
+# "its thread is releasing it"), else the lock (a nested hold, or its own take)
+GOT = {
+    ("local", "take"): "DuplicateLockError taken",
+    ("local", "release"): "LockTimeout taken",
+    ("shared", "take"): "DuplicateLockError taken",
+    ("shared", "release"): "DuplicateLockError LockTimeout taken",
+}
+
+
+@pytest.mark.parametrize(("mode", "phase"), sorted(GOT))
+def test_a_handler_taking_the_lock_its_thread_takes_or_releases(
+    tmp_path: Path, mode: str, phase: str
+) -> None:
+    # before: a signal just after the gate's RLock was taken (before its token was set):
+    # the handler's acquire() waited for its own thread for ever (timeout None); a signal
+    # in release() before its count check: the handler's hold was counted, its release a
+    # no-op, and the lock stayed held after the with block (lock_counter 1, is_locked True)
+    out = run(EVERY_LINE, str(tmp_path / "x.lock"), mode, phase)
+    assert out.splitlines()[-1] == f"True {GOT[mode, phase]}", out

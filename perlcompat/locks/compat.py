@@ -180,6 +180,7 @@ def acquire_shared(
     took it, a call counts one more hold; else the lock is taken as by ``acquire()``."""
     import time
 
+    from .errors import DuplicateLockError
     from .threadsafe import TAKE, gate_of
 
     if not blocking:
@@ -188,6 +189,11 @@ def acquire_shared(
     poll = lock.poll if poll is None else check_seconds("poll_interval", poll, zero=False)
     deadline = None if timeout is None else time.monotonic() + timeout
     gate = gate_of(lock)
+    if gate.held_here():  # a signal handler mid-step of this thread: never wait for itself
+        raise DuplicateLockError(
+            f"lock {lock.path!r}: acquire() re-entered (from a signal handler?) while this"
+            " thread is taking or releasing it"
+        )
     if not gate.take(deadline):  # another thread's step: its wait for the lock, at most
         raise lock._timed_out(timeout)
     try:
@@ -197,7 +203,6 @@ def acquire_shared(
         gate.step = TAKE
         lock._wait_take(get_ident(), None, deadline, timeout, poll)
     finally:
-        gate.end_step()
         gate.leave()
 
 
@@ -209,8 +214,11 @@ def release_shared(lock: Lock, force: bool, me: int) -> None:
     from .threadsafe import gate_of
 
     gate = gate_of(lock)
-    if gate.stepping():  # a signal handler while this thread is taking it: not held yet
-        raise NotLockedError(f"lock {lock.path!r} is being taken by this thread, not held")
+    if gate.held_here():  # a signal handler mid-step of this thread: never wait for itself
+        raise NotLockedError(
+            f"lock {lock.path!r} is being taken by this thread, not held (release()"
+            " re-entered from a signal handler?)"
+        )
     gate.take(None)  # (another thread's step: a release, or a wait within its timeout)
     try:
         owner = lock._owner_thread
