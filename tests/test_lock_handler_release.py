@@ -185,6 +185,10 @@ while True:
     if phase == "take":
         traced(lk.acquire)
         lk.release()
+    elif phase == "nested":  # a hold taken again and given back
+        lk.acquire()
+        traced(lambda: lk.acquire().lock.release())
+        lk.release()
     else:
         lk.acquire()
         traced(lk.release)
@@ -208,6 +212,8 @@ GOT = {
     ("local", "release"): "LockTimeout taken",
     ("shared", "take"): "DuplicateLockError taken",
     ("shared", "release"): "DuplicateLockError LockTimeout taken",
+    ("local", "nested"): "LockTimeout taken",
+    ("shared", "nested"): "DuplicateLockError LockTimeout taken",
 }
 
 

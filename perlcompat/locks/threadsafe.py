@@ -123,11 +123,14 @@ class Gate:
 
     def try_take(self) -> bool:
         """Hold the gate if no thread does (this one included); never waits."""
+        me = token()
         if _owned(self._lock):
-            return self._token is token() and not self.step
-        if not self._lock.acquire(False):
+            if self._token is not me or self.step:
+                return False
+        elif not self._lock.acquire(False):
             return False
-        self._token = token()
+        self._token = me  # (with the step: a handler sees both, or no token: stepping())
+        self.step = TAKE
         return True
 
     def end_step(self) -> None:
