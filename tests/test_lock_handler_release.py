@@ -143,3 +143,92 @@ def test_unlock_from_a_handler_mid_unlock_is_not_a_broken_lock(tmp_path: Path, m
 def test_a_half_imported_logging_never_breaks_a_lock(tmp_path: Path) -> None:
     # before: the DEBUG record raised AttributeError after the take: the lock stayed held
     assert run(HALF_IMPORTED, str(tmp_path / "x.lock")).split() == ["1", "1", "1"]
+
+
+# A signal at every line boundary of perlcompat's code (a trace function raises it)
+# while the main thread takes, or releases, the lock; the handler does ``with lk:``, or
+# gives back a hold of its thread and takes it again.
+EVERY_LINE = """
+import faulthandler, signal, sys
+from collections import Counter
+from perlcompat import Lock
+from perlcompat.locks.errors import LockError
+path, mode, phase, does = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+lk = Lock(path, method="flock", thread_local=(mode == "local"), timeout=None)
+other = Lock(path, method="flock", timeout=0)
+seen = Counter()
+state = {"line": 0, "at": 0}
+def handler(signum, frame):
+    try:
+        if does == "with":
+            with lk:
+                seen["taken"] += 1
+        elif lk.lock_counter:  # gives back a hold of its thread, and takes it again
+            lk.release()
+            seen["released"] += 1
+            lk.acquire()
+            seen["retaken"] += 1
+    except LockError as exc:
+        seen[type(exc).__name__] += 1
+def step(frame, event, arg):
+    if event == "line":
+        state["line"] += 1
+        if state["line"] == state["at"]:
+            signal.raise_signal(signal.SIGUSR1)
+    return step
+def in_locks(frame, event, arg):
+    return step if "perlcompat" in frame.f_code.co_filename else None
+def traced(call):
+    sys.settrace(in_locks)
+    try:
+        call()
+    finally:
+        sys.settrace(None)
+signal.signal(signal.SIGUSR1, handler)
+faulthandler.dump_traceback_later(60, exit=True)  # a handler waiting for its own thread
+at = 1
+while True:
+    state["line"], state["at"] = 0, at
+    if phase == "take":
+        traced(lk.acquire)
+        lk.release()
+    elif phase == "nested":  # a hold taken again and given back
+        lk.acquire()
+        traced(lambda: lk.acquire().lock.release())
+        lk.release()
+    else:
+        lk.acquire()
+        traced(lk.release)
+    gate = lk._gate
+    if lk.lock_counter or lk.is_locked or (gate is not None and gate._lock._is_owned()):
+        print(f"at line {at}: lock_counter {lk.lock_counter}, is_locked {lk.is_locked}")
+        break
+    other.acquire()  # free for another Lock object too
+    other.release()
+    if at > state["line"]:
+        break
+    at += 1
+print(at > 20, " ".join(sorted(seen)))
+"""
+
+
+@pytest.mark.parametrize("does", ["with", "retake"])
+@pytest.mark.parametrize("phase", ["take", "release", "nested"])
+@pytest.mark.parametrize("mode", ["local", "shared"])
+def test_a_handler_using_the_lock_its_thread_takes_or_releases(
+    tmp_path: Path, mode: str, phase: str, does: str
+) -> None:
+    # before: a signal just after the gate's RLock was taken (before its token was set):
+    # the handler's acquire() waited for its own thread for ever (timeout None); a signal
+    # in release() before its count check: the handler's hold was counted, its release a
+    # no-op, and the lock stayed held after the with block (lock_counter 1, is_locked
+    # True); thread_local=False: RuntimeError "cannot release un-acquired lock" (the
+    # handler left the gate its thread was leaving)
+    out = run(EVERY_LINE, str(tmp_path / "x.lock"), mode, phase, does).splitlines()
+    assert len(out) == 1, out  # no line left the lock held
+    words = out[0].split()
+    assert words[0] == "True"  # a signal at each of many lines
+    done = {"taken"} if does == "with" else {"released", "retaken"}
+    assert done <= set(words[1:]), out  # the handler used the lock at some lines
+    refused = set(words[1:]) - done  # and was refused at once at others
+    assert refused and refused <= {"DuplicateLockError", "LockTimeout", "NotLockedError"}, out

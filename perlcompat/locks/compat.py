@@ -250,6 +250,7 @@ def acquire_shared(
     import time
 
     from .cleanup import _token
+    from .errors import DuplicateLockError
     from .threadsafe import TAKE, gate_of
 
     if not blocking:
@@ -258,6 +259,11 @@ def acquire_shared(
     poll = lock.poll if poll is None else check_seconds("poll_interval", poll, zero=False)
     deadline = None if timeout is None else time.monotonic() + timeout
     gate = gate_of(lock)
+    if gate.held_here():  # a signal handler mid-step of this thread: never wait for itself
+        raise DuplicateLockError(
+            f"lock {lock.path!r}: acquire() re-entered (from a signal handler?) while this"
+            " thread is taking or releasing it"
+        )
     if not gate.take(deadline):  # another thread's step: its wait for the lock, at most
         raise lock._timed_out(timeout)
     try:
@@ -272,7 +278,6 @@ def acquire_shared(
         token = _token()
         lock._shares[token] = lock._shares.get(token, 0) + 1
     finally:
-        gate.end_step()
         gate.leave()
 
 
@@ -290,8 +295,11 @@ def release_shared(lock: Lock, force: bool, me: int) -> None:
     from .threadsafe import gate_of
 
     gate = gate_of(lock)
-    if gate.stepping():  # a signal handler while this thread is taking it: not held yet
-        raise NotLockedError(f"lock {lock.path!r} is being taken by this thread, not held")
+    if gate.held_here():  # a signal handler mid-step of this thread: never wait for itself
+        raise NotLockedError(
+            f"lock {lock.path!r} is being taken by this thread, not held (release()"
+            " re-entered from a signal handler?)"
+        )
     if lock._owner_thread is None:
         return _not_held(lock, force)
     gate.take(None)  # (another thread's step: a release, or a count, a short one)

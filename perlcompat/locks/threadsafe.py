@@ -71,8 +71,21 @@ class Gate:
         self.step = 0
 
     def stepping(self) -> int:
-        """The step this thread is in the middle of (a signal handler re-entering it), else 0."""
-        return self.step if _owned(self._lock) and self._token is token() else 0
+        """The step this thread is in the middle of (a signal handler re-entering it), else 0.
+
+        Held by this thread without a token: it is between taking the gate and
+        claiming it, or between giving up its claim and leaving it (TAKE).
+        """
+        if not _owned(self._lock):
+            return 0
+        claim = self._token
+        if claim is None:
+            return TAKE
+        return self.step if claim is token() else 0
+
+    def held_here(self) -> bool:
+        """True if this thread holds the gate (whatever its token)."""
+        return _owned(self._lock)
 
     def take(self, deadline: float | None) -> bool:
         """Hold the gate, waiting for another thread's release until *deadline*; False if not.
@@ -84,6 +97,7 @@ class Gate:
         me = token()
         if _owned(self._lock):
             if self._token is me:
+                self.step = TAKE
                 return True
             for _ in _retry.tries(deadline):
                 pass
@@ -98,7 +112,9 @@ class Gate:
             for _ in _retry.tries(deadline, block=block):
                 if got or self._lock.acquire(False):
                     got = True
+                    # (no call in between: a handler sees both or, before, no token: stepping())
                     self._token = me
+                    self.step = TAKE
                     return True
         except BaseException:  # an ALRM handler raised after the wait got the gate
             if got and self._token is not me:
@@ -108,11 +124,14 @@ class Gate:
 
     def try_take(self) -> bool:
         """Hold the gate if no thread does (this one included); never waits."""
+        me = token()
         if _owned(self._lock):
-            return self._token is token() and not self.step
-        if not self._lock.acquire(False):
+            if self._token is not me or self.step:
+                return False
+        elif not self._lock.acquire(False):
             return False
-        self._token = token()
+        self._token = me  # (with the step: a handler sees both, or no token: stepping())
+        self.step = TAKE
         return True
 
     def end_step(self) -> None:
@@ -124,8 +143,11 @@ class Gate:
         """Let the next thread in, if this thread holds the gate (else nothing)."""
         if _owned(self._lock):
             self.step = 0
-            self._token = None
-            self._lock.release()
+            self._token = None  # (from here a handler of this thread sees stepping())
+            try:
+                self._lock.release()
+            except RuntimeError:  # left already, by a cleanup in a signal handler
+                return
 
     def reset_unless_mine(self) -> None:
         """In a forked child: a gate held by a thread the child lacks is free again."""
@@ -155,6 +177,13 @@ def refuse_reentry(lock: Lock) -> None:
     Only a signal handler (or another asyncio task of this thread) can get here then:
     waiting would wait for itself.
     """
+    if lock._releasing == get_ident():  # a hold counted now would never be released
+        exc = LockTimeout(
+            f"lock {lock.path!r}: acquire() re-entered (from a signal handler?) while its"
+            " thread is releasing it"
+        )
+        exc.lock_file = lock.path
+        raise exc
     gate = lock._gate
     if gate is not None and gate.stepping():
         raise DuplicateLockError(
@@ -177,9 +206,10 @@ class Step:
 
     def __exit__(self, *exc: object) -> None:
         gate = gate_of(self.lock)
-        gate.end_step()
         if self.lock._owner_thread != get_ident():
             gate.leave()  # not taken: the next thread goes in
+        else:
+            gate.end_step()
 
 
 def taking(lock: Lock, deadline: float | None, timeout: float | None) -> Step:
