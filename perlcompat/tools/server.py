@@ -167,9 +167,12 @@ class Server:
                 self._exited(pid, status)
             else:  # out of descriptors: ask later; till then freed fds go to spares first
                 self.spare_at = time.monotonic() + ACCEPT_PAUSE
-                self.doorman.pause(2 * ACCEPT_PAUSE)
                 for fd in fds:
                     os.close(fd)
+                if self.queue and not self.running:  # nothing else frees one: shed a request
+                    self._answer(self.queue.popleft(), 503)
+                elif self.queue:  # (an idle spare's failure never stops accepting)
+                    self.doorman.pause(2 * ACCEPT_PAUSE)
         self._start_queued()
 
     def _on_stop(self, signum: int) -> None:
