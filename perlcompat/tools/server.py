@@ -169,9 +169,7 @@ class Server:
                 self.spare_at = time.monotonic() + ACCEPT_PAUSE
                 for fd in fds:
                     os.close(fd)
-                if self.queue and not self.running:  # nothing else frees one: shed a request
-                    self._answer(self.queue.popleft(), 503)
-                elif self.queue:  # (an idle spare's failure never stops accepting)
+                if self.queue:  # (an idle spare's failure never stops accepting)
                     self.doorman.pause(2 * ACCEPT_PAUSE)
         self._start_queued()
 
