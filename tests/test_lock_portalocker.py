@@ -247,6 +247,47 @@ def test_a_lock_dropped_by_the_program_stays_held(tmp_path: Path) -> None:
     assert child.returncode == 0
 
 
+#: a release whose flush fails (EFBIG past RLIMIT_FSIZE) keeps the lock; the next one works
+PY_FLUSH_FAILS = r"""
+import fcntl, os, resource, signal, sys
+from perlcompat import LockedFile
+path = sys.argv[1]
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+lk = LockedFile(path, "w")
+fh = lk.acquire()
+fh.write("x" * 100)
+resource.setrlimit(resource.RLIMIT_FSIZE, (10, hard))
+try:
+    lk.release()
+except OSError as exc:
+    print("raised", exc.errno)
+print("held", lk.is_locked, fh.closed)
+other = os.open(path, os.O_RDONLY)
+try:
+    fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    print("free")
+except BlockingIOError:
+    print("busy")
+resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+lk.release()
+print("released", lk.is_locked, fh.closed, os.path.getsize(path))
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="RLIMIT_FSIZE is POSIX")
+def test_a_release_whose_flush_fails_keeps_the_lock_and_the_data(tmp_path: Path) -> None:
+    data = tmp_path / "data.txt"
+    done = run_python(PY_FLUSH_FAILS, str(data))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.decode().splitlines() == [
+        f"raised {errno.EFBIG}",
+        "held True False",
+        "busy",  # flushed first, unlocked after: nothing was unlocked with data unwritten
+        "released False True 100",
+    ]
+
+
 # -- Semaphore: portalocker's BoundedSemaphore options -------------------------------------------
 PERL_SLOTS = r"""
 use Fcntl qw(:flock);
