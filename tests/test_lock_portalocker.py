@@ -270,6 +270,12 @@ try:
 except BlockingIOError:
     print("busy")
 resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+print("again", lk.acquire() is fh)  # taken again by its holder: held, no release pending
+try:
+    LockedFile(path, "a", timeout=0).acquire()  # must not finish our release and take it
+    print("taken from its holder")
+except TimeoutError:
+    print("busy")
 lk.release()
 print("released", lk.is_locked, fh.closed, os.path.getsize(path))
 """
@@ -284,6 +290,8 @@ def test_a_release_whose_flush_fails_keeps_the_lock_and_the_data(tmp_path: Path)
         f"raised {errno.EFBIG}",
         "held True False",
         "busy",  # flushed first, unlocked after: nothing was unlocked with data unwritten
+        "again True",
+        "busy",
         "released False True 100",
     ]
 

@@ -263,6 +263,7 @@ class LockedFile:
         lock = self._lock
         handle = self._data.handle
         if not self.counted and handle is not None and lock._owner_thread == get_ident():
+            lock._release_failed = None  # taken again by its holder: held, not pending release
             return handle  # (Perl: flock again on a handle holding it changes nothing)
         lock._acquire(timeout, poll_interval, blocking)
         handle = self._data.handle
