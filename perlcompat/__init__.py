@@ -89,6 +89,7 @@ _EXPORTS = {
     "SharedStorageWarning": "perl.fsinfo",
     # semaphores and atomic replace
     "Semaphore": "locks.semaphore",
+    "LockedFile": "locks.lockedfile",
     "sem_acquire": "locks.semaphore",
     "sem_release": "locks.semaphore",
     "replace_file": "locks.replace",
@@ -207,6 +208,7 @@ if TYPE_CHECKING:
     )
     from .locks.fork import fork as fork
     from .locks.functions import lock as lock, unlock as unlock
+    from .locks.lockedfile import LockedFile as LockedFile
     from .locks.methods.toplock import (
         rename_if_holding as rename_if_holding,
         still_holding as still_holding,

@@ -31,6 +31,7 @@ Modules:
 * ``log``: the ``perlcompat`` logger, imported only when there is something to log;
 * ``safedir``: a lock directory opened without following others' symlinks, held by its descriptor;
 * ``semaphore``: counting semaphores (*n* flock slot files);
+* ``lockedfile``: ``LockedFile``, a data file flocked and handed over as its open handle;
 * ``replace``: atomic whole-file replace under a lock file.
 
 Modules here import the standard library, ``perlcompat.perl`` and this

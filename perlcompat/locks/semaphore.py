@@ -36,6 +36,28 @@ from .options import UNSET, _Unset, check_timeout, resolve_path, retry_patience
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from types import TracebackType
+    from typing import Literal, overload
+
+
+def slot_names(path: str, n: int, pattern: str, first: int = 0) -> list[str]:
+    """Paths of slots *first* .. *n* - 1: *pattern* with ``{name}`` (*path*'s base name)
+    and ``{number}``, in *path*'s directory; ValueError if that gives no distinct names."""
+    directory, base = os.path.split(path)
+    names = []
+    for number in range(first, n):
+        try:
+            name = pattern.format(name=base, number=number)
+        except (KeyError, IndexError, ValueError, AttributeError) as exc:
+            raise ValueError(f"slot pattern {pattern!r}: {exc!r} (fields: name, number)") from None
+        if not name or name in (".", "..") or os.sep in name or "/" in name:
+            raise ValueError(
+                f"slot pattern {pattern!r} gives {name!r}: not a file name in the"
+                " semaphore's directory"
+            )
+        names.append(os.path.join(directory, name))
+    if len(set(names)) != len(names):
+        raise ValueError(f"slot pattern {pattern!r} must give each slot its own name ({{number}})")
+    return names
 
 
 def open_slot(path: str) -> int:
@@ -68,6 +90,10 @@ class Semaphore:
     holds at most one slot per thread: threads sharing it are separate holders, as
     with a ``threading.Semaphore`` (``is_locked``, ``slot`` and ``release()`` are the
     calling thread's).  A thread that ends holding a slot leaves it held until exit.
+    ``timeout=`` gives the patience in seconds instead (not with ``retry=``);
+    ``pattern=`` names the slot files in *name*'s directory from ``{name}`` (its base
+    name) and ``{number}``: ``"{name}.{number:02d}.lock"`` shares the slots of
+    portalocker's ``BoundedSemaphore(n, name)``; the default is the Perl side's ``"$name.$i"``.
     """
 
     def __init__(
@@ -75,12 +101,20 @@ class Semaphore:
         name: str | os.PathLike[str],
         n: int,
         *,
-        retry: int | None = 5,
+        retry: int | _Unset | None = UNSET,
         wait: float = 1.0,
         root: str | os.PathLike[str] | None = None,
+        timeout: float | _Unset | None = UNSET,
+        pattern: str = "{name}.{number}",
     ) -> None:
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ValueError(f"semaphore size n must be a whole number >= 1, not {n!r}")
+        if not isinstance(retry, _Unset) and not isinstance(timeout, _Unset):
+            raise ValueError(
+                "give the patience as timeout= (seconds) or as retry= (tries), not both"
+                f" (timeout={timeout!r}, retry={retry!r})"
+            )
+        retry = 5 if isinstance(retry, _Unset) else retry
         if retry is not None and (
             isinstance(retry, bool) or not isinstance(retry, int) or retry < 0
         ):
@@ -95,6 +129,10 @@ class Semaphore:
         self.n = n
         self.retry = retry
         self.wait = float(wait)
+        #: the default patience given as ``timeout=`` (seconds, None for ever), else UNSET
+        self.timeout = timeout if isinstance(timeout, _Unset) else check_timeout(timeout)
+        self.pattern = pattern
+        self._names = slot_names(self.path, n, pattern)
         #: the slot each thread holds, by thread token (issue 34: threads share the object)
         self._holds: dict[object, _Hold] = {}
 
@@ -114,11 +152,15 @@ class Semaphore:
         return None if hold is None else hold.slot
 
     def slot_path(self, index: int) -> str:
-        """Path of slot file *index*: ``"<path>.<index>"``."""
-        return f"{self.path}.{index}"
+        """Path of slot file *index*: ``"<path>.<index>"`` (``pattern=``: see the class)."""
+        if 0 <= index < self.n:
+            return self._names[index]
+        return slot_names(self.path, index + 1, self.pattern, index)[0]
 
     def patience(self) -> float | None:
-        """Seconds ``acquire()`` waits by default (``(retry - 1) * wait``), None for ever."""
+        """Seconds ``acquire()`` waits by default (``timeout``, else ``(retry - 1) * wait``)."""
+        if not isinstance(self.timeout, _Unset):
+            return self.timeout
         return retry_patience(self.retry, self.wait)
 
     def __repr__(self) -> str:
@@ -147,19 +189,36 @@ class Semaphore:
             return True
         return False
 
-    def acquire(self, timeout: float | _Unset | None = UNSET) -> Semaphore:
+    if TYPE_CHECKING:
+
+        @overload
+        def acquire(
+            self, timeout: float | _Unset | None = ..., *, raise_on_timeout: Literal[True] = ...
+        ) -> Semaphore: ...
+        @overload
+        def acquire(
+            self, timeout: float | _Unset | None = ..., *, raise_on_timeout: bool
+        ) -> Semaphore | None: ...
+
+    def acquire(
+        self, timeout: float | _Unset | None = UNSET, *, raise_on_timeout: bool = True
+    ) -> Semaphore | None:
         """Take a slot within *timeout* seconds or raise ``LockTimeout`` (a TimeoutError).
 
         *timeout* is finite seconds >= 0, or None or -1 for ever; not given,
-        :meth:`patience`.
+        :meth:`patience`.  ``raise_on_timeout=False``: None instead of ``LockTimeout``
+        (``threading.Semaphore.acquire`` answers False; portalocker's
+        ``BoundedSemaphore`` None with ``fail_when_locked=False``).
         """
         timeout = self.patience() if isinstance(timeout, _Unset) else check_timeout(timeout)
         deadline = _retry.deadline_after(timeout)
         for _ in _retry.tries(deadline, cap=_retry.cap_for(self.wait)):
             if self.try_acquire():
                 return self
+        if not raise_on_timeout:
+            return None
         raise LockTimeout(
-            f"semaphore {self.path!r}: all {self.n} slots busy (waited {timeout:g} s)"
+            f"semaphore {self.path!r}: all {self.n} slots busy (waited {timeout or 0:g} s)"
         )
 
     def release(self) -> None:
