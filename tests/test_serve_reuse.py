@@ -15,9 +15,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from perlcompat import lock, unlock
 from test_serve import Raw, assert_unlocked, request_records, split
 from webserver import PACKAGE_ROOT, CgiServer, ServeProcess, copy_examples
+
+from perlcompat import lock, unlock
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="serve needs fork")
 
@@ -190,7 +191,8 @@ class Site:
         finally:
             client.close()
         _head, text = split(reply.stdout)
-        words = dict(line.split(" ", 1) for line in text.decode(errors="replace").splitlines() if " " in line)
+        lines = text.decode(errors="replace").splitlines()
+        words = dict(line.split(" ", 1) for line in lines if " " in line)
         words["status"] = str(reply.app_status)
         words["stderr"] = reply.stderr.decode()
         return words
@@ -299,7 +301,8 @@ def test_a_reused_child_that_times_out_is_replaced(tmp_path: Path) -> None:
     www = tmp_path / "www"
     www.mkdir()
     (www / "pid.py").write_text(REPORT.lstrip())
-    (www / "slow.py").write_text(REPORT.lstrip() + "import time\nsys.stdout.flush()\ntime.sleep(60)\n")
+    slow = "import time\nsys.stdout.flush()\ntime.sleep(60)\n"
+    (www / "slow.py").write_text(REPORT.lstrip() + slow)
     serve = ServeProcess(www, tmp_path / "s.sock", "--timeout", "1", "--reuse", "10").start()
     try:
 
@@ -312,7 +315,7 @@ def test_a_reused_child_that_times_out_is_replaced(tmp_path: Path) -> None:
 
         first = ask("pid.py")
         assert ask("pid.py") == first
-        status, body = ask("slow.py")
+        _status, body = ask("slow.py")
         assert body == first[1]  # the warm child ran it, and was stopped at --timeout
         assert ask("pid.py")[1] != first[1]
     finally:
