@@ -12,8 +12,9 @@ perlcompat module imported by the request, stdout and stderr flushed without err
 Then what the request changed is put back: the environment, ``sys.path``, every
 global of perlcompat's modules but the server's own (``param()``'s query object,
 ``require``'s ``%INC``, ``$!``, ``%SIG`` hooks: the rebound names, and the contents of
-the dicts, lists, sets and perlcompat objects they hold), the modules the script imported from its own directory
-(imported again by the next request that wants them), ``random``'s seed; stdin,
+the dicts, lists, sets and perlcompat objects they hold), the modules the script
+imported from its own directory (imported again by the next request that wants them),
+``random``'s seed; stdin,
 stdout and stderr are new streams on new pipes.  What stays, as under mod_perl's
 Registry or any FastCGI loop: the process id, and the state of the other modules the
 scripts import (``--preload`` ones and the standard library's).
