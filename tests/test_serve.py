@@ -46,6 +46,13 @@ json.__dict__.setdefault("_serve_hits", []).append(1)
 print("Content-Type: text/plain\\n")
 print(hits, len(json._serve_hits), __name__, __file__)
 """,
+    # a file written and never closed: Python's exit writes it (before: lost)
+    "unclosed.py": """
+import os
+f = open(os.path.join(os.environ["PERLCOMPAT_DATA_DIR"], "unclosed.txt"), "a")
+f.write("written, never closed\\n")
+print("Content-Type: text/plain\\n\\nok")
+""",
     # exit(3) in the middle: what was printed is the answer
     "exit3.py": """
 import sys
@@ -430,6 +437,12 @@ def test_globals_are_fresh_in_every_request(site: Site) -> None:
     for _ in range(5):
         status, body = site.http.request("fresh.py")
         assert (status, body.decode()) == (200, f"1 1 __main__ {www / 'fresh.py'}\n")
+
+
+def test_a_file_the_script_never_closed_is_written(site: Site) -> None:
+    for _ in range(3):
+        assert site.http.request("unclosed.py") == (200, b"ok\n")
+    assert (site.data / "unclosed.txt").read_text() == "written, never closed\n" * 3
 
 
 def test_exit_mid_request_answers_what_was_printed(site: Site) -> None:
