@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import _thread
 import atexit
+import gc
 import importlib
 import os
 import resource
@@ -45,6 +46,11 @@ _LIMITS = tuple(
     for name in ("RLIMIT_NOFILE", "RLIMIT_CPU", "RLIMIT_AS", "RLIMIT_FSIZE", "RLIMIT_NPROC")
     if hasattr(resource, name)
 )
+
+
+#: a dict, list or set with more entries than this when the first request comes is a
+#: table, not state: not compared after each request (a script does not change perlcompat's tables).
+MAX_STATE = 64
 
 
 class Baseline:
@@ -73,8 +79,9 @@ class Baseline:
                 self.globals.append((names, dict(names)))
                 for value in names.values():
                     state = _state_of(value)
-                    if state is not None:
+                    if state is not None and len(state) <= MAX_STATE:
                         self.contents.append((state, state.copy()))
+        gc.freeze()  # what is here now is left out of the collections after each request
 
 
 def _state_of(value: object) -> Any:

@@ -310,11 +310,14 @@ def _finish(status: int) -> NoReturn:
         os._exit(status)
 
 
-def teardown() -> None:
-    """What Python's exit does to the script: ``__main__``'s names go, then a collection.
+def teardown(collect: bool = False) -> None:
+    """What Python's exit does to the script: ``__main__``'s names go (and, if *collect*,
+    a collection).
 
     A file the script left open is closed (its buffer written) as ``python script.py``
-    would; names starting with ``_`` go first, as CPython clears a module.
+    would; names starting with ``_`` go first, as CPython clears a module.  The
+    collection, which also closes a file held only by a reference cycle, is left out
+    in a child that runs one request: it costs such a child about 0.4 ms of CPU.
     """
     main = sys.modules.get("__main__")
     names = getattr(main, "__dict__", None)
@@ -323,7 +326,8 @@ def teardown() -> None:
     for first in (True, False):
         for name in [n for n in names if n.startswith("_") is first and n != "__builtins__"]:
             names[name] = None
-    gc.collect()
+    if collect:
+        gc.collect()
 
 
 def close_fds_but(keep: int) -> None:
@@ -512,7 +516,7 @@ def _next(base: Any, status: int, path: str) -> None:
 
     if not reuse.ready(base):
         _finish(status)
-    teardown()
+    teardown(collect=True)
     if not reuse.clean(base, path[: path.rindex("/")] or "/"):
         _finish(status)
     reuse.restore(base)
