@@ -83,6 +83,22 @@ require("lib.pl.py")
 print("lib", lib_loaded)
 """,
     "lib.pl.py": "lib_loaded = 'yes'\n",
+    "locked.py": REPORT
+    + """
+from perlcompat import lock, unlock
+path = os.path.join(os.environ["DATA"], "locked")
+print("lock", lock(path), unlock(path))
+""",
+    # the article's alarm(5) around a blocking flock, ended with alarm(0)
+    "alarmed.py": REPORT
+    + """
+from perlcompat import LOCK_EX, alarm, close, flock, open_
+OUT = open_(">> " + os.path.join(os.environ["DATA"], "alarmed.txt"))
+alarm(5)
+print("flock", flock(OUT, LOCK_EX))
+alarm(0)
+close(OUT)
+""",
     # each leaves something behind: its child must not run another request
     "thread.py": REPORT
     + """
@@ -272,6 +288,14 @@ def test_a_request_that_leaves_something_ends_its_child(site: Site, script: str)
         assert unlock(str(site.data / "held")) == 1
     if script == "atexit_.py":
         assert leaver["at"] == "exit"
+
+
+def test_a_script_that_locks_and_unlocks_is_reused(site: Site) -> None:
+    answers = [site.ask("locked.py") for _ in range(4)]
+    assert [a["lock"] for a in answers] == ["1 1"] * 4
+    alarmed = [site.ask("alarmed.py") for _ in range(4)]
+    assert [a["flock"] for a in alarmed] == ["1"] * 4
+    assert len({a["pid"] for a in answers[1:] + alarmed}) == 1
 
 
 def test_die_and_exit_statuses_reach_the_server_and_the_child_goes_on(site: Site) -> None:

@@ -5,7 +5,8 @@ it found it; on any doubt it ends as under plain CGI (the next request gets a fr
 fork).  The check, after the script's ``__main__`` is cleared (its files closed, as
 at Python's exit): no thread but this one, no ``atexit`` handler added, no child
 process, no timer or alarm, the signal handlers, mask, umask, user and group ids,
-resource limits and ``sys`` hooks as before, no perlcompat handle or lock held, the
+resource limits and ``sys`` hooks as before (perlcompat's own handlers aside: they are
+put back), no perlcompat handle or lock held, the
 same file descriptors open as before the first request (0, 1, 2, the request pipe), no
 perlcompat module imported by the request, stdout and stderr flushed without error.
 
@@ -132,18 +133,29 @@ def _hooks() -> tuple[object, ...]:
 
 
 def preload() -> None:
-    """Import perlcompat's run-time modules (a request that imports one is not reused)."""
+    """Import perlcompat's run-time modules (a request that imports one is not reused).
+
+    All but the tools, the Windows-only ones and (unless ``--preload`` loaded redis-py)
+    the Redis method; one that cannot be imported here is left out.
+    """
     import pkgutil
 
     import perlcompat
-    import perlcompat.perl
 
-    for package in (perlcompat.perl,):
+    skip = ("perlcompat.tools", "perlcompat.__main__")
+    skip += () if "redis" in sys.modules else ("perlcompat.locks.methods.redis",)
+    packages = [perlcompat]
+    while packages:
+        package = packages.pop()
         for info in pkgutil.iter_modules(package.__path__, package.__name__ + "."):
-            if not info.name.endswith("_windows"):
-                importlib.import_module(info.name)
-    for name in ("perlcompat.cgi", "perlcompat.jcode"):
-        importlib.import_module(name)
+            if info.name.startswith(skip) or "windows" in info.name:
+                continue
+            try:
+                module = importlib.import_module(info.name)
+            except ImportError:
+                continue
+            if info.ispkg:
+                packages.append(module)
     for name in perlcompat.__all__:
         getattr(perlcompat, name)
 
@@ -171,8 +183,11 @@ def clean(base: Baseline, directory: str) -> bool:
             return False  # a child process runs on
     if any(signal.getitimer(timer) != (0.0, 0.0) for timer in _TIMERS):
         return False
-    if [_signal.getsignal(n) for n in _SIGNALS] != base.signals:
-        return False
+    handlers = [_signal.getsignal(n) for n in _SIGNALS]
+    if handlers != base.signals:
+        for now, before in zip(handlers, base.signals):
+            if now != before and not _perlcompats(now):
+                return False  # (perlcompat's own, for a lock or an alarm, are put back)
     if signal.pthread_sigmask(signal.SIG_BLOCK, []) != base.mask:
         return False
     if _umask() != base.umask or _ids() != base.ids or _hooks() != base.hooks:
@@ -195,6 +210,12 @@ def clean(base: Baseline, directory: str) -> bool:
         return sorted(os.listdir("/proc/self/fd")) == base.fds
     except OSError:
         return False
+
+
+def _perlcompats(handler: object) -> bool:
+    """Whether *handler* is perlcompat's (its lock cleanup's, its ``alarm``'s)."""
+    module = getattr(handler, "__module__", None)
+    return isinstance(module, str) and module.startswith("perlcompat.")
 
 
 def _held() -> bool:
@@ -230,6 +251,9 @@ def restore(base: Baseline) -> None:
             if environ.get(name) != value:
                 os.putenv(name, value)
                 environ[name] = value
+    for number, before in zip(_SIGNALS, base.signals):
+        if _signal.getsignal(number) is not before:
+            _signal.signal(number, before)
     if sys.path != base.path:
         sys.path[:] = base.path
     for names, saved in base.globals:

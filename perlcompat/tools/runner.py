@@ -154,7 +154,6 @@ def prepare_forker() -> None:
         _environ(dict.fromkeys(_USUAL, "x" * 64))
         for name in _USUAL:
             del os.environ[name]  # unsetenv: in place, in the array the last call made
-    del _KEEP[:-1]
     if _ENVIRON is not None:
         import ctypes
 
@@ -271,8 +270,8 @@ def _environ(params: dict[str, str]) -> None:
     # room in steps of 64: ctypes makes a type per array length, and the forker has
     # made these (unused slots are NULL: the end of the environment)
     array = (ctypes.c_char_p * ((len(entries) // 64 + 1) * 64))(*entries)
-    _KEEP.append((entries, array))
     _ENVIRON.value = ctypes.addressof(array)
+    _KEEP[:] = [(entries, array)]  # the last request's array is not environ any more
 
 
 def _finish(status: int) -> NoReturn:
