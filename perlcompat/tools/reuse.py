@@ -142,7 +142,7 @@ def preload() -> None:
 
     import perlcompat
 
-    skip = ("perlcompat.tools", "perlcompat.__main__")
+    skip: tuple[str, ...] = ("perlcompat.tools", "perlcompat.__main__")
     skip += () if "redis" in sys.modules else ("perlcompat.locks.methods.redis",)
     packages = [perlcompat]
     while packages:
