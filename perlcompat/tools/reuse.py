@@ -2,35 +2,43 @@
 
 A child that ran a request runs the next one only if the request left the process as
 it found it; on any doubt it ends as under plain CGI (the next request gets a fresh
-fork).  The check, after the script's ``__main__`` is cleared (its files closed, as
-at Python's exit): no thread but this one, no ``atexit`` handler added, no child
-process, no timer or alarm, the signal handlers, mask, umask, user and group ids,
-resource limits and ``sys`` hooks as before (perlcompat's own handlers aside: they are
-put back), no perlcompat handle or lock held, the
-same file descriptors open as before the first request (0, 1, 2, the request pipe), no
-perlcompat module imported by the request, stdout and stderr flushed without error.
+fork).  After the script, :func:`drop_modules` drops the modules the request imported
+(but the standard library's and site-packages'), ``runner.teardown`` clears its
+``__main__`` and collects (its files closed, as at Python's exit), and :func:`clean`
+checks: no thread but this one, no ``atexit`` handler added, no child process (the
+child adopts what its script's processes leave: Linux's PR_SET_CHILD_SUBREAPER), no
+timer or alarm; the signal handlers (perlcompat's own aside), mask, umask, user and
+group ids, priority, resource limits, locale, ``sys`` and ``threading`` hooks,
+builtins, ``gc`` settings, socket time-out and logging handlers as before; no
+perlcompat handle or lock held; the same file descriptors open as before the first
+request; no perlcompat module imported by the request; ``os.environ`` the same object.
+``runner`` then flushes and closes the request's streams (a failed flush ends the child).
 
-Then what the request changed is put back: the environment, ``sys.path``, every
-global of perlcompat's modules but the server's own (``param()``'s query object,
-``require``'s ``%INC``, ``$!``, ``%SIG`` hooks: the rebound names, and the contents of
-the dicts, lists, sets and perlcompat objects they hold), the modules the script
-imported from its own directory (imported again by the next request that wants them),
-``random``'s seed; stdin,
-stdout and stderr are new streams on new pipes.  What stays, as under mod_perl's
-Registry or any FastCGI loop: the process id, and the state of the other modules the
-scripts import (``--preload`` ones and the standard library's).
+Then :func:`restore` puts back what the request changed: the environment (and the time
+zone read from it), ``sys.path``, the signal handlers perlcompat installed, the
+warnings filters, every global of perlcompat's modules but the server's own
+(``param()``'s query object, ``require``'s ``%INC``, ``$!``, ``%SIG`` hooks: the
+rebound names, the contents of the dicts, lists and sets they hold, and the
+attributes and slots of the perlcompat objects among them, such as ``STDIN``'s
+read-ahead and ``STDOUT``'s layers), ``random``'s seed; stdin, stdout and stderr are
+new streams on new pipes.  What stays, as under mod_perl's Registry or any FastCGI
+loop: the process id, and the state of the standard library's and installed modules
+the scripts import.
 """
 
 from __future__ import annotations
 
+import _locale
 import _thread
 import atexit
+import builtins
 import gc
 import importlib
 import os
 import resource
 import signal
 import sys
+import sysconfig
 import types
 
 assert sys.platform != "win32"  # fork only
@@ -42,60 +50,83 @@ if TYPE_CHECKING:
 _signal: Any = importlib.import_module("_signal")
 _SIGNALS = tuple(int(n) for n in signal.valid_signals() if n not in (9, 19))  # KILL, STOP
 _TIMERS = (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF)
-_LIMITS = tuple(
-    getattr(resource, name)
-    for name in ("RLIMIT_NOFILE", "RLIMIT_CPU", "RLIMIT_AS", "RLIMIT_FSIZE", "RLIMIT_NPROC")
-    if hasattr(resource, name)
-)
-
-
+_LIMITS = tuple(getattr(resource, n) for n in dir(resource) if n.startswith("RLIMIT_"))
+_NOT_STATE = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType)
 #: a dict, list or set with more entries than this when the first request comes is a
-#: table, not state: not compared after each request (a script does not change perlcompat's tables).
+#: table, not state: not compared after each request (a script does not change tables).
 MAX_STATE = 64
 
 
 class Baseline:
-    """What the process was before its first request (:func:`take`)."""
+    """What the process was before its first request."""
 
     def __init__(self) -> None:
         _subreaper()
         self.fds = sorted(os.listdir("/proc/self/fd"))
         self.atexits = atexit._ncallbacks()
         self.signals = [_signal.getsignal(n) for n in _SIGNALS]
-        self.mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
-        self.umask = _umask()
-        self.ids = _ids()
-        self.limits = [resource.getrlimit(n) for n in _LIMITS]
-        self.hooks = _hooks()
-        self.meta = (len(sys.meta_path), len(sys.path_hooks))
+        self.environ_object = os.environ
         self.environ: dict[bytes, bytes] = dict(os.environ._data)  # type: ignore[attr-defined]
         self.path = list(sys.path)
         self.modules = set(sys.modules)
+        self.process = _process()
+        self.python = _python()
+        self.builtins = dict(vars(builtins))
+        warnings = sys.modules.get("warnings")
+        self.filters = list(warnings.filters) if warnings is not None else None
+        places = sysconfig.get_paths()
+        self.installed = tuple(
+            os.path.realpath(places[key]) + "/"
+            for key in ("stdlib", "platstdlib", "purelib", "platlib")
+            if key in places
+        )
         self.globals: list[tuple[dict[str, Any], dict[str, Any]]] = []
         self.contents: list[tuple[Any, Any]] = []
+        self.slots: list[tuple[object, dict[str, object]]] = []
         for name, module in list(sys.modules.items()):
             ours = name == "perlcompat" or name.startswith("perlcompat.")
             if ours and not name.startswith("perlcompat.tools") and module is not None:
                 names = vars(module)
                 self.globals.append((names, dict(names)))
                 for value in names.values():
-                    state = _state_of(value)
-                    if state is not None and len(state) <= MAX_STATE:
-                        self.contents.append((state, state.copy()))
+                    self._take(value)
+                    if type(value) is dict and len(value) <= MAX_STATE:
+                        for item in value.values():
+                            self._take(item, contents=False)
         gc.freeze()  # what is here now is left out of the collections after each request
 
-
-def _state_of(value: object) -> Any:
-    """The mutable state a module global holds: a dict, list or set itself, or the
-    attributes of a perlcompat object or thread-local (this thread's); else None."""
-    if type(value) in (dict, list, set):
-        return value
-    if isinstance(value, (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType)):
-        return None
-    if isinstance(value, _thread._local) or type(value).__module__.startswith("perlcompat"):
+    def _take(self, value: object, contents: bool = True) -> None:
+        """Remember the state *value* holds (see :func:`restore`)."""
+        if type(value) in (dict, list, set):
+            if contents and len(value) <= MAX_STATE:  # type: ignore[arg-type]
+                self.contents.append((value, value.copy()))  # type: ignore[attr-defined]
+            return
+        if isinstance(value, _NOT_STATE):
+            return
+        if not (
+            isinstance(value, _thread._local) or type(value).__module__.startswith("perlcompat")
+        ):
+            return
         names = getattr(value, "__dict__", None)
-        return names if type(names) is dict else None
-    return None
+        if type(names) is dict and len(names) <= MAX_STATE:
+            self.contents.append((names, names.copy()))
+        slots = _slots(value)
+        if slots is not None:
+            self.slots.append((value, slots))
+
+
+def _slots(value: object) -> dict[str, object] | None:
+    """The slots *value* has set, by name (None if its class has none)."""
+    names: list[str] = []
+    for cls in type(value).__mro__:
+        declared = cls.__dict__.get("__slots__", ())
+        names += [declared] if isinstance(declared, str) else list(declared)
+    names = [n for n in names if n not in ("__dict__", "__weakref__")]
+    if not names:
+        return None
+    missing = object()
+    found = {name: getattr(value, name, missing) for name in names}
+    return {name: item for name, item in found.items() if item is not missing}
 
 
 def _subreaper() -> None:
@@ -110,25 +141,47 @@ def _subreaper() -> None:
         pass
 
 
-def _umask() -> int:
+def _process() -> tuple[object, ...]:
+    """The process's settings a script may change: ids, umask, mask, priority, limits, locale."""
     mask = os.umask(0o022)
     os.umask(mask)
-    return mask
+    return (
+        os.getuid(),
+        os.geteuid(),
+        os.getgid(),
+        os.getegid(),
+        tuple(os.getgroups()),
+        mask,
+        signal.pthread_sigmask(signal.SIG_BLOCK, []),
+        os.getpriority(os.PRIO_PROCESS, 0),
+        [resource.getrlimit(n) for n in _LIMITS],
+        _locale.setlocale(_locale.LC_ALL, None),
+    )
 
 
-def _ids() -> tuple[object, ...]:
-    return (os.getuid(), os.geteuid(), os.getgid(), os.getegid(), tuple(os.getgroups()))
-
-
-def _hooks() -> tuple[object, ...]:
+def _python() -> tuple[object, ...]:
+    """The interpreter's settings a script may change (hooks, gc, socket time-out, logging)."""
+    threading = sys.modules.get("threading")
+    socket = sys.modules.get("socket")
+    logging = sys.modules.get("logging")
+    warnings = sys.modules.get("warnings")
     return (
         sys.excepthook,
         sys.displayhook,
         sys.unraisablehook,
+        sys.breakpointhook,
         sys.gettrace(),
         sys.getprofile(),
         sys.getrecursionlimit(),
         sys.getswitchinterval(),
+        len(sys.meta_path),
+        len(sys.path_hooks),
+        gc.isenabled(),
+        gc.get_threshold(),
+        getattr(threading, "excepthook", None),
+        socket.getdefaulttimeout() if socket is not None else None,
+        list(logging.root.handlers) if logging is not None else None,
+        getattr(warnings, "showwarning", None),
     )
 
 
@@ -136,8 +189,10 @@ def preload() -> None:
     """Import perlcompat's run-time modules (a request that imports one is not reused).
 
     All but the tools, the Windows-only ones and (unless ``--preload`` loaded redis-py)
-    the Redis method; one that cannot be imported here is left out.
+    the Redis method; one that cannot be imported here is left out.  Also ``logging``,
+    which registers an ``atexit`` handler when first imported.
     """
+    import logging  # noqa: F401
     import pkgutil
 
     import perlcompat
@@ -161,7 +216,7 @@ def preload() -> None:
 
 
 def ready(base: Baseline) -> bool:
-    """Before ``runner.teardown``: no thread, ``atexit`` handler, perlcompat handle or lock
+    """Before anything is cleared: no thread, ``atexit`` handler, perlcompat handle or lock
     left (if one is, the child ends as Python would: threads waited for, handlers run)."""
     threading = sys.modules.get("threading")
     if threading is not None and (
@@ -171,9 +226,38 @@ def ready(base: Baseline) -> bool:
     return atexit._ncallbacks() == base.atexits and not _held()
 
 
-def clean(base: Baseline, directory: str) -> bool:
+def drop_modules(base: Baseline) -> bool:
+    """Drop the modules the request imported but the standard library's and installed ones
+    (the next request imports them anew); False if it imported one of perlcompat's."""
+    for name in [n for n in sys.modules if n not in base.modules]:
+        module = sys.modules.get(name)
+        if name.startswith("perlcompat"):
+            return False
+        if _installed(module, base.installed):
+            continue
+        del sys.modules[name]
+        parent, _, leaf = name.rpartition(".")
+        owner = sys.modules.get(parent)
+        if owner is not None and getattr(owner, leaf, None) is module:
+            try:  # noqa: SIM105
+                delattr(owner, leaf)
+            except (AttributeError, TypeError):
+                pass
+    return True
+
+
+def _installed(module: object, places: tuple[str, ...]) -> bool:
+    """Whether *module* is built in, or a file of the standard library or site-packages."""
+    origin = getattr(getattr(module, "__spec__", None), "origin", None)
+    if origin in ("built-in", "frozen"):
+        return True
+    file = getattr(module, "__file__", None)
+    return isinstance(file, str) and os.path.realpath(file).startswith(places)
+
+
+def clean(base: Baseline) -> bool:
     """After ``runner.teardown``: whether the request left the process as *base* (see the
-    module docstring).  The modules the script imported from *directory* are dropped."""
+    module docstring)."""
     while True:
         try:
             pid, _status = os.waitpid(-1, os.WNOHANG)
@@ -188,24 +272,10 @@ def clean(base: Baseline, directory: str) -> bool:
         for now, before in zip(handlers, base.signals):
             if now != before and not _perlcompats(now):
                 return False  # (perlcompat's own, for a lock or an alarm, are put back)
-    if signal.pthread_sigmask(signal.SIG_BLOCK, []) != base.mask:
+    if _process() != base.process or _python() != base.python:
         return False
-    if _umask() != base.umask or _ids() != base.ids or _hooks() != base.hooks:
+    if os.environ is not base.environ_object or vars(builtins) != base.builtins:
         return False
-    if [resource.getrlimit(n) for n in _LIMITS] != base.limits:
-        return False
-    if (len(sys.meta_path), len(sys.path_hooks)) != base.meta:
-        return False
-    if not _flushed():
-        return False
-    fresh = set(sys.modules) - base.modules
-    prefix = directory.rstrip("/") + "/"
-    for name in fresh:
-        if name.startswith("perlcompat"):
-            return False
-        file = getattr(sys.modules[name], "__file__", None) or ""
-        if file.startswith(prefix):
-            del sys.modules[name]  # the script's own module: imported anew next time
     try:
         return sorted(os.listdir("/proc/self/fd")) == base.fds
     except OSError:
@@ -231,15 +301,6 @@ def _held() -> bool:
     return cleanup is not None and bool(cleanup._held)
 
 
-def _flushed() -> bool:
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError, AttributeError):
-            return False
-    return True
-
-
 def restore(base: Baseline) -> None:
     """Put back what a clean request changed (see the module docstring)."""
     environ: dict[bytes, bytes] = os.environ._data  # type: ignore[attr-defined]
@@ -251,11 +312,18 @@ def restore(base: Baseline) -> None:
             if environ.get(name) != value:
                 os.putenv(name, value)
                 environ[name] = value
+    import time
+
+    time.tzset()  # the time zone from the environment put back (a script may set TZ)
     for number, before in zip(_SIGNALS, base.signals):
         if _signal.getsignal(number) is not before:
             _signal.signal(number, before)
     if sys.path != base.path:
         sys.path[:] = base.path
+    warnings = sys.modules.get("warnings")
+    if warnings is not None and base.filters is not None and warnings.filters != base.filters:
+        warnings.filters[:] = base.filters
+        warnings._filters_mutated()
     for names, saved in base.globals:
         if names != saved:
             names.clear()
@@ -264,6 +332,14 @@ def restore(base: Baseline) -> None:
         if value != saved:
             value.clear()
             value.update(saved) if not isinstance(value, list) else value.extend(saved)
+    missing = object()
+    for thing, slots in base.slots:
+        now = _slots(thing) or {}
+        for slot in now.keys() - slots.keys():
+            delattr(thing, slot)
+        for slot, item in slots.items():
+            if now.get(slot, missing) is not item:
+                setattr(thing, slot, item)
     errno = sys.modules.get("perlcompat.perl.errno")
     if errno is not None:
         errno.set_errno(0)  # $! unset, as in a new process

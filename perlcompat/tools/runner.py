@@ -90,7 +90,13 @@ def _text_stream(fd: int, mode: str, errors: str) -> io.TextIOWrapper:
     raw = io.FileIO(fd, mode, closefd=False)
     buffered: io.BufferedIOBase
     buffered = io.BufferedReader(raw) if mode == "r" else io.BufferedWriter(raw)
-    return io.TextIOWrapper(buffered, encoding="utf-8", errors=errors, write_through=False)
+    stream = io.TextIOWrapper(buffered, encoding="utf-8", errors=errors, write_through=False)
+    _STREAMS.append(stream)
+    return stream
+
+
+#: the streams made for this process's request (``--reuse`` closes them after it).
+_STREAMS: list[io.TextIOWrapper] = []
 
 
 #: the CGI variables a web server usually sends (RFC 3875 4.1 and common HTTP_ headers).
@@ -484,7 +490,7 @@ def serve_one(ctl_fd: int, out_fd: int, err_fd: int) -> NoReturn:
         if base is None or left <= 0:
             run(path, code, error)
         status = execute(path, code, error)
-        _next(base, status, path)
+        _next(base, status)
 
 
 def _start(ctl_fd: int) -> tuple[str, types.CodeType | None, str]:
@@ -505,20 +511,28 @@ def _start(ctl_fd: int) -> tuple[str, types.CodeType | None, str]:
     return path, code, error
 
 
-def _next(base: Any, status: int, path: str) -> None:
+def _next(base: Any, status: int) -> None:
     """After a request of a reused child: end as :func:`_finish` does, or get ready for the next.
 
-    Ready: the exit status and the read ends of two new pipes (the next request's
-    stdout and stderr) go to the parent on the request pipe, with ``R``.
+    Ready (``tools.reuse``): the exit status and the read ends of two new pipes (the
+    next request's stdout and stderr) go to the parent on the request pipe, with ``R``.
     """
     from . import reuse
 
-    if not reuse.ready(base):
+    try:
+        if os.getpid() != _ctl_pid or not reuse.ready(base):
+            _finish(status)  # (a copy the script forked: _finish says nothing for it)
+        dropped = reuse.drop_modules(base)
+        teardown(collect=True)
+        if not (dropped and reuse.clean(base) and _close_streams()):
+            _finish(status)
+        reuse.restore(base)
+    except BaseException as exc:  # (a script may leave what the checks cannot read)
+        try:  # noqa: SIM105
+            os.write(2, f"perlcompat serve: the child ends after its request: {exc!r}\n".encode())
+        except OSError:
+            pass
         _finish(status)
-    teardown(collect=True)
-    if not reuse.clean(base, path[: path.rindex("/")] or "/"):
-        _finish(status)
-    reuse.restore(base)
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     os.dup2(out_w, 1)  # the last request's pipes end here: the parent reads their end
@@ -536,8 +550,29 @@ def _next(base: Any, status: int, path: str) -> None:
         os._exit(status & 0xFF)  # the parent is gone
     finally:
         sock.detach()
+        os.set_blocking(_ctl_fd, True)  # (a default socket time-out would have cleared it)
     os.close(out_r)
     os.close(err_r)
+
+
+def _close_streams() -> bool:
+    """Flush the request's stdout and stderr (the script's own ``sys.stdout`` too), then
+    close the streams made for it: nothing written to them later reaches the next
+    request's pipes.  False if a flush failed (what it held goes nowhere)."""
+    done = True
+    streams: list[Any] = [sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__]
+    for stream in {id(s): s for s in streams}.values():
+        try:
+            stream.flush()
+        except Exception:  # (whatever the script put there)
+            done = False
+    for own in _STREAMS:
+        try:
+            own.close()  # (the descriptor stays: closefd=False)
+        except Exception:
+            done = False
+    _STREAMS.clear()
+    return done
 
 
 def _fresh_streams() -> None:

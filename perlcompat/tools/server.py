@@ -518,7 +518,7 @@ class Server:
             if data is not None:
                 if data:
                     request.app_status = data[0]
-                if data[1:2] == b"R" and len(fds) == 2:
+                if data[1:2] == b"R" and len(fds) == 2 and not request.orphan:
                     self._reused(request, fds)
                 else:
                     for fd in fds:
