@@ -159,6 +159,64 @@ from perlcompat import die
 die("died")
 """,
 }
+# what the hostile review of --reuse found: each A must leave nothing its B sees
+SCRIPTS.update(
+    {
+        "capture.py": REPORT + "import io\nprint('SECRET-OF-A')\nsys.stdout = io.StringIO()\n",
+        "errswap.py": REPORT
+        + "import io\nsys.stderr.write('A-STDERR-SECRET')\nsys.stderr = io.StringIO()\n",
+        "footer.py": REPORT
+        + """
+import page
+class Footer:
+    def __init__(self, who):
+        self.who, self.me = who, self
+    def __del__(self):
+        print("<!-- page of", self.who, "-->")
+page.footer = Footer(os.environ["QUERY_STRING"])
+""",
+        "page.py": "footer = None\n",
+        "readline.py": REPORT
+        + "from perlcompat import STDIN\nprint('line', repr(STDIN.readline()))\n",
+        "readall.py": REPORT + "from perlcompat import STDIN\nprint('all', repr(STDIN.read()))\n",
+        "binmode.py": REPORT
+        + """
+from perlcompat import STDOUT, binmode, print_
+print_(STDOUT, "e \\u00e9\\n")
+if os.environ.get("QUERY_STRING") == "set":
+    binmode(STDOUT, ":encoding(latin-1)")
+    STDOUT.autoflush(1)
+""",
+        "forks.py": REPORT
+        + "sys.stdout.flush()\npid = os.fork()\nif pid == 0:\n    sys.exit(0)\n"
+        + "os.waitpid(pid, 0)\nprint('done', 1)\n",
+        "ns.py": REPORT
+        + "from helpers import session\nprint('user', session.user)\n"
+        + "session.user = os.environ.get('QUERY_STRING')\n",
+        "helpers/session.py": "user = None\n",
+        "lib/state.py": "user = None\n",
+        "vialink.py": REPORT
+        + "sys.path.insert(0, os.environ['LINKED'] + '/lib')\nimport state\n"
+        + "print('user', state.user)\nstate.user = os.environ.get('QUERY_STRING')\n",
+        "world.py": REPORT
+        + """
+import builtins, gc, socket, time, warnings
+print("tz", time.tzname[0], "filters", len(warnings.filters))
+print("user", getattr(builtins, "user", None))
+print("gc", gc.isenabled(), "timeout", socket.getdefaulttimeout())
+if os.environ.get("QUERY_STRING") == "set":
+    os.environ["TZ"] = "Asia/Tokyo"
+    time.tzset()
+    warnings.simplefilter("error")
+""",
+        "builtin.py": REPORT + "import builtins\nbuiltins.user = 'alice'\n",
+        "nogc.py": REPORT + "import gc\ngc.disable()\n",
+        "timeout.py": REPORT + "import socket\nsocket.setdefaulttimeout(5)\n",
+        "environ.py": REPORT + "os.environ = dict(os.environ)\n",
+        "logs.py": REPORT + "import logging\nlogging.getLogger('x').info('quiet')\n",
+    }
+)
+
 LEAVERS = [
     "thread.py",
     "daemon.py",
@@ -171,6 +229,10 @@ LEAVERS = [
     "grandchild.py",
     "atexit_.py",
     "umask.py",
+    "builtin.py",
+    "nogc.py",
+    "timeout.py",
+    "environ.py",
 ]
 
 
@@ -182,8 +244,11 @@ class Site:
         self.data.mkdir()
         copy_examples(self.www)
         for name, code in SCRIPTS.items():
+            (self.www / name).parent.mkdir(exist_ok=True)
             (self.www / name).write_text(code.lstrip())
+        (base / "link").symlink_to(self.www)  # another spelling of the scripts' directory
         env = {"PERLCOMPAT_DATA_DIR": str(self.data), "DATA": str(self.data)}
+        env["LINKED"] = str(base / "link")
         self.serve = ServeProcess(
             self.www, base / "fcgi.sock", "--timeout", "5", "--reuse", "1000", env=env
         ).start()
@@ -344,3 +409,56 @@ def test_a_reused_child_that_times_out_is_replaced(tmp_path: Path) -> None:
         assert ask("pid.py")[1] != first[1]
     finally:
         assert serve.stop() == 0, serve.log
+
+
+def test_nothing_a_request_printed_reaches_the_next_client(site: Site) -> None:
+    captured = site.ask("capture.py")
+    plain = site.ask("plain.py" if (site.www / "plain.py").exists() else "clean.py")
+    assert "SECRET-OF-A" not in str(plain)
+    swapped = site.ask("errswap.py")
+    after = site.ask("clean.py")
+    assert "A-STDERR-SECRET" in swapped["stderr"] and "A-STDERR-SECRET" not in str(after)
+    alice = site.ask("footer.py", "alice")
+    bob = site.ask("clean.py")
+    assert "alice" not in str(bob)
+    assert alice["pid"] == bob["pid"] == after["pid"] == captured["pid"] == swapped["pid"]
+
+
+def test_stdin_and_the_standard_handles_start_fresh(site: Site) -> None:
+    first = site.ask("readline.py", body=b"secret=alice\npassword=hunter2\n")
+    bob = site.ask("readall.py", body=b"bob\n")
+    carol = site.ask("readall.py", body=b"carol\n")
+    form = site.ask(
+        "params.py", body=b"name=dave", CONTENT_TYPE="application/x-www-form-urlencoded"
+    )
+    assert first["line"] == repr("secret=alice\n")
+    assert (bob["all"], carol["all"], form["name"]) == (repr("bob\n"), repr("carol\n"), "dave")
+    site.ask("binmode.py", "set")
+    again = site.ask("binmode.py")
+    assert again["e"] == "\u00e9"  # UTF-8 again, not the last request's latin-1
+    assert len({a["pid"] for a in (first, bob, carol, form, again)}) == 1
+
+
+def test_a_script_that_forks_is_answered_and_its_copy_runs_nothing_else(site: Site) -> None:
+    before = site.ask("clean.py")["pid"]
+    forked = site.ask("forks.py")
+    assert (forked["status"], forked["done"], forked["pid"]) == ("0", "1", before)
+    assert site.ask("clean.py")["pid"] == before  # the child itself, not its copy
+
+
+def test_modules_of_the_scripts_own_directory_load_anew(site: Site) -> None:
+    assert site.ask("ns.py", "alice")["user"] == "None"
+    assert site.ask("ns.py")["user"] == "None"  # a namespace package is the script's own too
+    assert site.ask("vialink.py", "alice")["user"] == "None"
+    assert site.ask("vialink.py")["user"] == "None"  # reached through a symlinked spelling
+
+
+def test_the_process_and_interpreter_settings_are_the_first_requests(site: Site) -> None:
+    fresh = site.ask("world.py")
+    site.ask("world.py", "set")
+    after = site.ask("world.py")
+    for key in ("tz", "gc"):
+        assert after[key] == fresh[key]
+    assert after["pid"] == fresh["pid"]
+    logged = [site.ask("logs.py")["pid"] for _ in range(3)]
+    assert len(set(logged)) == 1  # importing logging (its atexit handler) keeps the child

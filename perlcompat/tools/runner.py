@@ -303,7 +303,7 @@ def _finish(status: int) -> NoReturn:
         for stream in (sys.stdout, sys.stderr):
             try:  # noqa: SIM105
                 stream.flush()
-            except (OSError, ValueError):
+            except Exception:  # (whatever the script put there: Python's exit ignores it too)
                 pass
         status &= 0xFF
         if _ctl_fd >= 0 and os.getpid() == _ctl_pid:  # (a script's os.fork() copy says nothing)
