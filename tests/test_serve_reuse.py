@@ -9,6 +9,8 @@ own directory, ``sys.stdout``) is not seen by the next.
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -462,3 +464,37 @@ def test_the_process_and_interpreter_settings_are_the_first_requests(site: Site)
     assert after["pid"] == fresh["pid"]
     logged = [site.ask("logs.py")["pid"] for _ in range(3)]
     assert len(set(logged)) == 1  # importing logging (its atexit handler) keeps the child
+
+
+def test_a_reused_child_orphaned_by_a_dead_forker_runs_nothing_more(tmp_path: Path) -> None:
+    www = tmp_path / "www"
+    www.mkdir()
+    (www / "pid.py").write_text(REPORT.lstrip())
+    slow = "sys.stdout.flush()\nimport time\ntime.sleep(1)\nprint('slow', 'done')\n"
+    (www / "slow.py").write_text(REPORT.lstrip() + slow)
+    (www / "crash.py").write_text(REPORT.lstrip() + "sys.stdout.flush()\nos._exit(3)\n")
+    serve = ServeProcess(www, tmp_path / "s.sock", "--timeout", "4", "--reuse", "10").start()
+    try:
+
+        def send(script: str) -> Raw:
+            client = Raw(serve.sock)
+            client.send(*request_records(1, {"SCRIPT_FILENAME": str(www / script)}))
+            return client
+
+        first = send("pid.py")
+        warm = split(first.read(1)[1].stdout)[1]
+        first.close()
+        running = send("slow.py")
+        assert split(running.read_until(1, b"pid").stdout)[1] == warm  # in the warm child
+        children = Path(f"/proc/{serve.pid}/task/{serve.pid}/children").read_text().split()
+        os.kill(int(children[0]), signal.SIGKILL)  # the forker
+        reply = running.read(1)[1]
+        running.close()
+        assert reply.app_status == 0 and b"slow done" in reply.stdout
+        crash = send("crash.py")
+        crashed = crash.read(1)[1]
+        crash.close()
+        assert crashed.app_status == 3
+        assert split(crashed.stdout)[1] != warm  # not the orphan: a child of the new forker
+    finally:
+        assert serve.stop() == 0, serve.log
