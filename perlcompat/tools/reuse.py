@@ -82,7 +82,7 @@ class Baseline:
         )
         self.globals: list[tuple[dict[str, Any], dict[str, Any]]] = []
         self.contents: list[tuple[Any, Any]] = []
-        self.slots: list[tuple[object, dict[str, object]]] = []
+        self.slots: list[tuple[object, tuple[str, ...], list[object]]] = []
         for name, module in list(sys.modules.items()):
             ours = name == "perlcompat" or name.startswith("perlcompat.")
             if ours and not name.startswith("perlcompat.tools") and module is not None:
@@ -110,23 +110,27 @@ class Baseline:
         names = getattr(value, "__dict__", None)
         if type(names) is dict and len(names) <= MAX_STATE:
             self.contents.append((names, names.copy()))
-        slots = _slots(value)
-        if slots is not None:
-            self.slots.append((value, slots))
+        slots = _slot_names(type(value))
+        if slots and all(thing is not value for thing, _names, _values in self.slots):
+            self.slots.append((value, slots, _slot_values(value, slots)))
 
 
-def _slots(value: object) -> dict[str, object] | None:
-    """The slots *value* has set, by name (None if its class has none)."""
+#: what a slot holds when it is not set.
+_UNSET = object()
+
+
+def _slot_names(cls: type) -> tuple[str, ...]:
+    """The slots *cls* and its bases declare."""
     names: list[str] = []
-    for cls in type(value).__mro__:
-        declared = cls.__dict__.get("__slots__", ())
+    for klass in cls.__mro__:
+        declared = klass.__dict__.get("__slots__", ())
         names += [declared] if isinstance(declared, str) else list(declared)
-    names = [n for n in names if n not in ("__dict__", "__weakref__")]
-    if not names:
-        return None
-    missing = object()
-    found = {name: getattr(value, name, missing) for name in names}
-    return {name: item for name, item in found.items() if item is not missing}
+    return tuple(n for n in names if n not in ("__dict__", "__weakref__"))
+
+
+def _slot_values(value: object, names: tuple[str, ...]) -> list[object]:
+    """What *value*'s slots *names* hold (:data:`_UNSET` where one is not set)."""
+    return [getattr(value, name, _UNSET) for name in names]
 
 
 def _subreaper() -> None:
@@ -229,11 +233,14 @@ def ready(base: Baseline) -> bool:
 def drop_modules(base: Baseline) -> bool:
     """Drop the modules the request imported but the standard library's and installed ones
     (the next request imports them anew); False if it imported one of perlcompat's."""
+    if sys.modules.keys() == base.modules:
+        return True
     for name in [n for n in sys.modules if n not in base.modules]:
         module = sys.modules.get(name)
         if name.startswith("perlcompat"):
             return False
         if _installed(module, base.installed):
+            base.modules.add(name)  # (kept: not looked at again)
             continue
         del sys.modules[name]
         parent, _, leaf = name.rpartition(".")
@@ -301,6 +308,16 @@ def _held() -> bool:
     return cleanup is not None and bool(cleanup._held)
 
 
+def _put_back(names: dict[Any, Any], saved: dict[Any, Any]) -> None:
+    """Make *names* equal to *saved* key by key (a module's dict is never cleared: that
+    would throw away every cache of its functions' global lookups)."""
+    for key in [k for k in names if k not in saved]:
+        del names[key]
+    for key, value in saved.items():
+        if names.get(key, _UNSET) is not value:
+            names[key] = value
+
+
 def restore(base: Baseline) -> None:
     """Put back what a clean request changed (see the module docstring)."""
     environ: dict[bytes, bytes] = os.environ._data  # type: ignore[attr-defined]
@@ -326,20 +343,22 @@ def restore(base: Baseline) -> None:
         warnings._filters_mutated()
     for names, saved in base.globals:
         if names != saved:
-            names.clear()
-            names.update(saved)
+            _put_back(names, saved)
     for value, saved in base.contents:
         if value != saved:
-            value.clear()
-            value.update(saved) if not isinstance(value, list) else value.extend(saved)
-    missing = object()
-    for thing, slots in base.slots:
-        now = _slots(thing) or {}
-        for slot in now.keys() - slots.keys():
-            delattr(thing, slot)
-        for slot, item in slots.items():
-            if now.get(slot, missing) is not item:
-                setattr(thing, slot, item)
+            if type(value) is dict:
+                _put_back(value, saved)
+            else:
+                value.clear()
+                value.update(saved) if type(value) is set else value.extend(saved)
+    for thing, slots, values in base.slots:
+        if _slot_values(thing, slots) != values:
+            for slot, item in zip(slots, values):
+                if item is _UNSET:
+                    if hasattr(thing, slot):
+                        delattr(thing, slot)
+                elif getattr(thing, slot, _UNSET) is not item:
+                    setattr(thing, slot, item)
     errno = sys.modules.get("perlcompat.perl.errno")
     if errno is not None:
         errno.set_errno(0)  # $! unset, as in a new process
