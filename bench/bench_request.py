@@ -4,6 +4,8 @@ The access counter of ``examples/counter`` (a ``+<`` read-increment-write under
 ``flock``) under a real lighttpd, each side with a lighttpd of its own:
 
 * ``count.py`` via ``perlcompat serve`` (lighttpd mod_fastcgi; a forked child per request),
+* ``count.py`` via ``perlcompat serve --reuse N`` (a child runs the next request when the
+  last left it clean; ``--reuse 0`` leaves this side out),
 * ``count.cgi``, the Perl original, via mod_cgi (lighttpd starts perl per request),
 * with ``--python-cgi``: ``count.py`` via mod_cgi (a Python interpreter per request).
 
@@ -22,7 +24,7 @@ requests back to back for ``--seconds``: requests per second and CPU per request
 ``--hogs N`` runs N busy-looping processes beside it all (a loaded machine).
 
     python bench/bench_request.py [--runs 150] [--rounds 3] [--interleaved]
-        [--clients 8] [--seconds 5] [--hogs 2] [--python-cgi]
+        [--clients 8] [--seconds 5] [--hogs 2] [--python-cgi] [--reuse 1000]
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from webserver import PACKAGE_ROOT, CgiServer, ServeProcess, copy_examples  # no
 TICK = os.sysconf("SC_CLK_TCK")
 PERL = "Perl original via mod_cgi"
 SERVE = "port via perlcompat serve"
+REUSE = "port via serve --reuse"
 PYCGI = "port via mod_cgi (python)"
 
 
@@ -186,6 +189,9 @@ def main() -> int:
     )
     parser.add_argument("--hogs", type=int, default=0, help="busy-looping processes beside it")
     parser.add_argument("--python-cgi", action="store_true", help="also count.py via mod_cgi")
+    parser.add_argument(
+        "--reuse", type=int, default=1000, help="serve --reuse N side (default 1000; 0: none)"
+    )
     args = parser.parse_args()
     hogs = start_hogs(args.hogs)
     try:
@@ -205,10 +211,16 @@ def run(base: Path, args: argparse.Namespace) -> int:
     copied = time.monotonic()
     env = {"PERLCOMPAT_DATA_DIR": str(data), "PYTHONPATH": PACKAGE_ROOT}
     serve = ServeProcess(www, base / "serve.sock", env=env).start()
+    servers = [serve]
     sides = [
         Side(SERVE, CgiServer(www, env, fastcgi=str(serve.sock)), "counter/count.py", serve),
         Side(PERL, CgiServer(www, env), "counter/count.cgi"),
     ]
+    if args.reuse:
+        reused = ServeProcess(www, base / "reuse.sock", "--reuse", str(args.reuse), env=env)
+        servers.append(reused.start())
+        http = CgiServer(www, env, fastcgi=str(reused.sock))
+        sides.append(Side(REUSE, http, "counter/count.py", reused))
     if args.python_cgi:
         sides.append(Side(PYCGI, CgiServer(www, env), "counter/count.py"))
     for number, side in enumerate(sides):
@@ -238,12 +250,13 @@ def run(base: Path, args: argparse.Namespace) -> int:
             for number in range(args.rounds):
                 for side in sides if number % 2 == 0 else sides[::-1]:
                     side.measure(block)
-        for side in sides[:2] if args.clients else []:
+        for side in [s for s in sides if s.name != PYCGI] if args.clients else []:
             saturation[side.name] = saturate(side, args.clients, args.seconds)
     finally:
         for side in sides:
             side.http.stop()
-        serve.stop()
+        for server in servers:
+            server.stop()
     report(sides, saturation, args, load_before)
     return 0
 

@@ -10,8 +10,9 @@
   ``cgienv`` (the CGI variables a request may set), ``scripts`` (which scripts may
   run, compiled once), ``response`` (the header checks, the error answers) and
   ``listen`` (the socket; who gets a connection); ``forker`` forks the
-  children, ``runner`` is the child that runs one script as ``__main__``, ``fastcgi``
-  the wire format (POSIX only: ``server``, ``forker``, ``listen``, ``runner``).
+  children, ``runner`` is the child that runs one script as ``__main__`` (``reuse``:
+  the next request in the same child, under ``--reuse``), ``fastcgi`` the wire format
+  (POSIX only: ``server``, ``forker``, ``listen``, ``runner``, ``reuse``).
 - ``audit/``: ``perlcompat audit PATH...``: the unsafe locking idioms in Perl scripts.
 - ``quoting``: names and Perl text quoted for a terminal as GNU ``ls`` quotes them.
 

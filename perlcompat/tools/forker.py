@@ -215,6 +215,10 @@ def _forker_loop(sock: socket.socket) -> NoReturn:
     signal.set_wakeup_fd(-1)
     _reset_signals()
     prepare_forker()
+    if runner.REUSE > 1:  # (each child then runs many requests: its modules are loaded here)
+        from . import reuse
+
+        reuse.preload()
     gc.freeze()
     parent = os.getppid()
     watching: dict[int, int] = {}  # pidfd -> pid
@@ -374,3 +378,35 @@ def _no_spare(sock: socket.socket, opened: list[int]) -> None:
         sock.sendmsg((b"S" + bytes(4),))
     except OSError:
         pass
+
+
+def read_ctl(fd: int, fds: bool) -> tuple[bytes | None, list[int]]:
+    """What a child sent on its request pipe: (data, descriptors passed if *fds*).
+
+    None: nothing yet; ``b""``: the pipe is closed.
+    """
+    try:
+        if not fds:
+            return os.read(fd, 16), []
+        sock = socket.socket(fileno=fd)
+        try:
+            data, passed, _flags, _address = socket.recv_fds(sock, 16, 2)
+        finally:
+            sock.detach()
+        return data, passed
+    except (BlockingIOError, InterruptedError):
+        return None, []
+    except OSError:
+        return b"", []
+
+
+def kill_group(pid: int, signum: int) -> None:
+    """Send *signum* to process group *pid* (the child's own), or to *pid* if it has none yet."""
+    for kill in (os.killpg, os.kill):
+        try:
+            kill(pid, signum)
+            return
+        except ProcessLookupError:
+            continue  # no such group yet (setpgid not done): the process itself
+        except PermissionError:
+            return

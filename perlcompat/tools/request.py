@@ -2,9 +2,10 @@
 
 The parent keeps a :class:`Request` from BEGIN_REQUEST to END_REQUEST: its params and
 body as they arrive (a body over :data:`SPOOL_AT` bytes in an unlinked temp file), then
-its child's pipes.  :func:`check` turns the params into the environment the script
-sees (only the variables ``cgienv.cgi_environment`` lets a request set), or into the
-HTTP status to answer without running it.
+its child's pipes; :func:`next_queued` picks the next to run.  :func:`check` turns the
+params into the environment the script sees (only the variables
+``cgienv.cgi_environment`` lets a request set), or into the HTTP status to answer
+without running it.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import socket
 import tempfile
 import time
 import types
+from collections import Counter
 from dataclasses import dataclass, field
 
 from . import fastcgi as fcgi
@@ -21,7 +23,8 @@ from .cgienv import cgi_environment
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections import deque
+    from collections.abc import Callable, Iterable
     from typing import IO
 
     from .scripts import Scripts
@@ -54,6 +57,7 @@ class Request:
     kill_at: float = 0.0
     timed_out: bool = False
     orphan: bool = False  # its forker died: nobody will report how it ended
+    finished: bool = False  # END_REQUEST sent
     header: bytearray = field(default_factory=bytearray)
     headers_sent: bool = False
     discard: bool = False
@@ -159,3 +163,20 @@ def check(request: Request, max_body: int, scripts: Scripts, log: Callable[[str]
     request.params = bytearray()
     request.env = cgi_environment(params)
     return 0
+
+
+def next_queued(
+    queue: deque[Request], running: Iterable[Request], turns: dict[str, float]
+) -> Request:
+    """Take from *queue* the first request of the peer with the fewest *running*, then of
+    the one served longest ago (*turns*): one peer's flood does not keep another's waiting."""
+    if len(queue) > 1:
+        counts = Counter(r.conn.peer for r in running)
+        request = min(queue, key=lambda r: (counts[r.conn.peer], turns.get(r.conn.peer, 0.0)))
+        queue.remove(request)
+    else:
+        request = queue.popleft()
+    if len(turns) > 4096:
+        turns.clear()
+    turns[request.conn.peer] = time.monotonic()
+    return request

@@ -2,7 +2,7 @@
 
 ``perlcompat serve --fastcgi unix:PATH|HOST:PORT|PORT --root DIR [--timeout S]
 [--max-children N] [--max-connections N] [--idle-timeout S] [--max-body BYTES]
-[--ext .py,...] [--preload MOD,...]``.
+[--ext .py,...] [--preload MOD,...] [--reuse N]``.
 The parent imports perlcompat (every name) and the ``--preload`` modules once;
 each request then costs a fork instead of an interpreter start.  The web server
 passes SCRIPT_FILENAME; only files inside ``--root`` (symlinks and ``..``
@@ -187,6 +187,14 @@ if sys.platform != "win32":
             help="extensions a script may have (default .py; e.g. .py,.cgi for ports kept as .cgi)",
         )
         parser.add_argument(
+            "--reuse",
+            type=int,
+            default=1,
+            metavar="N",
+            help="requests one child may run, each only if the last left it clean (default 1:"
+            " a fresh process per request; see docs/serve.md)",
+        )
+        parser.add_argument(
             "--preload",
             default="",
             metavar="MOD,...",
@@ -199,9 +207,11 @@ if sys.platform != "win32":
             parser.error(f"--max-body: {exc}")
         if (
             min(args.timeout, args.idle_timeout) <= 0
-            or min(args.max_children, args.max_connections) < 1
+            or min(args.max_children, args.max_connections, args.reuse) < 1
         ):
-            parser.error("--timeout, --idle-timeout, --max-children, --max-connections: positive")
+            parser.error(
+                "--timeout, --idle-timeout, --max-children, --max-connections, --reuse: positive"
+            )
         extensions = tuple(e if e.startswith(".") else "." + e for e in args.ext.split(",") if e)
         if not extensions:
             parser.error("--ext: name at least one extension")
@@ -213,6 +223,9 @@ if sys.platform != "win32":
         except ImportError as exc:
             parser.error(f"--preload: {exc}")
 
+        from . import runner
+
+        runner.REUSE = args.reuse
         forker = _start_forker()
         from .listen import listen
         from .server import Options, Server
@@ -239,6 +252,7 @@ if sys.platform != "win32":
             extensions=extensions,
             max_connections=args.max_connections,
             idle_timeout=args.idle_timeout,
+            reuse=args.reuse,
         )
         _log(f"listening on {args.fastcgi}, root {os.path.realpath(args.root)}")
         try:

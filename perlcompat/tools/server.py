@@ -35,18 +35,18 @@ import signal
 import socket
 import sys
 import time
-from collections import Counter, deque
+from collections import deque
 from dataclasses import dataclass
 
 from . import fastcgi as fcgi
 from .cgienv import clear_cgi_variables
-from .request import Connection, Request, check
+from .request import Connection, Request, check, next_queued
 from .response import error_response, header_end, parse_header
 from .scripts import Scripts
 
 assert sys.platform != "win32"  # fork only: the serve command says so on Windows
 
-from .forker import Forker, Spare  # noqa: E402  (POSIX only, as this module)
+from .forker import Forker, Spare, kill_group, read_ctl  # noqa: E402  (POSIX only, as this module)
 from .listen import ACCEPT_PAUSE, Doorman  # noqa: E402
 from .runner import request_message  # noqa: E402
 
@@ -81,6 +81,7 @@ class Options:
     extensions: tuple[str, ...] = (".py",)
     max_connections: int = 256
     idle_timeout: float = 60.0
+    reuse: int = 1  # requests one child may run (``runner.REUSE``)
 
 
 class Server:
@@ -177,7 +178,7 @@ class Server:
         if self.stopping:  # a second signal: stop now
             for request in list(self.running.values()):
                 if _alive(request):
-                    self._kill(request, signal.SIGKILL)
+                    kill_group(request.pid, signal.SIGKILL)
             raise SystemExit(128 + signum)
         self.stopping = True
         self.doorman.stop()
@@ -207,7 +208,7 @@ class Server:
                 continue
             if request.kill_at:
                 if _alive(request):
-                    self._kill(request, signal.SIGKILL)
+                    kill_group(request.pid, signal.SIGKILL)
                 request.kill_at = now + 3600  # once; it dies (uninterruptible waits aside)
             else:
                 if not request.discard:
@@ -221,7 +222,7 @@ class Server:
         A process the script left behind holding the pipes no longer holds the answer.
         """
         if _alive(request):
-            self._kill(request, signal.SIGTERM)
+            kill_group(request.pid, signal.SIGTERM)
         request.kill_at = time.monotonic() + GRACE
         self._detach(request)
 
@@ -238,16 +239,6 @@ class Server:
             if fd >= 0:
                 setattr(request, name, self._close_fd(fd))
         self._maybe_done(request)
-
-    def _kill(self, request: Request, signum: int) -> None:
-        for kill in (os.killpg, os.kill):
-            try:
-                kill(request.pid, signum)
-                return
-            except ProcessLookupError:
-                continue  # no such group yet (setpgid not done): the process itself
-            except PermissionError:
-                return
 
     # -- connections ----------------------------------------------------------------
     def _on_accept(self, sock: object, events: int) -> None:
@@ -451,24 +442,7 @@ class Server:
 
     def _start_queued(self) -> None:
         while self.queue and self.spares and len(self.running) < self.options.max_children:
-            self._hand(self._next_queued())
-
-    def _next_queued(self) -> Request:
-        """The first queued request of the peer with the fewest running, then of the one
-        served longest ago: one peer's flood does not keep another's waiting behind it."""
-        if len(self.queue) > 1:
-            counts = Counter(r.conn.peer for r in self.running.values())
-            turns = self.turns
-            request = min(
-                self.queue, key=lambda r: (counts[r.conn.peer], turns.get(r.conn.peer, 0.0))
-            )
-            self.queue.remove(request)
-        else:
-            request = self.queue.popleft()
-        if len(self.turns) > 4096:
-            self.turns.clear()
-        self.turns[request.conn.peer] = time.monotonic()
-        return request
+            self._hand(next_queued(self.queue, self.running.values(), self.turns))
 
     def _drop_spares(self) -> None:
         """End the spare children (each exits when its request pipe closes unused)."""
@@ -540,17 +514,30 @@ class Server:
             if request.err_fd < 0 or paused or not self._read_err(request):
                 break
         if request.ctl_fd >= 0:
-            try:
-                data = os.read(request.ctl_fd, 16)
-            except (BlockingIOError, InterruptedError):
-                data = None
-            except OSError:
-                data = b""
+            data, fds = read_ctl(request.ctl_fd, self.options.reuse > 1)
             if data is not None:
                 if data:
                     request.app_status = data[0]
-                request.ctl_fd = self._close_fd(request.ctl_fd)
+                if data[1:2] == b"R" and len(fds) == 2 and not request.orphan:
+                    self._reused(request, fds)
+                else:
+                    for fd in fds:
+                        os.close(fd)
+                    request.ctl_fd = self._close_fd(request.ctl_fd)
         self._maybe_done(request)
+
+    def _reused(self, request: Request, fds: list[int]) -> None:
+        """*request*'s child ran it and waits for another (``--reuse``): a spare again,
+        with the new pipes it sent (the request ends when its old pipes are read out)."""
+        ctl, request.ctl_fd = request.ctl_fd, -1
+        self.selector.unregister(ctl)
+        os.set_blocking(ctl, True)
+        del self.running[request.pid]
+        spare = Spare(request.pid, ctl, *fds)
+        if self.stopping or len(self.spares) > self.options.max_children:
+            spare.close()  # it exits
+        else:
+            self.spares.appendleft(spare)  # the last used first: its pages are warm
 
     def _close_fd(self, fd: int) -> int:
         """Stop watching *fd* and close it; return -1."""
@@ -669,9 +656,11 @@ class Server:
                 self.log(f"{request.script}: killed by signal {-status}")
         else:
             return
-        if request.pid not in self.running:
-            return  # done already
-        del self.running[request.pid]
+        if request.finished:
+            return
+        request.finished = True
+        if self.running.get(request.pid) is request:
+            del self.running[request.pid]
         if request.ctl_fd >= 0:
             request.ctl_fd = self._close_fd(request.ctl_fd)
         request.on_io = None  # the selector's callback referred to the request
