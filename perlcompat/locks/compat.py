@@ -407,15 +407,9 @@ async def acquire_shared_async(
     from . import retry as _retry
     from .acquired import Acquired
     from .cleanup import _token
-    from .threadsafe import Step, _take_async, gate_of
+    from .threadsafe import Step, _take_async, async_patience, gate_of
 
-    if not blocking:
-        timeout = 0
-    timeout = lock.timeout if isinstance(timeout, _Unset) else check_timeout(timeout)
-    poll = lock.poll
-    if poll_interval is not None:
-        poll = check_seconds("poll_interval", poll_interval, zero=False)
-    deadline = _retry.deadline_after(timeout)
+    timeout, poll, deadline = async_patience(lock, timeout, poll_interval, blocking)
     me = get_ident()
     lock._next_break = 0.0
     async for _ in _retry.tries_async(deadline, poll=poll):
