@@ -328,7 +328,8 @@ async def acquire_async(
     from .acquired import Acquired
     from .cleanup import holder
 
-    if held_by_this_task(lock):  # issue 34: its holder task takes it again
+    # issue 34: its holder task takes it again (reentrant=False: refused, or taken anew)
+    if held_by_this_task(lock) and (lock.reentrant or take_again(lock)):
         lock._count += 1
         return Acquired(lock)
     timeout, poll, deadline = async_patience(lock, timeout, poll_interval, blocking)
@@ -344,6 +345,14 @@ async def acquire_async(
                     note_task(lock)
                     return Acquired(lock)
     raise lock._timed_out(timeout)
+
+
+def take_again(lock: Lock) -> bool:
+    """The holder's ``acquire()`` of a ``reentrant=False`` lock: ``locks.state.take_again``
+    (loaded then)."""
+    from . import state
+
+    return state.take_again(lock)
 
 
 async def _take_async(lock: Lock, me: int) -> bool:
