@@ -11,8 +11,11 @@
   release checks against (``ExpiredLockError``); ``lk.refresh(stale)`` sets it and
   refreshes.  ``lk.expiration`` is when this object's hold turns stale,
   ``lk.details`` (host, pid, path) who holds the lock at the path now, read from it,
-  ``lk.hostname`` this host as lock records name it (flufl.lock's names).
-  :class:`Settable` holds them.
+  ``lk.hostname`` this host as lock records name it (flufl.lock's names); ``lk.state``
+  flufl.lock's ``LockState`` (``locks.state``), ``repr(lk)`` flufl.lock's with the
+  method; ``is_locked`` of a hold older than ``stale`` looks at the lock on disk.
+  :class:`Settable` holds them.  ``Lock(reentrant=False)`` (flufl.lock's one hold) is
+  ``locks.state.take_again``.
 * ``Lock(path, thread_local=False)`` (filelock's): the object's holds are one count
   for every thread: a thread's ``acquire()`` while another thread holds it counts one
   more hold, and any thread may release (the hold moves to the releasing thread, so
