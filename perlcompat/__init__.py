@@ -86,6 +86,8 @@ _EXPORTS = {
     "NotLockedError": "locks.errors",
     "HasNotLockError": "locks.errors",
     "ExpiredLockError": "locks.errors",
+    "BrokenLockError": "locks.errors",
+    "LockState": "locks.state",
     "SharedStorageWarning": "perl.fsinfo",
     # semaphores and atomic replace
     "Semaphore": "locks.semaphore",
@@ -199,6 +201,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from .locks.api import Lock as Lock
     from .locks.errors import (
+        BrokenLockError as BrokenLockError,
         DuplicateLockError as DuplicateLockError,
         ExpiredLockError as ExpiredLockError,
         HasNotLockError as HasNotLockError,
@@ -222,6 +225,7 @@ if TYPE_CHECKING:
         sem_acquire as sem_acquire,
         sem_release as sem_release,
     )
+    from .locks.state import LockState as LockState
     from .perl.alarm import (
         SIG as SIG,
         alarm as alarm,

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from test_lock_ownership import run_in_a_thread_with_the_ident_of
 
 from perlcompat import NotLockedError
 from perlcompat.locks.api import Lock
@@ -107,7 +108,8 @@ def test_fork_with_a_shared_lock_another_thread_holds_too(tmp_path: Path) -> Non
 
 def test_a_thread_reusing_an_ended_holders_ident_releases(tmp_path: Path) -> None:
     """Issue 34 (hostile 3): the holder check compared thread idents only; a thread given
-    the ended holder's ident got NotLockedError and the lock stayed held."""
+    the ended holder's ident got NotLockedError and the lock stayed held.  The third
+    thread is made to have the first one's ident (``run_in_a_thread_with_the_ident_of``)."""
     lk = Lock(str(tmp_path / "lk"), thread_local=False, timeout=5)
     idents: dict[str, int] = {}
     errors: list[str] = []
@@ -123,32 +125,31 @@ def test_a_thread_reusing_an_ended_holders_ident_releases(tmp_path: Path) -> Non
         except Exception as exc:
             errors.append(f"{name}: {exc!r}")
 
-    reused = 0
-    for _ in range(10):
-        idents.clear()
-        t1_in, t1_go, t2_in, t2_go = (threading.Event() for _ in range(4))
+    natives: list[int] = []
+    t1_in, t1_go, t2_in, t2_go = (threading.Event() for _ in range(4))
 
-        t1 = threading.Thread(target=body, args=("T1", t1_in, t1_go))
-        t1.start()
-        assert t1_in.wait(30)
-        t2 = threading.Thread(target=body, args=("T2", t2_in, t2_go))
-        t2.start()
-        assert t2_in.wait(30)
-        t1_go.set()
-        t1.join(30)
-        t3 = threading.Thread(target=body, args=("T3", None, None))  # (often given T1's ident)
-        t3.start()
-        t3.join(30)
-        t2_go.set()
-        t2.join(30)
-        assert errors == []
-        assert not lk.is_locked and lk.lock_counter == 0
-        other = Lock(lk.path, timeout=0)
-        other.acquire()
-        other.release()
-        reused += idents["T3"] == idents["T1"]
-    if not reused:
-        pytest.skip("no thread was given an ended thread's ident")
+    def first() -> None:
+        natives.append(threading.get_native_id())
+        body("T1", t1_in, t1_go)
+
+    t1 = threading.Thread(target=first)
+    t1.start()
+    assert t1_in.wait(30)
+    t2 = threading.Thread(target=body, args=("T2", t2_in, t2_go))
+    t2.start()
+    assert t2_in.wait(30)
+    t1_go.set()
+    t1.join(30)
+    assert lk.lock_counter == 1  # T2's hold, taken while T1 held it
+    run_in_a_thread_with_the_ident_of(idents["T1"], natives[0], lambda: body("T3", None, None))
+    assert idents["T3"] == idents["T1"]
+    t2_go.set()
+    t2.join(30)
+    assert errors == []
+    assert not lk.is_locked and lk.lock_counter == 0
+    other = Lock(lk.path, timeout=0)
+    other.acquire()
+    other.release()
 
 
 def test_force_release_by_one_thread_makes_the_others_exits_no_ops(tmp_path: Path) -> None:

@@ -7,6 +7,8 @@ Modules:
   re-entered from a signal handler (never waits for itself); the ``auto_refresh`` thread;
 * ``compat``: ``Lock`` in the Python lock libraries' shapes: ``is_singleton=True``,
   ``thread_local=False`` (filelock), ``stale`` settable, ``expiration``, ``details`` (flufl.lock);
+* ``state``: ``LockState`` (``Lock.state``, flufl.lock's) and whether a hold is still the
+  lock on disk (``reentrant=False``, ``is_locked`` of a hold past ``stale``); loaded on use;
 * ``acquired``: what ``Lock.acquire()`` returns (a context manager that releases once);
 * ``functions``: ``lock()`` and ``unlock()``, the mkdir lock sub's shape over ``Lock``;
 * ``options``: the arguments of ``Lock``, ``lock()``/``unlock()`` and ``Semaphore``, checked once;

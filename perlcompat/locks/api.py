@@ -89,6 +89,7 @@ from .contract import (
     find_locks,
 )
 from .errors import (
+    BrokenLockError,
     DuplicateLockError,
     ExpiredLockError,
     HasNotLockError,
@@ -169,7 +170,8 @@ class Lock(Settable, metaclass=_OnePerPath):
     (rename), ``url`` (redis); the Perl side's lock format (``locks.record``):
     ``record`` (excl, link; mkdir's ``pidfile``), ``target`` (symlink), ``pidfile``
     (mkdir).  ``is_singleton=True``: one object per path; ``thread_local=False``: one
-    count shared by every thread, which any thread releases (``locks.compat``).
+    count shared by every thread, which any thread releases (``locks.compat``);
+    ``reentrant=False``: its holder's ``acquire()`` raises ``DuplicateLockError`` (flufl.lock's).
     """
 
     def __init__(
@@ -194,6 +196,7 @@ class Lock(Settable, metaclass=_OnePerPath):
         data: bool | None = None,
         is_singleton: bool = False,
         thread_local: bool = True,
+        reentrant: bool = True,
     ) -> None:
         self._timeout, retry, wait, stale = patience(timeout, retry, wait, stale)
         self.poll = poll_seconds(poll)
@@ -214,6 +217,9 @@ class Lock(Settable, metaclass=_OnePerPath):
         self.wait = float(wait)
         self.is_singleton = is_singleton  # (``locks.compat``: one object per path)
         self.thread_local = thread_local  # False: one count shared by every thread (compat)
+        if not thread_local:
+            _compat.refuse_non_reentrant(reentrant)
+        self.reentrant = reentrant  # False: the holder's acquire() raises (flufl.lock's)
         self._stale = float(stale)
         self.shared = shared
         self.path = path
@@ -263,13 +269,7 @@ class Lock(Settable, metaclass=_OnePerPath):
         self._gate: _threadsafe.Gate | None = None
         self._stop: Any = None  # the auto_refresh thread's stop event while it runs
 
-    # -- state ---------------------------------------------------------
-    @property
-    def is_locked(self) -> bool:
-        """True while this object holds the lock (False from the start of its release)."""
-        gate = self._gate
-        return self._owner_thread is not None and (gate is None or gate.step != _threadsafe.RELEASE)
-
+    # -- state (``is_locked``, ``state``, ``repr()``: ``locks.compat.Settable``) ----------
     @property
     def lock_counter(self) -> int:
         """How many times the holding thread has taken this lock (filelock's name); 0 if free."""
@@ -293,10 +293,6 @@ class Lock(Settable, metaclass=_OnePerPath):
     def backend(self) -> Backend:
         """The method's primitive operations (for tools such as ``perlcompat locks``)."""
         return self._backend
-
-    def __repr__(self) -> str:
-        state = "locked" if self.is_locked else "unlocked"
-        return f"<Lock {self.path!r} method={self.method} {state}>"
 
     # -- acquire / release ---------------------------------------------
     def patience(self) -> float | None:
@@ -331,7 +327,8 @@ class Lock(Settable, metaclass=_OnePerPath):
             _threadsafe.refuse_reentry(self)  # issue 34: a signal handler mid-take/release
             if not self.thread_local:  # one count shared by every thread (filelock's)
                 return _compat.acquire_shared(self, timeout, poll, blocking)
-        if self._owner_thread == me and _cleanup.holder(self.method, self.path) is self:
+        held = self._owner_thread == me and _cleanup.holder(self.method, self.path) is self
+        if held and (self.reentrant or _threadsafe.take_again(self)):
             self._release_failed = None  # its holder takes it again: held, not pending
             self._count += 1
             _debug("lock %r taken again by its holder (count %d)", self.path, self._count)
@@ -501,7 +498,7 @@ class Lock(Settable, metaclass=_OnePerPath):
         from . import log as _log
 
         _log.warning("%s", message)
-        raise ExpiredLockError(message)
+        raise (ExpiredLockError if still_ours else BrokenLockError)(message)
 
     def _finish_release(self) -> bool:
         """Retry a release that failed; True once this object no longer holds the lock.
@@ -567,7 +564,7 @@ class Lock(Settable, metaclass=_OnePerPath):
             if deferred:
                 self.release(force=deferred == 2)
         if fresh is False:
-            raise ExpiredLockError(
+            raise BrokenLockError(
                 f"lock {self.path!r} was broken or replaced while held; not refreshed"
             )
 

@@ -11,8 +11,11 @@
   release checks against (``ExpiredLockError``); ``lk.refresh(stale)`` sets it and
   refreshes.  ``lk.expiration`` is when this object's hold turns stale,
   ``lk.details`` (host, pid, path) who holds the lock at the path now, read from it,
-  ``lk.hostname`` this host as lock records name it (flufl.lock's names).
-  :class:`Settable` holds them.
+  ``lk.hostname`` this host as lock records name it (flufl.lock's names); ``lk.state``
+  flufl.lock's ``LockState`` (``locks.state``), ``repr(lk)`` flufl.lock's with the
+  method; ``is_locked`` of a hold older than ``stale`` looks at the lock on disk.
+  :class:`Settable` holds them.  ``Lock(reentrant=False)`` (flufl.lock's one hold) is
+  ``locks.state.take_again``.
 * ``Lock(path, thread_local=False)`` (filelock's): the object's holds are one count
   for every thread: a thread's ``acquire()`` while another thread holds it counts one
   more hold, and any thread may release (the hold moves to the releasing thread, so
@@ -31,10 +34,12 @@ import os
 import sys
 import weakref
 from _thread import allocate_lock, get_ident
+from time import monotonic
 
 from ..perl.clock import check_seconds
 from .contract import DEFAULT_METHOD
 from .options import _Unset, check_stale, check_timeout, locate
+from .threadsafe import RELEASE
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -45,6 +50,8 @@ if TYPE_CHECKING:
     from .acquired import Acquired
     from .api import Lock
     from .contract import Backend
+    from .state import LockState
+    from .threadsafe import Gate
 
     F = TypeVar("F", bound=Callable[..., Any])
 
@@ -162,15 +169,52 @@ def decorate(lock: Lock, func: F) -> F:
 
 
 class Settable:
-    """``Lock``'s ``stale`` (settable), ``expiration``, ``details``, ``hostname``."""
+    """``Lock``'s ``is_locked``, ``stale`` (settable), ``expiration``, ``details``,
+    ``hostname``, ``state`` and ``repr()`` (flufl.lock's shape)."""
 
     _stale: float
     _since: float
     _owner_thread: int | None
     _backend: Backend
+    _gate: Gate | None
     auto_refresh: float | None
     path: str
+    method: str
     _expires: tuple[tuple[float, float], datetime] | None = None
+
+    @property
+    def is_locked(self) -> bool:
+        """True while this object holds the lock (False from the start of its release).
+
+        A hold older than ``stale`` (others may break it now) is looked at on disk
+        each time: False once it was broken or replaced (its ``release()`` then raises
+        ``BrokenLockError``).  A younger one is not: no file system call.
+        """
+        gate = self._gate
+        if self._owner_thread is None or (gate is not None and gate.step == RELEASE):
+            return False
+        if monotonic() - self._since <= self._stale:
+            return True
+        from .state import still_ours
+
+        return still_ours(self)  # type: ignore[arg-type]
+
+    def __repr__(self) -> str:
+        """``<Lock PATH method=M [locked: STALE] pid=N at 0xID>`` (flufl.lock's, and the method)."""
+        from datetime import timedelta
+
+        state = "locked" if self.is_locked else "unlocked"
+        return (
+            f"<Lock {self.path!r} method={self.method} [{state}: {timedelta(seconds=self._stale)}]"
+            f" pid={os.getpid()} at {id(self):#x}>"
+        )
+
+    @property
+    def state(self) -> LockState:
+        """What the lock at the path looks like now (flufl.lock's ``LockState``; one look)."""
+        from .state import state_of
+
+        return state_of(self)  # type: ignore[arg-type]
 
     @property
     def stale(self) -> float:
@@ -224,11 +268,20 @@ class Settable:
         return hostname()
 
 
+def refuse_non_reentrant(reentrant: bool) -> None:
+    """``Lock(thread_local=False)``: ``reentrant=False`` is a ValueError (no meaning there)."""
+    if not reentrant:
+        raise ValueError(
+            "reentrant=False needs thread_local=True: a lock whose holds every thread"
+            " shares is taken again by design"
+        )
+
+
 def extend(lock: Lock, seconds: float | None) -> None:
     """``Lock.extend``: renew a lease-based lock (redis) to *seconds* (default ``stale``)."""
     import time
 
-    from .errors import ExpiredLockError, NotLockedError
+    from .errors import BrokenLockError, NotLockedError
 
     if lock._owner_thread is None:
         raise NotLockedError(f"lock {lock.path!r} is not held by this Lock")
@@ -237,7 +290,7 @@ def extend(lock: Lock, seconds: float | None) -> None:
     if not lock._backend.supports_extend:
         raise TypeError(f"lock method {lock.method!r} has no lease to extend")
     if not lock._backend.extend(seconds):
-        raise ExpiredLockError(f"lock {lock.path!r} was lost before it could be extended")
+        raise BrokenLockError(f"lock {lock.path!r} was lost before it could be extended")
     length = lock.stale if seconds is None else float(seconds)
     lock._since = time.monotonic() + length - lock.stale
 
@@ -407,15 +460,9 @@ async def acquire_shared_async(
     from . import retry as _retry
     from .acquired import Acquired
     from .cleanup import _token
-    from .threadsafe import Step, _take_async, gate_of
+    from .threadsafe import Step, _take_async, async_patience, gate_of
 
-    if not blocking:
-        timeout = 0
-    timeout = lock.timeout if isinstance(timeout, _Unset) else check_timeout(timeout)
-    poll = lock.poll
-    if poll_interval is not None:
-        poll = check_seconds("poll_interval", poll_interval, zero=False)
-    deadline = _retry.deadline_after(timeout)
+    timeout, poll, deadline = async_patience(lock, timeout, poll_interval, blocking)
     me = get_ident()
     lock._next_break = 0.0
     async for _ in _retry.tries_async(deadline, poll=poll):

@@ -151,6 +151,11 @@ class Backend(ABC):
         """
         raise TypeError(f"lock method {self.method!r} cannot be refreshed")
 
+    def holds(self) -> bool | None:
+        """Whether our hold is still the lock at its path (one look); None if the method
+        cannot tell (default), False if it was broken or replaced."""
+        return None
+
     def why_busy(self) -> str:
         """Why the lock could not be had, for the time-out message; "" if nothing to add."""
         return ""

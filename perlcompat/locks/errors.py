@@ -69,6 +69,13 @@ class ExpiredLockError(LockError):
     default_errno = errno.ETIMEDOUT
 
 
+class BrokenLockError(ExpiredLockError, NotLockedError):
+    """Our lock was broken or replaced while held: it expired and is not held any more
+    (an ``ExpiredLockError`` and a ``NotLockedError``, flufl.lock's; errno ETIMEDOUT)."""
+
+    default_errno = errno.ETIMEDOUT
+
+
 _calls = _local()  # ``depth``: the Perl-shaped calls under way in this thread
 
 
@@ -130,6 +137,13 @@ def perl_failure(exc: OSError) -> int:
 
 # Named where users import them: tracebacks say ``perlcompat.LockTimeout``, and a
 # pickled error names ``perlcompat`` (which loads it lazily), not this module's path.
-for _cls in (LockError, LockTimeout, DuplicateLockError, NotLockedError, ExpiredLockError):
+for _cls in (
+    LockError,
+    LockTimeout,
+    DuplicateLockError,
+    NotLockedError,
+    ExpiredLockError,
+    BrokenLockError,
+):
     _cls.__module__ = "perlcompat"
 del _cls

@@ -213,6 +213,14 @@ class StaleBackend(Backend):
             if self._mine is None:
                 self._after_release()
 
+    def holds(self) -> bool:
+        """True if the path still holds exactly our lock (one look, as a release makes it)."""
+        mine = self._mine
+        if mine is None:
+            return False
+        st = lstat(self._held_path())
+        return st is not None and self._still_mine(st, mine)
+
     # -- refresh: our lock made young again (``Lock.refresh``), under the release guard --
     def refresh(self) -> bool:
         """Set our lock's times to now (re-signing its record: :meth:`_touch`); False if not ours.

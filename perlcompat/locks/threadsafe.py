@@ -302,24 +302,37 @@ def keep_fresh(ref: Callable[[], Lock | None], stop: Any, every: float, path: st
             return
 
 
+def async_patience(
+    lock: Lock, timeout: float | _Unset | None, poll_interval: float | None, blocking: bool
+) -> tuple[float | None, float | None, float | None]:
+    """(timeout, poll, deadline) of an ``acquire_async`` call's arguments, checked.
+
+    *timeout* unset: the lock's own; ``blocking=False``: one try (0); *poll_interval*
+    None: the lock's ``poll``.  The deadline is ``locks.retry.deadline_after(timeout)``.
+    """
+    from ..perl.clock import check_seconds
+
+    if not blocking:
+        timeout = 0
+    seconds = lock.timeout if isinstance(timeout, _Unset) else check_timeout(timeout)
+    poll = lock.poll
+    if poll_interval is not None:
+        poll = check_seconds("poll_interval", poll_interval, zero=False)
+    return seconds, poll, _retry.deadline_after(seconds)
+
+
 async def acquire_async(
     lock: Lock, timeout: float | _Unset | None, poll_interval: float | None, blocking: bool
 ) -> Acquired:
     """``Lock.acquire_async``: tries between ``asyncio.sleep``s; the holding task may re-enter."""
-    from ..perl.clock import check_seconds
     from .acquired import Acquired
     from .cleanup import holder
 
-    if held_by_this_task(lock):  # issue 34: its holder task takes it again
+    # issue 34: its holder task takes it again (reentrant=False: refused, or taken anew)
+    if held_by_this_task(lock) and (lock.reentrant or take_again(lock)):
         lock._count += 1
         return Acquired(lock)
-    if not blocking:
-        timeout = 0
-    timeout = lock.timeout if isinstance(timeout, _Unset) else check_timeout(timeout)
-    poll = lock.poll
-    if poll_interval is not None:
-        poll = check_seconds("poll_interval", poll_interval, zero=False)
-    deadline = _retry.deadline_after(timeout)
+    timeout, poll, deadline = async_patience(lock, timeout, poll_interval, blocking)
     lock._next_break = 0.0
     me = get_ident()
     async for _ in _retry.tries_async(deadline, poll=poll):
@@ -332,6 +345,14 @@ async def acquire_async(
                     note_task(lock)
                     return Acquired(lock)
     raise lock._timed_out(timeout)
+
+
+def take_again(lock: Lock) -> bool:
+    """The holder's ``acquire()`` of a ``reentrant=False`` lock: ``locks.state.take_again``
+    (loaded then)."""
+    from . import state
+
+    return state.take_again(lock)
 
 
 async def _take_async(lock: Lock, me: int) -> bool:
