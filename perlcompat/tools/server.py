@@ -213,7 +213,8 @@ class Server:
             else:
                 if not request.discard:
                     request.timed_out = True
-                    self.log(f"{request.script}: killed after --timeout {self.options.timeout:g} s")
+                    what = "killed" if _alive(request) else "its output cut (it had ended)"
+                    self.log(f"{request.script}: {what} after --timeout {self.options.timeout:g} s")
                 self._stop(request)
 
     def _stop(self, request: Request) -> None:
