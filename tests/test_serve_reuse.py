@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -496,5 +497,33 @@ def test_a_reused_child_orphaned_by_a_dead_forker_runs_nothing_more(tmp_path: Pa
         crash.close()
         assert crashed.app_status == 3
         assert split(crashed.stdout)[1] != warm  # not the orphan: a child of the new forker
+    finally:
+        assert serve.stop() == 0, serve.log
+
+
+@pytest.mark.parametrize("reuse", ["1", "10"])
+def test_a_dead_forkers_running_script_is_still_stopped_at_timeout(
+    tmp_path: Path, reuse: str
+) -> None:
+    """The forker killed while a script runs: the parent adopts the script and stops it at
+    --timeout (before: nobody could, it ran on for ever, its end never reported)."""
+    www = tmp_path / "www"
+    www.mkdir()
+    slow = "sys.stdout.flush()\nimport time\ntime.sleep(60)\n"
+    (www / "slow.py").write_text(REPORT.lstrip() + slow)
+    serve = ServeProcess(www, tmp_path / "s.sock", "--timeout", "2", "--reuse", reuse).start()
+    try:
+        client = Raw(serve.sock)
+        client.send(*request_records(1, {"SCRIPT_FILENAME": str(www / "slow.py")}))
+        script = int(split(client.read_until(1, b"pid").stdout)[1].split()[1])
+        children = Path(f"/proc/{serve.pid}/task/{serve.pid}/children").read_text().split()
+        os.kill(int(children[0]), signal.SIGKILL)  # the forker
+        reply = client.read(1)[1]  # at --timeout
+        client.close()
+        assert reply.app_status == 128 + signal.SIGTERM
+        deadline = time.monotonic() + 30
+        while os.path.exists(f"/proc/{script}") and time.monotonic() < deadline:
+            time.sleep(0.05)  # (reaped by the server: gone)
+        assert not os.path.exists(f"/proc/{script}")
     finally:
         assert serve.stop() == 0, serve.log

@@ -699,6 +699,9 @@ def test_a_script_that_has_exited_is_never_signalled(tmp_path: Path) -> None:
         sleeper = int(split(reply.stdout)[1])
         assert alive(sleeper)  # no SIGTERM to a group whose leader was reaped
         os.kill(sleeper, signal.SIGKILL)
+        # and the log says what was done: no "killed" for a script that had ended
+        assert serve.wait_for("detach.py: its output cut (it had ended) after --timeout 1 s")
+        assert "killed" not in serve.log
     finally:
         assert serve.stop() == 0, serve.log
     assert reply.app_status == 0

@@ -57,6 +57,7 @@ class Request:
     kill_at: float = 0.0
     timed_out: bool = False
     orphan: bool = False  # its forker died: nobody will report how it ended
+    adopted: bool = False  # its forker died and the parent adopted it: the parent reaps it
     finished: bool = False  # END_REQUEST sent
     header: bytearray = field(default_factory=bytearray)
     headers_sent: bool = False

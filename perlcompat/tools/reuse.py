@@ -41,6 +41,8 @@ import sys
 import sysconfig
 import types
 
+from .forker import adopt_orphans
+
 assert sys.platform != "win32"  # fork only
 
 TYPE_CHECKING = False
@@ -61,7 +63,7 @@ class Baseline:
     """What the process was before its first request."""
 
     def __init__(self) -> None:
-        _subreaper()
+        adopt_orphans()  # a background job the script leaves is then a child clean() sees
         self.fds = sorted(os.listdir("/proc/self/fd"))
         self.atexits = atexit._ncallbacks()
         self.signals = [_signal.getsignal(n) for n in _SIGNALS]
@@ -131,18 +133,6 @@ def _slot_names(cls: type) -> tuple[str, ...]:
 def _slot_values(value: object, names: tuple[str, ...]) -> list[object]:
     """What *value*'s slots *names* hold (:data:`_UNSET` where one is not set)."""
     return [getattr(value, name, _UNSET) for name in names]
-
-
-def _subreaper() -> None:
-    """Become the parent of whatever the script's processes leave (Linux's
-    PR_SET_CHILD_SUBREAPER): a background job of ``system("cmd &")`` is then a child
-    :func:`clean` sees, not init's."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
-    except (ImportError, OSError, AttributeError):
-        pass
 
 
 def _process() -> tuple[object, ...]:

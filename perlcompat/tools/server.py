@@ -46,7 +46,7 @@ from .scripts import Scripts
 
 assert sys.platform != "win32"  # fork only: the serve command says so on Windows
 
-from .forker import Forker, Spare, kill_group, read_ctl  # noqa: E402  (POSIX only, as this module)
+from .forker import Forker, Spare, adopt_orphans, kill_group, read_ctl  # noqa: E402  (POSIX only, as this module)
 from .listen import ACCEPT_PAUSE, Doorman  # noqa: E402
 from .runner import request_message  # noqa: E402
 
@@ -105,6 +105,7 @@ class Server:
         self.buffered = 0  # params and body bytes held in memory
         self.spare_at = 0.0  # no spare asked for before (a spare came without descriptors)
         self.reap_due = True  # a SIGCHLD came (the forker may have ended): wait4 then only
+        self.adopts = False  # whether a dead forker's children become ours (serve())
         self.turns: dict[str, float] = {}  # peer -> when it last had a request started
         self.spares: deque[Spare] = deque()
         self.forker: Forker | None = forker  # forked by serve.py before this module loaded
@@ -123,6 +124,7 @@ class Server:
         self.selector.register(self.wake_r, selectors.EVENT_READ, self._on_wake)
         self.doorman.watch(self._on_accept)
         gc.freeze()  # what is loaded now is left out of collections (fewer objects to scan)
+        self.adopts = adopt_orphans()  # a dead forker's children become ours: still stoppable
         self._start_forker(self.forker)
         while not (self.stopping and not self.running and not self.conns):
             self._ask_spares()
@@ -213,7 +215,8 @@ class Server:
             else:
                 if not request.discard:
                     request.timed_out = True
-                    self.log(f"{request.script}: killed after --timeout {self.options.timeout:g} s")
+                    what = "killed" if _alive(request) else "its output cut (it had ended)"
+                    self.log(f"{request.script}: {what} after --timeout {self.options.timeout:g} s")
                 self._stop(request)
 
     def _stop(self, request: Request) -> None:
@@ -601,29 +604,31 @@ class Server:
         return True
 
     def _reap(self) -> None:
-        """After a SIGCHLD, collect our own children: the forker (the spares are the forker's)."""
+        """After a SIGCHLD, collect our own children: the forker (the spares are the forker's),
+        and once it died, its children we adopted (``adopt_orphans``)."""
         if not self.reap_due:
             return
         self.reap_due = False  # (a SIGCHLD from now on: another pass)
-        while True:
-            try:
-                pid, _status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid == 0:
-                return
-            forker = self.forker
-            if forker is not None and pid == forker.pid:  # killed by someone: start another
-                self.log("the forker process ended; starting another")
-                self.selector.unregister(forker.sock)
-                forker.sock.close()
-                self.forker = None
-                self._drop_spares()  # their exits would not be reported
-                for request in list(self.running.values()):
-                    request.orphan = True
-                    self._maybe_done(request)
-                if not self.stopping:
-                    self._start_forker()
+        ended: list[tuple[int, int]] = []
+        with contextlib.suppress(ChildProcessError):
+            while (found := os.waitpid(-1, os.WNOHANG))[0]:
+                ended.append(found)
+        forker = self.forker
+        if forker is not None and forker.pid in (pid for pid, _ in ended):  # killed: another
+            self.log("the forker process ended; starting another")
+            self.selector.unregister(forker.sock)
+            forker.sock.close()
+            self.forker = None
+            self._drop_spares()  # their exits would not be reported
+            for request in list(self.running.values()):
+                request.orphan, request.adopted = True, self.adopts
+                self._maybe_done(request)
+            if not self.stopping:
+                self._start_forker()
+        for pid, status in ended:
+            adopted = self.running.get(pid)
+            if adopted is not None and adopted.adopted:  # (the forker's death came first)
+                self._exited(pid, status)
 
     def _exited(self, pid: int, status: int) -> None:
         """The forker reaped *pid*: a request's child, or a spare that died idle."""
@@ -647,7 +652,7 @@ class Server:
             return
         if request.app_status is not None:
             app_status = request.app_status
-        elif request.orphan and request.ctl_fd < 0:  # it ended without a word; none will come
+        elif request.orphan and not request.adopted and request.ctl_fd < 0:  # none will come
             app_status = 255
         elif request.exit_status is not None:
             status = os.waitstatus_to_exitcode(request.exit_status)
@@ -682,6 +687,6 @@ def _alive(request: Request) -> bool:
 
     A reaped pid may be another process's already; it is never signalled.
     """
-    if request.orphan or not request.pid:
-        return False  # a dead forker's child: init reaps it, unseen
+    if (request.orphan and not request.adopted) or not request.pid:
+        return False  # a dead forker's child that init reaps, unseen
     return request.exit_status is None and request.app_status is None
