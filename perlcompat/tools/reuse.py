@@ -41,9 +41,9 @@ import sys
 import sysconfig
 import types
 
-from .forker import adopt_orphans
-
 assert sys.platform != "win32"  # fork only
+
+from .forker import adopt_orphans  # noqa: E402  (POSIX only, as this module)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
