@@ -25,16 +25,14 @@ portalocker's ``Lock`` shape (``with LockedFile(f, "w") as fh: fh.write(...)``):
 from __future__ import annotations
 
 import os
-import stat as stat_module
 from _thread import get_ident
 
-from ..perl.consts import LOCK_EX, LOCK_NB, LOCK_SH, LOCK_UN
+from ..perl.consts import LOCK_UN
 from ..perl.flock import lock_fd
-from ..perl.fsinfo import check_flock
 from ..perl.osflags import O_BINARY, O_CLOEXEC, O_NOFOLLOW, O_NONBLOCK
 from .api import Lock
 from .errors import LockError
-from .files import kind_error, open_error
+from .files import open_error
 from .methods.flock import FlockBackend
 from .options import UNSET, _Unset
 
@@ -90,39 +88,21 @@ class _DataFlock(FlockBackend):
         #: the open handle while the lock is held, else None
         self.handle: IO[Any] | None = None
 
-    def try_acquire(self) -> bool:
-        """Open the file, one LOCK_NB attempt; once held, empty it for "w" and wrap it."""
+    _stacklevel = 5  # (LockedFile.acquire calls Lock.acquire)
+
+    def _open(self) -> tuple[int, bool]:
+        """Open the data file in the caller's mode ("w" without truncating)."""
         try:
-            fd = os.open(self.path, _FLAGS[self.mode] | _OPEN, 0o666)
+            return os.open(self.path, _FLAGS[self.mode] | _OPEN, 0o666), False
         except OSError as exc:
             raise open_error(self.path, exc, "regular file") from None
-        try:
-            st = os.fstat(fd)
-            if not stat_module.S_ISREG(st.st_mode):
-                raise kind_error(self.path, st, "regular file")
-            lock_fd(fd, (LOCK_SH if self.shared else LOCK_EX) | LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            return False
-        except BaseException:
-            os.close(fd)
-            raise
-        try:
-            if os.fstat(fd).st_nlink == 0:  # removed while we locked it: locks nobody out
-                lock_fd(fd, LOCK_UN)
-                os.close(fd)
-                return False
-            check_flock(fd, stacklevel=5)  # shared storage: other hosts are not excluded
-            if self.mode[0] == "w":
-                os.ftruncate(fd, 0)  # only now: the lock is ours
-            mode = self.mode + ("b" if self.binary else "")
-            self.handle = open(fd, mode, closefd=False, **self.io)  # noqa: SIM115
-        except BaseException:
-            lock_fd(fd, LOCK_UN)
-            os.close(fd)
-            raise
-        self._fd = fd
-        return True
+
+    def _taken(self, fd: int) -> None:
+        """Once held: empty the file for "w", and wrap it."""
+        if self.mode[0] == "w":
+            os.ftruncate(fd, 0)  # only now: the lock is ours
+        mode = self.mode + ("b" if self.binary else "")
+        self.handle = open(fd, mode, closefd=False, **self.io)  # noqa: SIM115
 
     def release(self) -> bool:
         """Flush the handle (an error keeps the lock held), unlock, close; True."""

@@ -145,14 +145,7 @@ def prepare_forker() -> None:
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError, AttributeError):
             stream.flush()
-    for name, fd, mode, errors in (
-        ("stdin", 0, "r", "surrogateescape"),
-        ("stdout", 1, "w", "surrogateescape"),
-        ("stderr", 2, "w", "backslashreplace"),
-    ):
-        stream = _text_stream(fd, mode, errors)
-        setattr(sys, name, stream)
-        setattr(sys, f"__{name}__", stream)  # the originals too: a CGI process has only these
+    _fresh_streams()
     global _ENVIRON
     if sys.platform == "linux" and isinstance(getattr(os.environ, "_data", None), dict):
         _ENVIRON = _c_environ()
@@ -576,7 +569,8 @@ def _close_streams() -> bool:
 
 
 def _fresh_streams() -> None:
-    """New ``sys.stdin``/``stdout``/``stderr`` (a request may have changed or replaced them)."""
+    """New ``sys.stdin``/``stdout``/``stderr`` on fds 0-2, the originals (``sys.__stdout__``)
+    too: a CGI process has only these (a request may have changed or replaced them)."""
     for name, fd, mode, errors in (
         ("stdin", 0, "r", "surrogateescape"),
         ("stdout", 1, "w", "surrogateescape"),

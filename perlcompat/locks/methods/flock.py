@@ -83,6 +83,12 @@ class FlockBackend(Backend):
                 raise open_error(self.path, exc, "regular file") from None
         raise OSError(errno.EAGAIN, f"lock file {self.path!r} keeps appearing and vanishing")
 
+    #: how far up the stack the shared-storage warning points (the caller of acquire()).
+    _stacklevel = 4
+
+    def _taken(self, fd: int) -> None:
+        """What to do once the flock on *fd* is ours (nothing here; raising gives it back)."""
+
     def try_acquire(self) -> bool:
         """One LOCK_NB attempt; True if the flock is now ours."""
         fd, _created = self._open()
@@ -103,8 +109,14 @@ class FlockBackend(Backend):
                 lock_fd(fd, LOCK_UN)
                 os.close(fd)
                 return False
-            check_flock(fd, stacklevel=4)  # shared storage: other hosts are not excluded
+            check_flock(fd, stacklevel=self._stacklevel)  # shared storage: other hosts too
         except BaseException:
+            os.close(fd)
+            raise
+        try:
+            self._taken(fd)
+        except BaseException:
+            lock_fd(fd, LOCK_UN)
             os.close(fd)
             raise
         self._fd = fd
