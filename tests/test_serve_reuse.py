@@ -4,7 +4,8 @@ Each test asks for the pid that answered: a clean request's child answers the ne
 (same pid); a request that left anything behind (a thread, an alarm, a handler, a file
 or lock, a child process, ...) ends its child, and the next request gets a new one.
 Whatever a request set (CGI params, ``%INC``, ``$!``, the environment, a module of its
-own directory, ``sys.stdout``) is not seen by the next.
+own directory, ``sys.stdout``) is not seen by the next.  Also here, with and without
+``--reuse``: a script still running when its forker dies is stopped at ``--timeout``.
 """
 
 from __future__ import annotations
