@@ -810,3 +810,15 @@ def test_importing_cgi_is_cheap() -> None:
     loaded = eval(run.stdout)
     heavy = {"html", "io", "json", "email", "tempfile", "shutil", "multipart", "cgi", "urllib"}
     assert not heavy & {m.split(".")[0] for m in loaded}, loaded
+
+
+def test_header_and_cookie_stay_functions_after_their_modules_load() -> None:
+    """perlcompat.cgi's ``header``/``cookie`` are functions even once the modules that make
+    them are loaded (before: submodules named ``header``/``cookie`` replaced them on the
+    package at the first call, so a second ``cgi.header()`` raised TypeError)."""
+    import perlcompat.cgi as cgi
+    from perlcompat.cgi import Cookie  # noqa: F401  (loads the cookie module)
+
+    first = cgi.header()
+    assert cgi.header() == first
+    assert callable(cgi.cookie) and callable(cgi.header)

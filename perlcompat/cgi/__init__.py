@@ -48,14 +48,15 @@ The query object and the ``:standard`` functions are here; beside them:
   bytes <-> text conversion every part uses.
 - ``body``: the request body on STDIN: ``CONTENT_LENGTH``, :class:`Upload`, and a
   line-for-line port of CGI.pm's ``MultipartBuffer`` (~100 lines).
-- ``header``: ``header()`` and ``redirect``'s header; ``cookie``: CGI::Cookie.
+- ``headers``: ``header()`` and ``redirect``'s header; ``cookies``: CGI::Cookie (named
+  apart from the functions ``header`` and ``cookie``, which a submodule's import would hide).
 - ``request``: ``url()``, ``self_url()``, ``remote_host()`` and CGI.pm's other views of the
   environment (a part of the query object); ``page``: ``start_html()``.
 - ``cgilib``: cgi-lib.pl's ``ReadParse`` and its multipart loop.
 
 ``import perlcompat.cgi`` loads nothing beyond ``os``, ``re``, perlcompat's own
 handles, ``util``, ``body`` and ``request`` (a CGI process per request pays for it);
-``header`` and ``cookie`` load at the first ``header()`` or cookie, ``page`` at the
+``headers`` and ``cookies`` load at the first ``header()`` or cookie, ``page`` at the
 first ``start_html()``, ``cgilib`` at the first ``ReadParse``.  The multipart parser is
 CGI.pm's own, not the ``multipart`` package, which parses differently from CGI.pm and
 imported ~4x slower (``python -X importtime``, after ``re``: ``perlcompat.cgi`` with its handles
@@ -87,7 +88,7 @@ if TYPE_CHECKING:
     from typing import IO, Union
 
     from .cgilib import ReadParse as ReadParse
-    from .cookie import Cookie as Cookie
+    from .cookies import Cookie as Cookie
 
     Value = Union[str, Upload]
 
@@ -384,13 +385,13 @@ class CGI(Request):
 
     def header(self, *args: object, **options: object) -> str:
         """CGI.pm's ``header``; positional arguments are type, status, cookie, target, ..."""
-        from .header import header
+        from .headers import header
 
         return header(self, args, options)
 
     def redirect(self, url: str, status: str = "302 Found", **options: object) -> str:
         """CGI.pm's ``redirect``: a ``Status``/``Location`` header with no Content-Type."""
-        from .header import header
+        from .headers import header
 
         return header(
             self,
@@ -422,7 +423,7 @@ class CGI(Request):
             return found.value[0] if found is not None and found.value else None
         if not name:
             return None
-        from .cookie import Cookie
+        from .cookies import Cookie
 
         return Cookie(name, value, **options)  # type: ignore[arg-type]
 
@@ -448,7 +449,7 @@ class CGI(Request):
 
     def _fetch_cookies(self) -> dict[str, Cookie]:
         if self._cookies is None:
-            from .cookie import parse_cookies
+            from .cookies import parse_cookies
 
             self._cookies = parse_cookies(
                 os.environ.get("HTTP_COOKIE") or os.environ.get("COOKIE") or ""
@@ -541,7 +542,7 @@ if os.name == "nt":  # `use CGI` on Windows binmodes the three handles (CGI.pm's
 
 
 #: loaded on first use: cgi-lib.pl's interface, and CGI::Cookie (``header()`` loads it too)
-_LAZY = {"ReadParse": "cgilib", "Cookie": "cookie"}
+_LAZY = {"ReadParse": "cgilib", "Cookie": "cookies"}
 
 
 def __getattr__(name: str) -> object:

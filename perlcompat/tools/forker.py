@@ -410,14 +410,3 @@ def kill_group(pid: int, signum: int) -> None:
             continue  # no such group yet (setpgid not done): the process itself
         except PermissionError:
             return
-
-
-def adopt_orphans() -> bool:
-    """Make this process the parent of its descendants' orphans (Linux's
-    PR_SET_CHILD_SUBREAPER); False where the system cannot."""
-    try:
-        import ctypes
-
-        return int(ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)) == 0
-    except (ImportError, OSError, AttributeError):
-        return False

@@ -43,8 +43,6 @@ import types
 
 assert sys.platform != "win32"  # fork only
 
-from .forker import adopt_orphans  # noqa: E402  (POSIX only, as this module)
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -133,6 +131,18 @@ def _slot_names(cls: type) -> tuple[str, ...]:
 def _slot_values(value: object, names: tuple[str, ...]) -> list[object]:
     """What *value*'s slots *names* hold (:data:`_UNSET` where one is not set)."""
     return [getattr(value, name, _UNSET) for name in names]
+
+
+def adopt_orphans() -> bool:
+    """Make this process the parent of its descendants' orphans (Linux's
+    PR_SET_CHILD_SUBREAPER); False where the system cannot.  (Also the server's: a dead
+    forker's children become its own.)"""
+    try:
+        import ctypes
+
+        return int(ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)) == 0
+    except (ImportError, OSError, AttributeError):
+        return False
 
 
 def _process() -> tuple[object, ...]:

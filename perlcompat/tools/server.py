@@ -46,8 +46,9 @@ from .scripts import Scripts
 
 assert sys.platform != "win32"  # fork only: the serve command says so on Windows
 
-from .forker import Forker, Spare, adopt_orphans, kill_group, read_ctl  # noqa: E402  (POSIX only, as this module)
+from .forker import Forker, Spare, kill_group, read_ctl  # noqa: E402  (POSIX only, as this module)
 from .listen import ACCEPT_PAUSE, Doorman  # noqa: E402
+from .reuse import adopt_orphans  # noqa: E402
 from .runner import request_message  # noqa: E402
 
 TYPE_CHECKING = False

@@ -13,7 +13,7 @@ import re
 
 from ..perl.die import die
 from ..perl.text import truth
-from .cookie import Cookie
+from .cookies import Cookie
 from .util import CRLF, expires as http_date
 
 TYPE_CHECKING = False
