@@ -34,6 +34,7 @@ from webserver import PACKAGE_ROOT, CgiServer, ServeProcess, copy_examples, find
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="serve needs fork")
 
 TIMEOUT = 3  # --timeout of the main server (s)
+ENV_WITH_PACKAGE = {**os.environ, "PYTHONPATH": PACKAGE_ROOT}
 
 SCRIPTS = {
     # globals and module state are fresh in every request
@@ -53,6 +54,13 @@ import os
 f = open(os.path.join(os.environ["PERLCOMPAT_DATA_DIR"], "unclosed.txt"), "a")
 f.write("written, never closed\\n")
 print("Content-Type: text/plain\\n\\nok")
+""",
+    # the usual re-encoding of stdout (serve's own stdout is /dev/null here: seekable)
+    "reconfigure.py": """
+import sys
+sys.stdout.reconfigure(encoding="cp932")
+print("Content-Type: text/plain\\n")
+print("\\u65e5\\u672c")
 """,
     # exit(3) in the middle: what was printed is the answer
     "exit3.py": """
@@ -444,6 +452,27 @@ def test_a_file_the_script_never_closed_is_written(site: Site) -> None:
     for _ in range(3):
         assert site.http.request("unclosed.py") == (200, b"ok\n")
     assert (site.data / "unclosed.txt").read_text() == "written, never closed\n" * 3
+
+
+def test_a_script_re_encoding_stdout_runs(site: Site) -> None:
+    """(Before: ESPIPE: the streams, made in the forker on serve's own seekable stdout,
+    asked the child's pipe for its position.)"""
+    reply = raw_request(site, "reconfigure.py")
+    assert reply.app_status == 0, reply.stderr
+    assert split(reply.stdout)[1] == "\u65e5\u672c\n".encode("cp932")
+
+
+def test_a_forker_whose_parent_is_gone_ends() -> None:
+    """A forker whose parent ended before it ran (serve stopped at once) ends too (before:
+    it read its parent's pid late, found init's, and polled for ever)."""
+    code = (
+        "import os, socket\n"
+        "from perlcompat.tools import forker\n"
+        "a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)\n"
+        "forker._forker_loop(b, os.getppid() + 1)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], timeout=60, env=ENV_WITH_PACKAGE)
+    assert done.returncode == 0
 
 
 def test_exit_mid_request_answers_what_was_printed(site: Site) -> None:

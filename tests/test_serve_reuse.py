@@ -221,6 +221,36 @@ if os.environ.get("QUERY_STRING") == "set":
     }
 )
 
+# what the second hostile review found
+CALENDAR = "import calendar\nprint('cal', getattr(calendar, 'MINE', 'stdlib'))\n"
+SCRIPTS.update(
+    {
+        "fdowner.py": REPORT
+        + "sys.stdout.flush()\nsys.stdout = open(sys.stdout.fileno(), 'w')\nprint('owned', 1)\n",
+        "logger.py": REPORT
+        + """
+import logging
+log = logging.getLogger("shop")
+handler = logging.StreamHandler(sys.stdout)
+handler.setFormatter(logging.Formatter("log of " + os.environ["QUERY_STRING"] + ": %(message)s"))
+log.addHandler(handler)
+log.setLevel(logging.INFO)
+log.info("order")
+""",
+        "shoplog.py": REPORT + "import logging\nlogging.getLogger('shop').info('order of bob')\n",
+        "patch.py": REPORT + "from perlcompat.cgi import CGI\nCGI.param = lambda *a: 'HIJACKED'\n",
+        "stdcal.py": REPORT
+        + "import calendar\nprint('cal', getattr(calendar, 'MINE', 'stdlib'))\n",
+        "two/calendar.py": "MINE = 'mine'\n",
+        "two/usecal.py": REPORT
+        + "import calendar\nprint('cal', getattr(calendar, 'MINE', 'stdlib'))\n",
+        "gccb.py": REPORT + "import gc\ngc.callbacks.append(lambda *a: None)\n",
+        "decimal_.py": REPORT + "import decimal\ndecimal.getcontext().prec = 3\n",
+        "watch.py": REPORT
+        + "import perlcompat.locks.cleanup as c\nprint('watching', c._atexit_done)\n",
+    }
+)
+
 LEAVERS = [
     "thread.py",
     "daemon.py",
@@ -237,6 +267,11 @@ LEAVERS = [
     "nogc.py",
     "timeout.py",
     "environ.py",
+    "fdowner.py",
+    "logger.py",
+    "patch.py",
+    "gccb.py",
+    "decimal_.py",
 ]
 
 
@@ -346,7 +381,7 @@ def test_the_scripts_own_modules_and_required_files_load_anew(site: Site) -> Non
 def test_a_request_that_leaves_something_ends_its_child(site: Site, script: str) -> None:
     before = site.ask("clean.py")["pid"]
     assert site.ask("clean.py")["pid"] == before
-    leaver = site.ask(script)
+    leaver = site.ask(script, "alice")
     assert leaver["status"] == "0", leaver
     assert leaver["pid"] == before  # it ran in the warm child...
     after = site.ask("clean.py")
@@ -528,3 +563,21 @@ def test_a_dead_forkers_running_script_is_still_stopped_at_timeout(
         assert not os.path.exists(f"/proc/{script}")
     finally:
         assert serve.stop() == 0, serve.log
+
+
+def test_what_the_second_review_found_reaches_no_other_request(site: Site) -> None:
+    site.ask("logger.py", "alice")
+    bob = site.ask("shoplog.py")
+    assert "alice" not in str(bob) and bob["status"] == "0"
+    site.ask("patch.py")
+    assert site.ask("params.py", "name=bob")["name"] == "bob"
+    owned = site.ask("fdowner.py")
+    after = site.ask("clean.py")
+    assert owned["owned"] == "1" and after["status"] == "0" and after["hits"] == "1"
+    assert site.ask("stdcal.py")["cal"] == "stdlib"
+    kept = site.ask("stdcal.py")["pid"]
+    mine = site.ask("two/usecal.py")
+    assert (mine["cal"], mine["pid"]) == ("mine", kept)  # its own, as in a new process
+    for _ in range(3):
+        site.ask("locked.py")
+    assert site.ask("watch.py")["watching"] == "True"  # registered once, before any request

@@ -75,12 +75,13 @@ class Forker:
         parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
         for stream in (sys.stdout, sys.stderr):
             stream.flush()
+        parent = os.getpid()
         pid = os.fork()
         if pid == 0:
             try:
                 close_in_child()
                 parent_end.close()
-                _forker_loop(child_end)
+                _forker_loop(child_end, parent)
             finally:
                 os._exit(0)
         child_end.close()
@@ -202,7 +203,7 @@ def _reset_signals() -> None:
         signal.signal(getattr(signal, name), signal.SIG_IGN)
 
 
-def _forker_loop(sock: socket.socket) -> NoReturn:
+def _forker_loop(sock: socket.socket, parent: int) -> NoReturn:
     """The forker: fork a spare for each ``f``; report exits; end with its parent.
 
     Where the system has pidfds (Linux 5.3 and later) each child is watched through
@@ -211,6 +212,8 @@ def _forker_loop(sock: socket.socket) -> NoReturn:
     (the child shares it), so the loop makes few objects and calls no Python helper
     it can do without (``contextlib.suppress``, ``socket.socketpair``, ``send_fds``).
     """
+    if os.getppid() != parent:  # (gone before this process ran: see the loop below)
+        os._exit(0)
     gc.disable()  # nothing to collect here, and a collection would touch every page
     signal.set_wakeup_fd(-1)
     _reset_signals()
@@ -220,7 +223,6 @@ def _forker_loop(sock: socket.socket) -> NoReturn:
 
         reuse.preload()
     gc.freeze()
-    parent = os.getppid()
     watching: dict[int, int] = {}  # pidfd -> pid
     poller = select.poll()
     poller.register(sock, select.POLLIN)

@@ -62,6 +62,9 @@ class Baseline:
 
     def __init__(self) -> None:
         adopt_orphans()  # a background job the script leaves is then a child clean() sees
+        cleanup = sys.modules.get("perlcompat.locks.cleanup")
+        if cleanup is not None:
+            cleanup._watch_forks()  # once, here: a request would register it again each time
         self.fds = sorted(os.listdir("/proc/self/fd"))
         self.atexits = atexit._ncallbacks()
         self.signals = [_signal.getsignal(n) for n in _SIGNALS]
@@ -72,6 +75,8 @@ class Baseline:
         self.process = _process()
         self.python = _python()
         self.builtins = dict(vars(builtins))
+        self.classes = _classes()
+        self.kept: set[str] = set()  # modules a request imported and the child keeps
         warnings = sys.modules.get("warnings")
         self.filters = list(warnings.filters) if warnings is not None else None
         places = sysconfig.get_paths()
@@ -167,9 +172,17 @@ def _python() -> tuple[object, ...]:
     """The interpreter's settings a script may change (hooks, gc, socket time-out, logging)."""
     threading = sys.modules.get("threading")
     socket = sys.modules.get("socket")
-    logging = sys.modules.get("logging")
     warnings = sys.modules.get("warnings")
+    decimal = sys.modules.get("decimal")
+    csv = sys.modules.get("csv")
     return (
+        _loggers(),
+        tuple(gc.callbacks),
+        tuple(sys.meta_path),
+        tuple(sys.path_hooks),
+        getattr(sys, "get_int_max_str_digits", lambda: None)(),
+        repr(decimal.getcontext()) if decimal is not None else None,
+        csv.field_size_limit() if csv is not None else None,
         sys.excepthook,
         sys.displayhook,
         sys.unraisablehook,
@@ -178,15 +191,37 @@ def _python() -> tuple[object, ...]:
         sys.getprofile(),
         sys.getrecursionlimit(),
         sys.getswitchinterval(),
-        len(sys.meta_path),
-        len(sys.path_hooks),
         gc.isenabled(),
         gc.get_threshold(),
         getattr(threading, "excepthook", None),
         socket.getdefaulttimeout() if socket is not None else None,
-        list(logging.root.handlers) if logging is not None else None,
         getattr(warnings, "showwarning", None),
     )
+
+
+def _loggers() -> object:
+    """How ``logging`` is set up: each logger's handlers, filters, level and switches."""
+    logging = sys.modules.get("logging")
+    if logging is None:
+        return None
+    loggers = [("", logging.root), *logging.Logger.manager.loggerDict.items()]
+    return [
+        (name, tuple(one.handlers), tuple(one.filters), one.level, one.propagate, one.disabled)
+        for name, one in loggers
+        if isinstance(one, logging.Logger)
+        and (one.handlers or one.filters or one.level or not one.propagate or one.disabled)
+    ]
+
+
+def _classes() -> list[tuple[type, dict[str, Any]]]:
+    """perlcompat's classes (the run-time ones) and what each holds."""
+    found = []
+    for name, module in list(sys.modules.items()):
+        if name.startswith("perlcompat") and not name.startswith("perlcompat.tools"):
+            for value in vars(module).values():
+                if isinstance(value, type) and value.__module__ == name:
+                    found.append((value, dict(vars(value))))
+    return found
 
 
 def preload() -> None:
@@ -241,6 +276,7 @@ def drop_modules(base: Baseline) -> bool:
             return False
         if _installed(module, base.installed):
             base.modules.add(name)  # (kept: not looked at again)
+            base.kept.add(name.partition(".")[0])
             continue
         del sys.modules[name]
         parent, _, leaf = name.rpartition(".")
@@ -260,6 +296,22 @@ def _installed(module: object, places: tuple[str, ...]) -> bool:
         return True
     file = getattr(module, "__file__", None)
     return isinstance(file, str) and os.path.realpath(file).startswith(places)
+
+
+def unshadow(base: Baseline, directory: str) -> None:
+    """Before a request: drop a module an earlier request imported (and the child kept)
+    whose name is a module of the script's *directory*: the script gets its own, as in a
+    new process, not the standard library's of the same name."""
+    for top in [
+        t
+        for t in base.kept
+        if os.path.exists(os.path.join(directory, t + ".py"))
+        or os.path.isdir(os.path.join(directory, t))
+    ]:
+        base.kept.discard(top)
+        for name in [n for n in sys.modules if n == top or n.startswith(top + ".")]:
+            del sys.modules[name]
+            base.modules.discard(name)
 
 
 def clean(base: Baseline) -> bool:
@@ -283,6 +335,8 @@ def clean(base: Baseline) -> bool:
         return False
     if os.environ is not base.environ_object or vars(builtins) != base.builtins:
         return False
+    if any(vars(cls) != saved for cls, saved in base.classes):
+        return False  # (a perlcompat class changed: CGI.param replaced, say)
     try:
         return sorted(os.listdir("/proc/self/fd")) == base.fds
     except OSError:

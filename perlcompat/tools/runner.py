@@ -145,7 +145,7 @@ def prepare_forker() -> None:
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError, AttributeError):
             stream.flush()
-    _fresh_streams()
+    _streams_on_pipes()
     global _ENVIRON
     if sys.platform == "linux" and isinstance(getattr(os.environ, "_data", None), dict):
         _ENVIRON = _c_environ()
@@ -479,6 +479,10 @@ def serve_one(ctl_fd: int, out_fd: int, err_fd: int) -> NoReturn:
         base = reuse.Baseline()
     while True:
         path, code, error = _start(ctl_fd)
+        if base is not None:
+            from . import reuse
+
+            reuse.unshadow(base, path[: path.rindex("/")] or "/")
         left -= 1
         if base is None or left <= 0:
             run(path, code, error)
@@ -491,8 +495,9 @@ def _start(ctl_fd: int) -> tuple[str, types.CodeType | None, str]:
     try:
         path, code, error, env, body = receive(ctl_fd)
         stdin = _stdin_fd(body)
-        os.dup2(stdin, 0)  # sys.stdin reads fd 0: now the body
-        os.close(stdin)
+        if stdin != 0:
+            os.dup2(stdin, 0)  # sys.stdin reads fd 0: now the body
+            os.close(stdin)
         _environ(env)
         directory = path[: path.rindex("/")] or "/"  # the parent sends a real, absolute path
         os.chdir(directory)
@@ -516,6 +521,7 @@ def _next(base: Any, status: int) -> None:
         if os.getpid() != _ctl_pid or not reuse.ready(base):
             _finish(status)  # (a copy the script forked: _finish says nothing for it)
         dropped = reuse.drop_modules(base)
+        _own_streams_back()  # (a replacement that owns fd 1 closes it now, on this request)
         teardown(collect=True)
         if not (dropped and reuse.clean(base) and _close_streams()):
             _finish(status)
@@ -548,6 +554,31 @@ def _next(base: Any, status: int) -> None:
     os.close(err_r)
 
 
+def _own_streams_back() -> None:
+    """Flush whatever the script put in ``sys.stdin``/``stdout``/``stderr`` (and their
+    ``__std*__``), and put the streams made for the request back there; the script's
+    objects then go with its ``__main__`` (one that owns a descriptor closes it: the
+    request's pipe, and the descriptor check ends the child)."""
+    names = ("stdin", "stdout", "stderr")
+    for index, name in enumerate(names):
+        for attribute in (name, f"__{name}__"):
+            current = getattr(sys, attribute)
+            if current is not _STREAMS[index - 3]:
+                try:  # noqa: SIM105
+                    current.flush()  # (a wrapper of ours writes into ours: flushed next)
+                except Exception:  # (whatever the script put there)
+                    pass
+    for index, name in enumerate(names):
+        own = _STREAMS[index - 3]
+        if not own.closed:  # (a script's wrapper of its buffer closes it when it goes)
+            try:  # noqa: SIM105
+                own.flush()
+            except Exception:  # (_close_streams flushes again: a failure there counts)
+                pass
+        setattr(sys, name, own)
+        setattr(sys, f"__{name}__", own)
+
+
 def _close_streams() -> bool:
     """Flush the request's stdout and stderr (the script's own ``sys.stdout`` too), then
     close the streams made for it: nothing written to them later reaches the next
@@ -556,16 +587,39 @@ def _close_streams() -> bool:
     streams: list[Any] = [sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__]
     for stream in {id(s): s for s in streams}.values():
         try:
-            stream.flush()
+            if not stream.closed:
+                stream.flush()
         except Exception:  # (whatever the script put there)
             done = False
     for own in _STREAMS:
         try:
-            own.close()  # (the descriptor stays: closefd=False)
+            own.close()  # (the descriptor stays: closefd=False; closing twice is nothing)
         except Exception:
             done = False
     _STREAMS.clear()
     return done
+
+
+def _streams_on_pipes() -> None:
+    """:func:`_fresh_streams`, made while fds 0-2 are a pipe, as they are in a child: a
+    stream notes once whether its file can seek (``serve``'s own stdout may be
+    ``/dev/null`` or a file; a script's ``sys.stdout.reconfigure()`` would then ask the
+    child's pipe for its position and fail with ESPIPE)."""
+    saved = [os.dup(fd) for fd in (0, 1, 2)]
+    read_end, write_end = os.pipe()
+    try:
+        os.dup2(read_end, 0)
+        os.dup2(write_end, 1)
+        os.dup2(write_end, 2)
+        _fresh_streams()
+        for stream in _STREAMS[-3:]:
+            stream.seekable()  # asked now, of the pipe
+    finally:
+        for fd, copy in enumerate(saved):
+            os.dup2(copy, fd)
+            os.close(copy)
+        os.close(read_end)
+        os.close(write_end)
 
 
 def _fresh_streams() -> None:
