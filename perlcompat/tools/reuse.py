@@ -9,7 +9,8 @@ checks: no thread but this one, no ``atexit`` handler added, no child process (t
 child adopts what its script's processes leave: Linux's PR_SET_CHILD_SUBREAPER), no
 timer or alarm; the signal handlers (perlcompat's own aside), mask, umask, user and
 group ids, priority, resource limits, locale, ``sys`` and ``threading`` hooks,
-builtins, ``gc`` settings, socket time-out and logging handlers as before; no
+builtins, ``gc`` settings and callbacks, socket time-out, every logger's set-up, the
+``decimal`` context, ``csv``'s limit and perlcompat's classes as before; no
 perlcompat handle or lock held; the same file descriptors open as before the first
 request; no perlcompat module imported by the request; ``os.environ`` the same object.
 ``runner`` then flushes and closes the request's streams (a failed flush ends the child).
