@@ -251,6 +251,39 @@ log.info("order")
     }
 )
 
+# what the third hostile review found
+SCRIPTS.update(
+    {
+        "cthread.py": REPORT
+        + "import _thread, time\n_thread.start_new_thread(time.sleep, (0.5,))\n",
+        "factory.py": REPORT
+        + "import logging\nold = logging.getLogRecordFactory()\n"
+        + "logging.setLogRecordFactory(lambda *a, **k: old(*a, **k))\n",
+        "nolog.py": REPORT + "import logging\nlogging.disable(logging.CRITICAL)\n",
+        "email/data.txt": "a data directory named like a standard-library package\n",
+        "httpc.py": REPORT + "import http.client\n",
+        "mailcheck.py": REPORT
+        + "import http.client, email.message\n"
+        + "print('same', issubclass(http.client.HTTPMessage, email.message.Message))\n",
+        "detach.py": REPORT
+        + "import io\nsys.stdout.flush()\n"
+        + "sys.stdout = io.TextIOWrapper(sys.stdout.detach(), encoding='cp932')\nprint('ok', 1)\n",
+        "single.py": REPORT
+        + "from perlcompat import Lock\n"
+        + "Lock(os.path.join(os.environ['DATA'], 'single'), is_singleton=True)\n",
+        "odd.py": """
+import sys
+class Odd:
+    def write(self, text):
+        return sys.__stdout__.write(text)
+sys.stdout = Odd()
+print("Content-Type: text/plain\\n")
+print("odd", 1)
+""",
+        "delout.py": REPORT + "print('gone', 1)\ndel sys.stdout\n",
+    }
+)
+
 LEAVERS = [
     "thread.py",
     "daemon.py",
@@ -272,6 +305,9 @@ LEAVERS = [
     "patch.py",
     "gccb.py",
     "decimal_.py",
+    "cthread.py",
+    "factory.py",
+    "nolog.py",
 ]
 
 
@@ -581,3 +617,17 @@ def test_what_the_second_review_found_reaches_no_other_request(site: Site) -> No
     for _ in range(3):
         site.ask("locked.py")
     assert site.ask("watch.py")["watching"] == "True"  # registered once, before any request
+
+
+def test_what_the_third_review_found(site: Site) -> None:
+    site.ask("httpc.py")
+    assert site.ask("mailcheck.py")["same"] == "True"  # a data directory shadows nothing
+    detached = site.ask("detach.py")
+    after = site.ask("clean.py")
+    assert (detached["ok"], detached["stderr"]) == ("1", "")
+    assert after["pid"] == detached["pid"]  # the child goes on
+    singles = [site.ask("single.py") for _ in range(3)]
+    assert len({a["pid"] for a in singles}) == 1  # a singleton's registry is no change
+    for script, word in (("odd.py", "odd"), ("delout.py", "gone")):
+        answer = site.ask(script)
+        assert (answer["status"], answer[word]) == ("0", "1")

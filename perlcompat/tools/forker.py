@@ -412,3 +412,13 @@ def kill_group(pid: int, signum: int) -> None:
             continue  # no such group yet (setpgid not done): the process itself
         except PermissionError:
             return
+
+
+def is_child(pid: int) -> bool:
+    """Whether *pid* is a child of this process (adopted, or exited and not yet reaped);
+    False if the dead forker reaped it (its report lost: nothing will tell its end)."""
+    try:
+        os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return False
+    return True

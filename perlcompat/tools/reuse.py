@@ -205,12 +205,29 @@ def _loggers() -> object:
     logging = sys.modules.get("logging")
     if logging is None:
         return None
-    loggers = [("", logging.root), *logging.Logger.manager.loggerDict.items()]
+    manager = logging.Logger.manager
+    loggers = [("", logging.root), *manager.loggerDict.items()]
     return [
-        (name, tuple(one.handlers), tuple(one.filters), one.level, one.propagate, one.disabled)
-        for name, one in loggers
-        if isinstance(one, logging.Logger)
-        and (one.handlers or one.filters or one.level or not one.propagate or one.disabled)
+        logging.getLogRecordFactory(),
+        logging.getLoggerClass(),
+        manager.disable,
+        manager.loggerClass,
+        manager.logRecordFactory,
+        logging.lastResort,
+        logging.raiseExceptions,
+        *(
+            (
+                name,
+                [(h, h.formatter, h.level, tuple(h.filters)) for h in one.handlers],
+                tuple(one.filters),
+                one.level,
+                one.propagate,
+                one.disabled,
+            )
+            for name, one in loggers
+            if isinstance(one, logging.Logger)
+            and (one.handlers or one.filters or one.level or not one.propagate or one.disabled)
+        ),
     ]
 
 
@@ -221,8 +238,13 @@ def _classes() -> list[tuple[type, dict[str, Any]]]:
         if name.startswith("perlcompat") and not name.startswith("perlcompat.tools"):
             for value in vars(module).values():
                 if isinstance(value, type) and value.__module__ == name:
-                    found.append((value, dict(vars(value))))
+                    found.append((value, _own(value)))
     return found
+
+
+def _own(cls: type) -> dict[str, Any]:
+    """What *cls* holds, but its singletons' registry (weak: it keeps no request's object)."""
+    return {key: item for key, item in vars(cls).items() if key != "_instances"}
 
 
 def preload() -> None:
@@ -263,6 +285,11 @@ def ready(base: Baseline) -> bool:
         threading.active_count() > 1 or getattr(threading, "_threading_atexits", None)
     ):
         return False
+    try:  # (a ``_thread`` or C thread too: faulthandler's, an extension's)
+        if len(os.listdir("/proc/self/task")) != 1:
+            return False
+    except OSError:
+        return False
     return atexit._ncallbacks() == base.atexits and not _held()
 
 
@@ -300,19 +327,21 @@ def _installed(module: object, places: tuple[str, ...]) -> bool:
 
 
 def unshadow(base: Baseline, directory: str) -> None:
-    """Before a request: drop a module an earlier request imported (and the child kept)
-    whose name is a module of the script's *directory*: the script gets its own, as in a
-    new process, not the standard library's of the same name."""
-    for top in [
-        t
-        for t in base.kept
-        if os.path.exists(os.path.join(directory, t + ".py"))
-        or os.path.isdir(os.path.join(directory, t))
-    ]:
-        base.kept.discard(top)
-        for name in [n for n in sys.modules if n == top or n.startswith(top + ".")]:
-            del sys.modules[name]
-            base.modules.discard(name)
+    """Before a request: if a module an earlier request imported (and the child kept) has
+    the name of one the script's *directory* holds, drop every kept one: the script gets
+    its own, as in a new process, and no kept module keeps a copy of another."""
+    from importlib.machinery import PathFinder
+
+    for top in base.kept:
+        spec = PathFinder.find_spec(top, [directory])
+        if spec is not None and spec.origin not in (None, "namespace"):
+            break
+    else:
+        return
+    for name in [n for n in sys.modules if n.partition(".")[0] in base.kept]:
+        del sys.modules[name]
+        base.modules.discard(name)
+    base.kept.clear()
 
 
 def clean(base: Baseline) -> bool:
@@ -336,7 +365,7 @@ def clean(base: Baseline) -> bool:
         return False
     if os.environ is not base.environ_object or vars(builtins) != base.builtins:
         return False
-    if any(vars(cls) != saved for cls, saved in base.classes):
+    if any(vars(cls) != saved and _own(cls) != saved for cls, saved in base.classes):
         return False  # (a perlcompat class changed: CGI.param replaced, say)
     try:
         return sorted(os.listdir("/proc/self/fd")) == base.fds

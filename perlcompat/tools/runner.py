@@ -293,9 +293,9 @@ def _finish(status: int) -> NoReturn:
         atexit._run_exitfuncs()
         teardown()
     finally:
-        for stream in (sys.stdout, sys.stderr):
+        for stream in (getattr(sys, "stdout", None), getattr(sys, "stderr", None), *_STREAMS):
             try:  # noqa: SIM105
-                stream.flush()
+                stream.flush()  # type: ignore[union-attr]  # (ours too: under the script's)
             except Exception:  # (whatever the script put there: Python's exit ignores it too)
                 pass
         status &= 0xFF
@@ -560,21 +560,20 @@ def _own_streams_back() -> None:
     objects then go with its ``__main__`` (one that owns a descriptor closes it: the
     request's pipe, and the descriptor check ends the child)."""
     names = ("stdin", "stdout", "stderr")
-    for index, name in enumerate(names):
-        for attribute in (name, f"__{name}__"):
-            current = getattr(sys, attribute)
+    for prefix in ("", "__"):  # sys.stdout first, as Python's exit flushes it
+        for index, name in enumerate(names):
+            current = getattr(sys, f"{prefix}{name}{prefix}", None)
             if current is not _STREAMS[index - 3]:
                 try:  # noqa: SIM105
-                    current.flush()  # (a wrapper of ours writes into ours: flushed next)
-                except Exception:  # (whatever the script put there)
+                    current.flush()  # type: ignore[union-attr]  # (into ours: flushed next)
+                except Exception:  # (whatever the script put there, or nothing)
                     pass
     for index, name in enumerate(names):
         own = _STREAMS[index - 3]
-        if not own.closed:  # (a script's wrapper of its buffer closes it when it goes)
-            try:  # noqa: SIM105
-                own.flush()
-            except Exception:  # (_close_streams flushes again: a failure there counts)
-                pass
+        try:  # noqa: SIM105  (a script's wrapper of its buffer closes or detaches it)
+            own.flush()
+        except Exception:  # (_close_streams flushes again: a failure there counts)
+            pass
         setattr(sys, name, own)
         setattr(sys, f"__{name}__", own)
 
@@ -584,16 +583,20 @@ def _close_streams() -> bool:
     close the streams made for it: nothing written to them later reaches the next
     request's pipes.  False if a flush failed (what it held goes nowhere)."""
     done = True
-    streams: list[Any] = [sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__]
+    streams: list[Any] = [sys.stdout, sys.stderr]
     for stream in {id(s): s for s in streams}.values():
         try:
             if not stream.closed:
                 stream.flush()
+        except ValueError:  # closed or detached by a wrapper of the script's: it said so
+            pass
         except Exception:  # (whatever the script put there)
             done = False
     for own in _STREAMS:
         try:
             own.close()  # (the descriptor stays: closefd=False; closing twice is nothing)
+        except ValueError:  # detached by a wrapper of the script's (which has its buffer)
+            pass
         except Exception:
             done = False
     _STREAMS.clear()

@@ -46,7 +46,7 @@ from .scripts import Scripts
 
 assert sys.platform != "win32"  # fork only: the serve command says so on Windows
 
-from .forker import Forker, Spare, kill_group, read_ctl  # noqa: E402  (POSIX only, as this module)
+from .forker import Forker, Spare, is_child, kill_group, read_ctl  # noqa: E402  (POSIX only, as this module)
 from .listen import ACCEPT_PAUSE, Doorman  # noqa: E402
 from .reuse import adopt_orphans  # noqa: E402
 from .runner import request_message  # noqa: E402
@@ -617,12 +617,13 @@ class Server:
         forker = self.forker
         if forker is not None and forker.pid in (pid for pid, _ in ended):  # killed: another
             self.log("the forker process ended; starting another")
+            self._on_forker(None, 0)  # the exits it reported before it died
             self.selector.unregister(forker.sock)
             forker.sock.close()
             self.forker = None
             self._drop_spares()  # their exits would not be reported
             for request in list(self.running.values()):
-                request.orphan, request.adopted = True, self.adopts
+                request.orphan, request.adopted = True, self.adopts and is_child(request.pid)
                 self._maybe_done(request)
             if not self.stopping:
                 self._start_forker()
