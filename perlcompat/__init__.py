@@ -82,6 +82,7 @@ _EXPORTS = {
     "fork": "locks.fork",
     "LockError": "locks.errors",
     "LockTimeout": "locks.errors",
+    "NotALockError": "locks.errors",
     "DuplicateLockError": "locks.errors",
     "NotLockedError": "locks.errors",
     "HasNotLockError": "locks.errors",
@@ -207,6 +208,7 @@ if TYPE_CHECKING:
         HasNotLockError as HasNotLockError,
         LockError as LockError,
         LockTimeout as LockTimeout,
+        NotALockError as NotALockError,
         NotLockedError as NotLockedError,
     )
     from .locks.fork import fork as fork

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 import pickle
 import re
@@ -19,6 +20,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,6 +30,8 @@ from perlcompat import (
     DuplicateLockError,
     ExpiredLockError,
     LockState,
+    LockTimeout,
+    NotALockError,
     NotLockedError,
 )
 from perlcompat.locks.api import Lock
@@ -241,3 +245,104 @@ def test_repr_is_flufls_with_the_method(tmp_path: Path) -> None:
     with lk:
         assert re.fullmatch(shape.format("locked", os.getpid()), repr(lk))
     assert re.fullmatch(shape.format("unlocked", os.getpid()), repr(lk))
+
+
+def _file(path: Path) -> None:
+    path.write_text("save me")
+
+
+def _full_dir(path: Path) -> None:
+    path.mkdir()
+    (path / "data.txt").write_text("save me")
+
+
+def _symlink(path: Path) -> None:
+    (path.parent / "target").write_text("save me")
+    path.symlink_to(path.parent / "target")
+
+
+NO_LOCKS = [
+    ("link", _file, FileExistsError, errno.EEXIST),
+    ("excl", _file, FileExistsError, errno.EEXIST),
+    ("rename", _file, FileExistsError, errno.EEXIST),
+    ("symlink", _file, FileExistsError, errno.EEXIST),
+    ("mkdir", _file, NotADirectoryError, errno.ENOTDIR),
+    ("mkdir", _full_dir, NotALockError, errno.ENOTEMPTY),
+    ("mkdir", _symlink, NotALockError, errno.ELOOP),
+    ("flock", _full_dir, IsADirectoryError, errno.EISDIR),
+]
+
+
+@pytest.mark.parametrize(("method", "make", "kind", "number"), NO_LOCKS)
+def test_a_path_holding_no_lock_is_refused_at_once_as_a_time_out(
+    tmp_path: Path, method: str, make: Any, kind: type[OSError], number: int
+) -> None:
+    """flufl.lock's ``except TimeOutError`` handles it; no wait, the file untouched.
+
+    Before: a bare ``OSError``, no ``LockTimeout``.  ``timeout=None`` (for ever): a wait hangs.
+    """
+    path = tmp_path / "lk"
+    make(path)
+    lk = Lock(str(path), method=method, timeout=None)
+    with pytest.raises(NotALockError) as info:
+        lk.acquire()
+    exc = info.value
+    assert isinstance(exc, (LockTimeout, TimeoutError, kind))
+    assert isinstance(exc, LockTimeout) and isinstance(exc, kind)
+    assert exc.errno == number and exc.lock_file == str(path)
+    assert str(path) in str(exc)
+    copy = pickle.loads(pickle.dumps(exc))
+    assert type(copy) is type(exc) and copy.errno == number
+    assert not lk.is_locked
+    target = path.parent / "target" if make is _symlink else path
+    if target.is_dir():
+        assert (target / "data.txt").read_text() == "save me"
+    else:
+        assert target.read_text() == "save me"
+    assert perlcompat.lock(str(path), method=method, retry=None) == 0  # for ever: Perl's 0, $!
+    assert number == perlcompat.OS_ERROR
+
+
+def test_retry_errnos_is_flufls_property(tmp_path: Path) -> None:
+    lk = Lock(str(tmp_path / "lk"), method="link")
+    assert lk.retry_errnos == []
+    lk.retry_errnos = [errno.EIO, errno.ESTALE]
+    assert lk.retry_errnos == [errno.EIO, errno.ESTALE]
+    got = lk.retry_errnos
+    got.append(errno.EACCES)  # a copy, as flufl.lock's
+    assert lk.retry_errnos == [errno.EIO, errno.ESTALE]
+    del lk.retry_errnos
+    assert lk.retry_errnos == []
+    with pytest.raises(ValueError, match=r"errno numbers.*'EIO'"):
+        lk.retry_errnos = ["EIO"]  # type: ignore[list-item]
+    with pytest.raises(ValueError, match="-5"):
+        lk.retry_errnos = [-5]
+    with pytest.raises(TypeError, match="a list of errno numbers, not 5"):
+        lk.retry_errnos = 5  # type: ignore[assignment]
+    assert lk.retry_errnos == []
+
+
+def test_retry_errnos_makes_a_failed_try_a_busy_one(tmp_path: Path) -> None:
+    """A try failing with a listed errno is tried again within the patience.
+
+    Here the lock's directory is missing (ENOENT): raised at once without ``retry_errnos``,
+    retried with it (the ``LockTimeout`` names it), taken once the directory is made.
+    Before: ``FileNotFoundError`` whatever ``retry_errnos`` held.
+    """
+    path = tmp_path / "later" / "lk"
+    lk = Lock(str(path), method="link")
+    with pytest.raises(FileNotFoundError, match="later"):
+        lk.acquire(timeout=30)
+    lk.retry_errnos = [errno.ENOENT]
+    with pytest.raises(LockTimeout, match=r"a try failed \(\[Errno 2\].*retry_errnos") as info:
+        lk.acquire(timeout=0.2)
+    assert not isinstance(info.value, NotALockError)
+    (tmp_path / "later").mkdir()
+    with lk.acquire(timeout=30):
+        assert path.is_file()
+    assert not path.exists()
+    lk.retry_errnos = [errno.ENOENT, errno.EEXIST]  # a refusal is never retried
+    path.write_text("save me")
+    with pytest.raises(NotALockError):
+        lk.acquire(timeout=None)
+    assert path.read_text() == "save me"

@@ -18,7 +18,8 @@ lives here, once:
   milliseconds), or ``poll`` seconds jittered +-50%, a Perl sub's cadence, fair to
   Perl waiters (docs/locks.md has the bench).  A pending ``alarm()`` is honoured
   between tries.  The first try is made at once; only a busy lock enters the
-  loop, ``locks.retry.tries``.
+  loop, ``locks.retry.tries``.  A try that fails with an errno of ``retry_errnos``
+  counts as busy; a lock path holding no lock raises ``NotALockError`` at once.
 * **Staleness.** After a failed try (at most every ``BREAK_EVERY`` seconds) the
   backend is asked to recover a lock older than ``stale`` seconds, or one whose
   owner on this host is dead.  The
@@ -95,6 +96,7 @@ from .errors import (
     HasNotLockError,
     LockError,
     LockTimeout,
+    NotALockError,
     NotLockedError,
     in_perl_sub,
 )
@@ -103,7 +105,6 @@ from .options import (
     _Unset,
     check_timeout,
     locate,
-    missing_directory,
     patience,
     perl_formats,
     poll_seconds,
@@ -126,6 +127,7 @@ __all__ = [
     "Lock",
     "LockError",
     "LockTimeout",
+    "NotALockError",
     "NotLockedError",
     "detect_method",
     "find_locks",
@@ -360,6 +362,7 @@ class Lock(Settable, metaclass=_OnePerPath):
         backend = self._backend
         backend.deadline = deadline
         self._next_break = 0.0
+        self._retried = None
         if pending is None and self._take(me):
             return  # the first try, at once: a free lock needs no wait set up
         # redis: block until a release wakes us
@@ -385,8 +388,8 @@ class Lock(Settable, metaclass=_OnePerPath):
                 if not taken and time.monotonic() >= self._next_break:
                     self._next_break = time.monotonic() + BREAK_EVERY
                     taken = backend.break_stale() and backend.try_acquire()
-            except FileNotFoundError as exc:
-                raise missing_directory(self.path, self.method, exc) from None
+            except OSError as exc:
+                taken = _compat.busy_or_raise(self, exc)  # (flufl.lock's retry_errnos)
             if taken:
                 self._owner_thread = me
                 self._count = 1
@@ -405,6 +408,8 @@ class Lock(Settable, metaclass=_OnePerPath):
         reason = self._backend.why_busy()
         if failed is not None:
             reason = f"this thread's release of it failed and is pending ({failed})"
+        elif self._retried is not None:
+            reason = f"a try failed ({self._retried}; retry_errnos)"
         detail = f": {reason}" if reason else ""
         exc = LockTimeout(f"lock {self.path!r} is busy (waited {timeout or 0:g} s){detail}")
         exc.lock_file = self.path

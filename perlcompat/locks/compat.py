@@ -38,12 +38,13 @@ from time import monotonic
 
 from ..perl.clock import check_seconds
 from .contract import DEFAULT_METHOD
-from .options import _Unset, check_stale, check_timeout, locate
+from .errors import NotALockError
+from .options import _Unset, check_stale, check_timeout, locate, missing_directory
 from .threadsafe import RELEASE
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
     from datetime import datetime
     from typing import Any, TypeVar
 
@@ -58,6 +59,21 @@ if TYPE_CHECKING:
 _making = allocate_lock()  # two threads' first calls for one lock make one object
 #: what a singleton's key is made of (the lock's identity), not compared as "differing"
 _IDENTITY = ("name", "method", "root", "url")
+
+
+def busy_or_raise(lock: Lock, exc: OSError) -> bool:
+    """False (a busy try) if a try's *exc* is one of ``lock.retry_errnos``, else raise it.
+
+    ENOENT not retried is the missing directory's error (``options.missing_directory``).
+    """
+    if isinstance(exc, NotALockError):
+        raise exc
+    if exc.errno in lock._retry_errnos:
+        lock._retried = exc  # (named by the time-out)
+        return False
+    if isinstance(exc, FileNotFoundError):
+        raise missing_directory(lock.path, lock.method, exc) from None
+    raise exc
 
 
 def _reset_after_fork() -> None:
@@ -181,6 +197,8 @@ class Settable:
     path: str
     method: str
     _expires: tuple[tuple[float, float], datetime] | None = None
+    _retry_errnos: tuple[int, ...] = ()
+    _retried: OSError | None = None  # the last error ``retry_errnos`` made a busy try
 
     @property
     def is_locked(self) -> bool:
@@ -231,6 +249,31 @@ class Settable:
             )
         self._stale = float(seconds)
         self._backend.stale = self._stale
+
+    @property
+    def retry_errnos(self) -> list[int]:
+        """Errnos that make a failed try of ``acquire()`` a busy one (flufl.lock's; [] at first).
+
+        An ``OSError`` with one of them (a lock file a network file system cannot read
+        for a moment: EIO, EACCES ...) is tried again within the patience, and the
+        ``LockTimeout`` names the last one; any other still raises at once, and so does
+        a refused lock path (``NotALockError``) whatever its errno.  ``del`` empties it.
+        """
+        return list(self._retry_errnos)
+
+    @retry_errnos.setter
+    def retry_errnos(self, errnos: Iterable[int]) -> None:
+        if isinstance(errnos, (str, bytes)) or not hasattr(errnos, "__iter__"):
+            raise TypeError(f"retry_errnos must be a list of errno numbers, not {errnos!r}")
+        numbers = tuple(errnos)
+        for number in numbers:
+            if type(number) is not int or number <= 0:
+                raise ValueError(f"retry_errnos must hold errno numbers (> 0), not {number!r}")
+        self._retry_errnos = numbers
+
+    @retry_errnos.deleter
+    def retry_errnos(self) -> None:
+        self._retry_errnos = ()
 
     @property
     def expiration(self) -> datetime:

@@ -47,6 +47,55 @@ class LockTimeout(LockError, TimeoutError):
     lock_file: str | None = None
 
 
+class NotALockError(LockTimeout):
+    """The lock path holds something its method never makes: refused at once, untouched.
+
+    A ``LockTimeout`` too (this lock cannot be had), so a handler written for
+    filelock's, portalocker's or flufl.lock's time-out runs; made by
+    :func:`not_a_lock_error`, it is also the errno's own ``OSError`` subclass
+    (``FileExistsError`` for EEXIST, ``FileNotFoundError``, ``NotADirectoryError``,
+    ``IsADirectoryError``, ``PermissionError``), as ``OSError(errno, ...)`` would be.
+    ``errno``: why (EEXIST, ENOTEMPTY, ELOOP ...).
+    """
+
+
+class _ExistsNotALock(NotALockError, FileExistsError):
+    """A ``NotALockError`` with errno EEXIST."""
+
+
+class _NotFoundNotALock(NotALockError, FileNotFoundError):
+    """A ``NotALockError`` with errno ENOENT."""
+
+
+class _NotADirectoryNotALock(NotALockError, NotADirectoryError):
+    """A ``NotALockError`` with errno ENOTDIR."""
+
+
+class _IsADirectoryNotALock(NotALockError, IsADirectoryError):
+    """A ``NotALockError`` with errno EISDIR."""
+
+
+class _PermissionNotALock(NotALockError, PermissionError):
+    """A ``NotALockError`` with errno EPERM or EACCES."""
+
+
+_NOT_A_LOCK = {
+    errno.EEXIST: _ExistsNotALock,
+    errno.ENOENT: _NotFoundNotALock,
+    errno.ENOTDIR: _NotADirectoryNotALock,
+    errno.EISDIR: _IsADirectoryNotALock,
+    errno.EPERM: _PermissionNotALock,
+    errno.EACCES: _PermissionNotALock,
+}
+
+
+def not_a_lock_error(number: int, message: str, path: str) -> NotALockError:
+    """The ``NotALockError`` for the lock path *path*, of the class errno *number* maps to."""
+    exc = _NOT_A_LOCK.get(number, NotALockError)(message, number)
+    exc.lock_file = path
+    return exc
+
+
 class DuplicateLockError(LockError):
     """This thread already holds that lock (errno EDEADLK)."""
 
@@ -140,6 +189,7 @@ def perl_failure(exc: OSError) -> int:
 for _cls in (
     LockError,
     LockTimeout,
+    NotALockError,
     DuplicateLockError,
     NotLockedError,
     ExpiredLockError,

@@ -11,8 +11,8 @@ an exclusive create; the ``*_error`` functions build the errors for a lock path
 holding something a method did not make; :func:`open_flock_file` opens a
 ``.lck`` or slot file another user may have planted.  The inode generation, the reads
 and writes at offset 0 and the open with Windows sharing flags are the platform seam's
-(``locks.osapi``).  Imports the stdlib, ``perl.osflags``, ``locks.owner`` and
-``locks.osapi`` only.
+(``locks.osapi``).  Imports the stdlib, ``perl.osflags``, ``locks.owner``,
+``locks.osapi`` and ``locks.errors`` only.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import stat as stat_module
 
 from ..perl.osflags import O_BINARY, O_CLOEXEC, O_NOFOLLOW, O_NONBLOCK
 from . import osapi as _osapi, owner as _owner
+from .errors import NotALockError, not_a_lock_error
 from .osapi import open_file, pread, pwrite
 
 TYPE_CHECKING = False
@@ -203,33 +204,39 @@ def busy(exc: OSError, path: str) -> bool:
     return True
 
 
-def kind_error(path: str, st: os.stat_result, wanted: str) -> OSError:
+def kind_error(path: str, st: os.stat_result, wanted: str) -> NotALockError:
     """Return the error for a lock path occupied by something its method cannot have made."""
     if stat_module.S_ISLNK(st.st_mode):
-        return OSError(
+        return not_a_lock_error(
             errno.ELOOP,
             f"lock path {path!r} is a symlink, not a {wanted}; refusing to use or follow it",
+            path,
         )
     number = errno.ENOTDIR if wanted == "directory" else errno.EEXIST
-    return OSError(number, f"lock path {path!r} exists and is not a {wanted}")
+    return not_a_lock_error(number, f"lock path {path!r} exists and is not a {wanted}", path)
 
 
-def not_a_lock(path: str, method: str, why: str, number: int = errno.EEXIST) -> OSError:
+def not_a_lock(path: str, method: str, why: str, number: int = errno.EEXIST) -> NotALockError:
     """Return the error for a lock path holding something its method did not make."""
-    return OSError(
-        number, f"lock path {path!r} {why}: not a lock of method {method!r}; refusing to touch it"
+    return not_a_lock_error(
+        number,
+        f"lock path {path!r} {why}: not a lock of method {method!r}; refusing to touch it",
+        path,
     )
 
 
 def open_error(path: str, exc: OSError, wanted: str) -> OSError:
     """Return a clear error for a failed open of the lock file *path* (symlink, directory)."""
     if exc.errno == errno.ELOOP:
-        return OSError(
+        return not_a_lock_error(
             errno.ELOOP,
             f"lock path {path!r} is a symlink, not a {wanted}; refusing to use or follow it",
+            path,
         )
     if exc.errno == errno.EISDIR:
-        return OSError(errno.EISDIR, f"lock path {path!r} is a directory, not a {wanted}")
+        return not_a_lock_error(
+            errno.EISDIR, f"lock path {path!r} is a directory, not a {wanted}", path
+        )
     return exc
 
 

@@ -55,6 +55,7 @@ from ...perl.fsinfo import is_network
 from ...perl.osflags import O_BINARY, O_CLOEXEC, O_NOFOLLOW
 from .. import owner as _owner
 from ..contract import register
+from ..errors import NotALockError, not_a_lock_error
 from ..files import (
     OTHERS_EMPTY_GRACE,
     busy,
@@ -235,7 +236,7 @@ class ExclBackend(StaleBackend):
             return True
         return self._template is not None and self._template.match(data) is not None
 
-    def _foreign(self, data: bytes) -> OSError:
+    def _foreign(self, data: bytes) -> NotALockError:
         """The refusal of a file holding *data*: it names the content and ``record=``."""
         from .. import record as _record
 
@@ -246,7 +247,7 @@ class ExclBackend(StaleBackend):
                 f"{self.path} holds {_record.shown(data)}, which is not the declared"
                 f" record={self._template.text!r}"
             )
-        return OSError(errno.EEXIST, f"{message}; refusing to touch it")
+        return not_a_lock_error(errno.EEXIST, f"{message}; refusing to touch it", self.path)
 
     def _fields(self) -> Fields | None:
         """The declared format's fields of the file now at the path (None if none match)."""

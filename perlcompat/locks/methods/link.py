@@ -45,6 +45,7 @@ from errno import EEXIST, ENOENT
 from ...perl.osflags import O_BINARY, O_CLOEXEC, O_NOFOLLOW
 from .. import owner as _owner
 from ..contract import register
+from ..errors import not_a_lock_error
 from ..files import (
     busy,
     is_record,
@@ -192,7 +193,8 @@ class LinkBackend(StaleBackend):
             return  # a second read disagrees: a client cache, judged again later
         if not data:
             raise not_a_lock(self.path, self.method, "is empty (a link lock holds its record)")
-        raise OSError(EEXIST, foreign(self.path, data, method=self.method) + self._hint())
+        message = foreign(self.path, data, method=self.method) + self._hint()
+        raise not_a_lock_error(EEXIST, message, self.path)
 
     def _hint(self) -> str:
         return "" if self.record is None else f" (the declared record= is {self.record.text!r})"

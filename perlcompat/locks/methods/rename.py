@@ -64,6 +64,7 @@ from ...perl.fsinfo import check_method
 from ...perl.osflags import O_BINARY, O_CLOEXEC, O_NOFOLLOW, O_NONBLOCK
 from .. import osapi as _osapi, owner as _owner
 from ..contract import register
+from ..errors import not_a_lock_error
 from ..files import (
     busy,
     identity,
@@ -434,8 +435,10 @@ class RenameBackend(StaleBackend):
             marker = open_file(target, _WRITE)
         except OSError as exc:
             os.rename(target, self.path)
-            raise OSError(
-                exc.errno, f"lock marker {self.path!r} is not a regular file ({exc.strerror})"
+            raise not_a_lock_error(
+                exc.errno or errno.EEXIST,
+                f"lock marker {self.path!r} is not a regular file ({exc.strerror})",
+                self.path,
             ) from None
         try:
             st = os.fstat(marker)

@@ -46,6 +46,7 @@ import stat as stat_module
 from ...perl.fsinfo import is_network
 from .. import osapi as _osapi, owner as _owner
 from ..contract import register
+from ..errors import not_a_lock_error
 from ..files import busy, kind_error, links_error, lstat
 from ..stale import StaleBackend
 
@@ -146,10 +147,11 @@ class SymlinkBackend(StaleBackend):
         if self._template is not None:  # declared: a link to anything else is not a lock
             text = _target(self.path)
             if text is not None and self._template.fullmatch_name(text) is None:
-                raise OSError(
+                raise not_a_lock_error(
                     errno.EEXIST,
                     f"lock path {self.path!r} is a symlink to {text!r}, not the declared"
                     f" target={self._template.text!r}; refusing to touch it",
+                    self.path,
                 )
 
     def _owner(self, st: os.stat_result) -> Owner:
