@@ -475,6 +475,53 @@ def test_a_forker_whose_parent_is_gone_ends() -> None:
     assert done.returncode == 0
 
 
+@pytest.mark.parametrize("reuse", ["1", "5"])
+def test_serve_started_with_fds_0_1_2_closed_answers(tmp_path: Path, reuse: str) -> None:
+    """A daemon manager may start serve with fd 0, 1 and 2 closed (before: its first socket
+    took fd 0, a child's streams were put onto it, and serve exited 1 at once)."""
+    www = tmp_path / "www"
+    www.mkdir()
+    (www / "echo.py").write_text(
+        "import os, sys\nprint('Content-Type: text/plain\\n')\n"
+        "print(os.getpid(), sys.stdin.read())\nsys.stderr.write('to the log\\n')\n"
+    )
+    sock = tmp_path / "s.sock"
+    argv = [sys.executable, "-m", "perlcompat", "serve", "--fastcgi", f"unix:{sock}"]
+    argv += ["--root", str(www), "--reuse", reuse]
+
+    def close_std() -> None:
+        for fd in (0, 1, 2):
+            os.close(fd)
+
+    proc = subprocess.Popen(argv, env=ENV_WITH_PACKAGE, preexec_fn=close_std)
+    try:
+        deadline = time.monotonic() + 60
+        while True:  # no stderr to say "listening": its socket answering is the signal
+            assert proc.poll() is None, f"serve exited with {proc.returncode}"
+            try:
+                client = Raw(sock)
+                break
+            except (FileNotFoundError, ConnectionRefusedError):
+                assert time.monotonic() < deadline, "serve never listened"
+                time.sleep(0.05)
+        pids = set()
+        for rid in (1, 2, 3):
+            body = b"body%d" % rid
+            params = {"SCRIPT_FILENAME": str(www / "echo.py"), "REQUEST_METHOD": "POST"}
+            params["CONTENT_LENGTH"] = str(len(body))
+            client.send(*request_records(rid, params, body))
+            reply = client.read(rid)[rid]
+            assert reply.app_status == 0 and reply.stderr == b"to the log\n", reply
+            pid, echoed = split(reply.stdout)[1].split()
+            assert echoed == body
+            pids.add(pid)
+        client.close()
+        assert len(pids) == (3 if reuse == "1" else 1)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(60) == 0
+
+
 def test_exit_mid_request_answers_what_was_printed(site: Site) -> None:
     assert site.http.request("exit3.py") == (200, b"before\n")
     reply = raw_request(site, "exit3.py")

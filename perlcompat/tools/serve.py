@@ -106,7 +106,29 @@ def main(argv: list[str]) -> int:
         _log("needs fork (a POSIX system); on Windows run the scripts as plain CGI (docs/serve.md)")
         return 2
     else:  # a branch of its own: type checkers for Windows skip it
+        _open_std_fds()
         return _serve(argv)
+
+
+def _open_std_fds() -> None:
+    """Put ``/dev/null`` on fd 0, 1 or 2 if closed (a daemon manager may start serve so).
+
+    Else the first socket or pipe serve makes takes that number, and a child's
+    streams put onto fd 0-2 close it under the server.
+    """
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, os.O_RDWR)  # the lowest free number: this one
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+    for name, fd in (("stdin", 0), ("stdout", 1), ("stderr", 2)):
+        if getattr(sys, name) is None:  # (Python started without it)
+            stream = open(fd, "r" if fd == 0 else "w", closefd=False)  # noqa: SIM115
+            setattr(sys, name, stream)
+            setattr(sys, f"__{name}__", stream)
 
 
 TYPE_CHECKING = False
