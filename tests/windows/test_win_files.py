@@ -197,3 +197,21 @@ def test_mkdir_release_while_a_waiter_lists_the_directory(tmp_path: Path) -> Non
     finally:
         closer.join()
     assert not os.path.lexists(path)
+
+
+@pytest.mark.parametrize(
+    ("method", "kind"),
+    [("excl", FileExistsError), ("link", FileExistsError), ("mkdir", NotADirectoryError)],
+)
+def test_a_data_file_at_the_lock_path_is_refused_at_once(
+    tmp_path: Path, method: str, kind: type[OSError]
+) -> None:
+    """Windows too: ``NotALockError``, a ``LockTimeout`` and the errno's class; file untouched."""
+    from perlcompat import Lock, LockTimeout, NotALockError
+
+    path = tmp_path / "data.txt"
+    path.write_bytes(b"save me\r\n")
+    with pytest.raises(NotALockError) as info:
+        Lock(str(path), method=method, timeout=None).acquire()  # a wait would hang
+    assert isinstance(info.value, LockTimeout) and isinstance(info.value, kind)
+    assert path.read_bytes() == b"save me\r\n"
