@@ -346,3 +346,43 @@ def test_retry_errnos_makes_a_failed_try_a_busy_one(tmp_path: Path) -> None:
     with pytest.raises(NotALockError):
         lk.acquire(timeout=None)
     assert path.read_text() == "save me"
+
+
+def test_a_time_out_names_only_the_last_tries_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``retry_errnos`` error is named only if the last try failed with it.
+
+    Before: an error of an earlier call (``acquire_async`` never forgot it), or of the
+    first try of a call whose later tries found the lock held, was given as the reason.
+    """
+    path = tmp_path / "later" / "lk"
+    lk = Lock(str(path), method="link")
+    lk.retry_errnos = [errno.ENOENT, errno.EIO]
+    with pytest.raises(LockTimeout, match=r"a try failed \(\[Errno 2\]"):
+        lk.acquire(timeout=0)  # the directory is missing: ENOENT, a busy try
+    (tmp_path / "later").mkdir()
+    other = Lock(str(path), method="link")  # another object of this thread: busy
+    with other:
+        with pytest.raises(LockTimeout) as info:
+            asyncio.run(lk.acquire_async(timeout=0))
+        assert "a try failed" not in str(info.value)
+        backend = lk._backend
+        real = backend.try_acquire
+        tries: list[int] = []
+
+        def flaky() -> bool:  # a network file system's passing EIO, at the first try only
+            tries.append(1)
+            if len(tries) == 1:
+                raise OSError(errno.EIO, "Input/output error")
+            return real()
+
+        monkeypatch.setattr(backend, "try_acquire", flaky)
+        with pytest.raises(LockTimeout) as info:
+            lk.acquire(timeout=0.3, poll_interval=0.01)
+        assert len(tries) > 1 and "a try failed" not in str(info.value)
+        tries.clear()
+        monkeypatch.setattr(backend, "try_acquire", lambda: flaky() and flaky())
+        with pytest.raises(LockTimeout, match=r"a try failed \(\[Errno 5\]"):
+            lk.acquire(timeout=0)  # the last (only) try failed: named
+    assert not lk.is_locked and not path.exists()

@@ -380,6 +380,7 @@ class Lock(Settable, metaclass=_OnePerPath):
     def _take(self, me: int) -> bool:
         """One attempt (and, at most every ``BREAK_EVERY`` s, a stale break); True if taken."""
         backend = self._backend
+        self._retried = None  # the time-out names this try's error only (retry_errnos)
         # a stopping signal waits until a lock just taken is tracked (then removed)
         _cleanup.enter()
         try:
