@@ -279,11 +279,12 @@ def test_a_path_holding_no_lock_is_refused_at_once_as_a_time_out(
 ) -> None:
     """flufl.lock's ``except TimeOutError`` handles it; no wait, the file untouched.
 
-    Before: a bare ``OSError``, no ``LockTimeout``.  ``timeout=None`` (for ever): a wait hangs.
+    Before: a bare ``OSError``, no ``LockTimeout``.  A wait would end in a plain
+    ``LockTimeout`` (``$!`` EWOULDBLOCK) and fail here, not hang the run.
     """
     path = tmp_path / "lk"
     make(path)
-    lk = Lock(str(path), method=method, timeout=None)
+    lk = Lock(str(path), method=method, timeout=5)
     with pytest.raises(NotALockError) as info:
         lk.acquire()
     exc = info.value
@@ -299,7 +300,7 @@ def test_a_path_holding_no_lock_is_refused_at_once_as_a_time_out(
         assert (target / "data.txt").read_text() == "save me"
     else:
         assert target.read_text() == "save me"
-    assert perlcompat.lock(str(path), method=method, retry=None) == 0  # for ever: Perl's 0, $!
+    assert perlcompat.lock(str(path), method=method, retry=3, wait=1) == 0  # Perl's 0, $!
     assert number == perlcompat.OS_ERROR
 
 
@@ -344,7 +345,7 @@ def test_retry_errnos_makes_a_failed_try_a_busy_one(tmp_path: Path) -> None:
     lk.retry_errnos = [errno.ENOENT, errno.EEXIST]  # a refusal is never retried
     path.write_text("save me")
     with pytest.raises(NotALockError):
-        lk.acquire(timeout=None)
+        lk.acquire(timeout=5)  # (a wait: a plain LockTimeout)
     assert path.read_text() == "save me"
 
 
