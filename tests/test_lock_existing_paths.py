@@ -15,6 +15,7 @@ and ctime, and the directory listing, are the same afterwards.
 from __future__ import annotations
 
 import errno
+import importlib
 import os
 import stat
 import threading
@@ -444,3 +445,29 @@ def test_root_still_takes_another_users_excl_lock_with_a_record(tmp_path: Path) 
     os.utime(path, (old, old))
     assert lock(str(path), method="excl", retry=2, wait=0.5, stale=60) == 1
     assert unlock(str(path), method="excl") == 1
+
+
+@pytest.mark.parametrize("method", ["excl", "link", "rename"])
+def test_a_lock_path_that_cannot_be_read_alike_twice_is_never_removed(
+    tmp_path: Path, method: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A look that cannot tell what the path holds (``read_same`` finds it changed as it
+    reads, every time: wine's lstat and fstat disagree on a file whose times were set, a
+    client cache may) decides nothing, so nothing is removed: the patience runs out.
+
+    Before: the first such look counted as "passed" for good, and an aged data file was
+    removed as a stale lock.
+    """
+    module = importlib.import_module(f"perlcompat.locks.methods.{method}")
+    path = tmp_path / "lk"
+    target = tmp_path / "lk.locked" if method == "rename" else path  # rename: its held name
+    target.write_bytes(DATA)
+    old = time.time() - 3600
+    os.utime(target, (old, old))
+    before = snapshot(tmp_path, target, target)
+    monkeypatch.setattr(module, "read_same", lambda *args, **kwargs: None)
+    lk = Lock(str(path), method=method, stale=60, timeout=1)
+    with pytest.raises(LockError) as caught:
+        lk.acquire()
+    assert not isinstance(caught.value, NotALockError)  # undecided: busy, not refused
+    assert snapshot(tmp_path, target, target) == before

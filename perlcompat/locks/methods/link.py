@@ -187,10 +187,13 @@ class LinkBackend(StaleBackend):
         if st.st_nlink > 2:  # 2 for a moment: the maker has not removed its temp file yet
             raise not_a_lock(self.path, self.method, f"has {st.st_nlink} hard links", EEXIST)
         data = read_same(self.path, st, READ_LIMIT)
-        if data is None or self._holders(data) is not None:
-            return  # changed as we read it: judged again on the next look
-        if read_same(self.path, st, READ_LIMIT) != data:
-            return  # a second read disagrees: a client cache, judged again later
+        if data is not None and self._holders(data) is not None:
+            return
+        if data is None or read_same(self.path, st, READ_LIMIT) != data:
+            # changed as we read it, or a second read disagrees (a client cache): judged
+            # again on the next look, never removed meanwhile
+            self._undecided = True
+            return
         if not data:
             raise not_a_lock(self.path, self.method, "is empty (a link lock holds its record)")
         message = foreign(self.path, data, method=self.method) + self._hint()

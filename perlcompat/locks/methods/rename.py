@@ -643,7 +643,7 @@ class RenameBackend(StaleBackend):
         return found[1]
 
     def _check(self, st: os.stat_result) -> None:
-        self._judge(self._seen, st, free=False)
+        self._undecided = not self._judge(self._seen, st, free=False)  # (False: it changed)
 
     def _age(self, st: os.stat_result) -> float:
         """Seconds since the marker was renamed (its ctime), or since its name's ``{time}``.
