@@ -217,3 +217,19 @@ def test_an_aged_data_file_at_the_lock_path_is_never_removed(tmp_path: Path, met
     with pytest.raises(LockError):
         Lock(str(path), method=method, stale=60, timeout=1).acquire()
     assert path.read_bytes() == b"the only copy of somebody's data\n"
+
+
+def test_a_busy_link_lock_leaves_no_temp_files(tmp_path: Path) -> None:
+    """Each try of the link method makes a temp file and removes it, while it is open.
+
+    Before: on Windows the removal of the ``os.open``-ed temp file failed (quietly), and
+    every busy try left its ``.linktmp`` file in the lock's directory.
+    """
+    from perlcompat import Lock, LockTimeout
+
+    path = str(tmp_path / "lk")
+    with Lock(path, method="link"):
+        other = Lock(path, method="link")
+        with pytest.raises(LockTimeout):
+            other.acquire(timeout=0.5)
+    assert [name for name in os.listdir(tmp_path) if name.endswith(".linktmp")] == []

@@ -56,6 +56,7 @@ from ..files import (
     rewrite_record,
     unlink_quietly,
 )
+from ..osapi import open_file
 from ..record import foreign, template
 from ..stale import StaleBackend
 
@@ -101,7 +102,9 @@ class LinkBackend(StaleBackend):
         """Link a fresh temp file holding our record to the lock name; True if we hold it."""
         data = self._content()
         temp = temp_name(self.path)
-        fd = os.open(temp, _CREATE, 0o644)  # mode bit 01 clear: File::NFSLock reads "exclusive"
+        # mode bit 01 clear: File::NFSLock reads "exclusive"; opened so that it can be
+        # removed while open on Windows too (``os.open``'s could not: a temp file per try)
+        fd = open_file(temp, _CREATE, 0o644)
         try:
             try:
                 os.write(fd, data)
