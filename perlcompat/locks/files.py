@@ -233,11 +233,19 @@ def open_error(path: str, exc: OSError, wanted: str) -> OSError:
             f"lock path {path!r} is a symlink, not a {wanted}; refusing to use or follow it",
             path,
         )
-    if exc.errno == errno.EISDIR:
+    if exc.errno == errno.EISDIR or (isinstance(exc, PermissionError) and _is_dir(path)):
+        # (Windows refuses to open a directory with EACCES: still refused, never waited on)
         return not_a_lock_error(
             errno.EISDIR, f"lock path {path!r} is a directory, not a {wanted}", path
         )
     return exc
+
+
+def _is_dir(path: str) -> bool:
+    try:
+        return stat_module.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def links_error(path: str, st: os.stat_result, method: str) -> OSError | None:

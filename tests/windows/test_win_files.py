@@ -233,3 +233,25 @@ def test_a_busy_link_lock_leaves_no_temp_files(tmp_path: Path) -> None:
         with pytest.raises(LockTimeout):
             other.acquire(timeout=0.5)
     assert [name for name in os.listdir(tmp_path) if name.endswith(".linktmp")] == []
+
+
+@pytest.mark.parametrize("method", ["flock", "toplock"])
+def test_a_directory_at_a_lock_files_path_is_refused_at_once(tmp_path: Path, method: str) -> None:
+    """A directory where the lock file goes is refused (NotALockError, EISDIR), even with
+    EACCES in ``retry_errnos``: never waited on.
+
+    Before: Windows' EACCES for opening a directory came out as a bare PermissionError,
+    and with ``retry_errnos = [EACCES]`` the directory was waited on for the patience.
+    """
+    from perlcompat import Lock, LockedFile, NotALockError
+
+    path = tmp_path / "lk"
+    path.mkdir()
+    lk = Lock(str(path), method=method, timeout=30)
+    lk.retry_errnos = [errno.EACCES]
+    with pytest.raises(NotALockError) as caught:
+        lk.acquire()
+    assert caught.value.errno in (errno.EISDIR, errno.EEXIST)  # ("not a regular file")
+    with pytest.raises(NotALockError):  # (Linux opens it read-only: "not a regular file")
+        LockedFile(str(path), "r").acquire()
+    assert path.is_dir() and os.listdir(path) == []
