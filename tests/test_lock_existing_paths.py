@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 import pytest
-from perlutil import Child, require_root, run_perl
+from perlutil import Child, as_unprivileged, require_root, run_perl, shared_directory
 
 from perlcompat import OS_ERROR, Lock, LockError, NotALockError, lock, unlock
 from perlcompat.locks.api import detect_method
@@ -471,3 +471,36 @@ def test_a_lock_path_that_cannot_be_read_alike_twice_is_never_removed(
         lk.acquire()
     assert not isinstance(caught.value, NotALockError)  # undecided: busy, not refused
     assert snapshot(tmp_path, target, target) == before
+
+
+@pytest.mark.privileged
+def test_a_free_rename_marker_we_may_not_write_is_no_refusal() -> None:
+    """Another user's free marker (root's, 0644) in a shared directory: renamed, found not
+    writable, renamed back: a ``PermissionError`` (EACCES), which ``retry_errnos`` may list.
+
+    Before: ``NotALockError`` "is not a regular file", never retried: a lock marker
+    refused as something no lock method makes.
+    """
+    require_root("a marker of another user")
+    with shared_directory() as base:
+        base.chmod(0o777)  # not sticky: the other user may rename root's marker
+        marker = base / "lk"
+        marker.write_bytes(b"")
+        marker.chmod(0o644)
+
+        def take() -> tuple[str, bool, int | None, str]:
+            lk = Lock(str(marker), method="rename", timeout=0)
+            try:
+                lk.acquire()
+            except OSError as exc:
+                first = (type(exc).__name__, isinstance(exc, NotALockError), exc.errno)
+            lk.retry_errnos = [errno.EACCES]
+            try:
+                lk.acquire(timeout=0.2)
+            except OSError as exc:
+                return (*first[:3], type(exc).__name__)
+            return (*first[:3], "taken")
+
+        got = as_unprivileged(take)
+        assert got == ("PermissionError", False, errno.EACCES, "LockTimeout")
+        assert marker.read_bytes() == b"" and sorted(os.listdir(base)) == ["lk"]
