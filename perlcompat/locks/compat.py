@@ -256,9 +256,8 @@ class Settable:
 
         An ``OSError`` with one of them (a lock file a network file system cannot read
         for a moment: EIO, EACCES ...) is tried again within the patience, and the
-        ``LockTimeout`` names it if the last try failed so; any other still raises at
-        once, and so does a refused lock path (``NotALockError``) whatever its errno.
-        ``del`` empties it.
+        ``LockTimeout`` names the call's last one; any other still raises at once, and so
+        does a refused lock path (``NotALockError``) whatever its errno.  ``del`` empties it.
         """
         return list(self._retry_errnos)
 
