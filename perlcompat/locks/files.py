@@ -112,7 +112,10 @@ def read_same(path: str, st: os.stat_result, limit: int = 4096) -> bytes | None:
 
 
 def _shape(st: os.stat_result) -> tuple[int, int, int, int, int]:
-    return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
+    # where a look by path may be answered from the directory entry (Windows), its change
+    # time can be the mtime while a handle's is the real one: not compared there
+    ctime = 0 if _osapi.looks_can_be_refused() else st.st_ctime_ns
+    return (st.st_dev, st.st_ino, st.st_mtime_ns, ctime, st.st_size)
 
 
 def rewrite_record(path: str, st: os.stat_result, data: bytes, limit: int = 4096) -> bool:
