@@ -15,6 +15,7 @@ and ctime, and the directory listing, are the same afterwards.
 from __future__ import annotations
 
 import errno
+import importlib
 import os
 import stat
 import threading
@@ -22,7 +23,7 @@ import time
 from pathlib import Path
 
 import pytest
-from perlutil import Child, require_root, run_perl
+from perlutil import Child, as_unprivileged, require_root, run_perl, shared_directory
 
 from perlcompat import OS_ERROR, Lock, LockError, NotALockError, lock, unlock
 from perlcompat.locks.api import detect_method
@@ -444,3 +445,62 @@ def test_root_still_takes_another_users_excl_lock_with_a_record(tmp_path: Path) 
     os.utime(path, (old, old))
     assert lock(str(path), method="excl", retry=2, wait=0.5, stale=60) == 1
     assert unlock(str(path), method="excl") == 1
+
+
+@pytest.mark.parametrize("method", ["excl", "link", "rename"])
+def test_a_lock_path_that_cannot_be_read_alike_twice_is_never_removed(
+    tmp_path: Path, method: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A look that cannot tell what the path holds (``read_same`` finds it changed as it
+    reads, every time: wine's lstat and fstat disagree on a file whose times were set, a
+    client cache may) decides nothing, so nothing is removed: the patience runs out.
+
+    Before: the first such look counted as "passed" for good, and an aged data file was
+    removed as a stale lock.
+    """
+    module = importlib.import_module(f"perlcompat.locks.methods.{method}")
+    path = tmp_path / "lk"
+    target = tmp_path / "lk.locked" if method == "rename" else path  # rename: its held name
+    target.write_bytes(DATA)
+    old = time.time() - 3600
+    os.utime(target, (old, old))
+    before = snapshot(tmp_path, target, target)
+    monkeypatch.setattr(module, "read_same", lambda *args, **kwargs: None)
+    lk = Lock(str(path), method=method, stale=60, timeout=1)
+    with pytest.raises(LockError) as caught:
+        lk.acquire()
+    assert not isinstance(caught.value, NotALockError)  # undecided: busy, not refused
+    assert snapshot(tmp_path, target, target) == before
+
+
+@pytest.mark.privileged
+def test_a_free_rename_marker_we_may_not_write_is_no_refusal() -> None:
+    """Another user's free marker (root's, 0644) in a shared directory: renamed, found not
+    writable, renamed back: a ``PermissionError`` (EACCES), which ``retry_errnos`` may list.
+
+    Before: ``NotALockError`` "is not a regular file", never retried: a lock marker
+    refused as something no lock method makes.
+    """
+    require_root("a marker of another user")
+    with shared_directory() as base:
+        base.chmod(0o777)  # not sticky: the other user may rename root's marker
+        marker = base / "lk"
+        marker.write_bytes(b"")
+        marker.chmod(0o644)
+
+        def take() -> tuple[str, bool, int | None, str]:
+            lk = Lock(str(marker), method="rename", timeout=0)
+            try:
+                lk.acquire()
+            except OSError as exc:
+                first = (type(exc).__name__, isinstance(exc, NotALockError), exc.errno)
+            lk.retry_errnos = [errno.EACCES]
+            try:
+                lk.acquire(timeout=0.2)
+            except OSError as exc:
+                return (*first[:3], type(exc).__name__)
+            return (*first[:3], "taken")
+
+        got = as_unprivileged(take)
+        assert got == ("PermissionError", False, errno.EACCES, "LockTimeout")
+        assert marker.read_bytes() == b"" and sorted(os.listdir(base)) == ["lk"]

@@ -279,11 +279,12 @@ def test_a_path_holding_no_lock_is_refused_at_once_as_a_time_out(
 ) -> None:
     """flufl.lock's ``except TimeOutError`` handles it; no wait, the file untouched.
 
-    Before: a bare ``OSError``, no ``LockTimeout``.  ``timeout=None`` (for ever): a wait hangs.
+    Before: a bare ``OSError``, no ``LockTimeout``.  A wait would end in a plain
+    ``LockTimeout`` (``$!`` EWOULDBLOCK) and fail here, not hang the run.
     """
     path = tmp_path / "lk"
     make(path)
-    lk = Lock(str(path), method=method, timeout=None)
+    lk = Lock(str(path), method=method, timeout=5)
     with pytest.raises(NotALockError) as info:
         lk.acquire()
     exc = info.value
@@ -299,7 +300,7 @@ def test_a_path_holding_no_lock_is_refused_at_once_as_a_time_out(
         assert (target / "data.txt").read_text() == "save me"
     else:
         assert target.read_text() == "save me"
-    assert perlcompat.lock(str(path), method=method, retry=None) == 0  # for ever: Perl's 0, $!
+    assert perlcompat.lock(str(path), method=method, retry=3, wait=1) == 0  # Perl's 0, $!
     assert number == perlcompat.OS_ERROR
 
 
@@ -344,5 +345,44 @@ def test_retry_errnos_makes_a_failed_try_a_busy_one(tmp_path: Path) -> None:
     lk.retry_errnos = [errno.ENOENT, errno.EEXIST]  # a refusal is never retried
     path.write_text("save me")
     with pytest.raises(NotALockError):
-        lk.acquire(timeout=None)
+        lk.acquire(timeout=5)  # (a wait: a plain LockTimeout)
     assert path.read_text() == "save me"
+
+
+def test_a_time_out_names_no_error_of_an_earlier_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ``LockTimeout`` names the last ``retry_errnos`` error of its own call only.
+
+    Before: ``acquire_async`` never forgot one of an earlier ``acquire()``: a lock merely
+    held by another object timed out "a try failed ([Errno 2] ...)".
+    """
+    path = tmp_path / "later" / "lk"
+    lk = Lock(str(path), method="link")
+    lk.retry_errnos = [errno.ENOENT, errno.EIO]
+    with pytest.raises(LockTimeout, match=r"a try failed \(\[Errno 2\]"):
+        lk.acquire(timeout=0)  # the directory is missing: ENOENT, a busy try
+    (tmp_path / "later").mkdir()
+    other = Lock(str(path), method="link")  # another object of this thread: busy
+    with other:
+        with pytest.raises(LockTimeout) as info:
+            asyncio.run(lk.acquire_async(timeout=0))
+        assert "a try failed" not in str(info.value)
+        with pytest.raises(LockTimeout) as info:
+            lk.acquire(timeout=0)
+        assert "a try failed" not in str(info.value)
+        backend = lk._backend
+        real = backend.try_acquire
+        tries: list[int] = []
+
+        def flaky() -> bool:  # a network file system's passing EIO, at the first try only
+            tries.append(1)
+            if len(tries) == 1:
+                raise OSError(errno.EIO, "Input/output error")
+            return real()
+
+        monkeypatch.setattr(backend, "try_acquire", flaky)
+        with pytest.raises(LockTimeout, match=r"a try failed \(\[Errno 5\]"):
+            lk.acquire(timeout=0.3, poll_interval=0.01)  # named, though later tries were busy
+        assert len(tries) > 1
+    assert not lk.is_locked and not path.exists()

@@ -408,8 +408,9 @@ class Lock(Settable, metaclass=_OnePerPath):
         reason = self._backend.why_busy()
         if failed is not None:
             reason = f"this thread's release of it failed and is pending ({failed})"
-        elif self._retried is not None:
-            reason = f"a try failed ({self._retried}; retry_errnos)"
+        elif self._retried is not None:  # (this call's last one)
+            retried = f"a try failed ({self._retried}; retry_errnos)"
+            reason = f"{reason}; {retried}" if reason else retried
         detail = f": {reason}" if reason else ""
         exc = LockTimeout(f"lock {self.path!r} is busy (waited {timeout or 0:g} s){detail}")
         exc.lock_file = self.path

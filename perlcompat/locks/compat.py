@@ -69,7 +69,7 @@ def busy_or_raise(lock: Lock, exc: OSError) -> bool:
     if isinstance(exc, NotALockError):
         raise exc
     if exc.errno in lock._retry_errnos:
-        lock._retried = exc  # (named by the time-out)
+        lock._retried = exc.with_traceback(None)  # (named by the time-out; no frames kept)
         return False
     if isinstance(exc, FileNotFoundError):
         raise missing_directory(lock.path, lock.method, exc) from None
@@ -256,8 +256,8 @@ class Settable:
 
         An ``OSError`` with one of them (a lock file a network file system cannot read
         for a moment: EIO, EACCES ...) is tried again within the patience, and the
-        ``LockTimeout`` names the last one; any other still raises at once, and so does
-        a refused lock path (``NotALockError``) whatever its errno.  ``del`` empties it.
+        ``LockTimeout`` names the call's last one; any other still raises at once, and so
+        does a refused lock path (``NotALockError``) whatever its errno.  ``del`` empties it.
         """
         return list(self._retry_errnos)
 

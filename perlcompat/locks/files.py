@@ -112,7 +112,10 @@ def read_same(path: str, st: os.stat_result, limit: int = 4096) -> bytes | None:
 
 
 def _shape(st: os.stat_result) -> tuple[int, int, int, int, int]:
-    return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
+    # where a look by path may be answered from the directory entry (Windows), its change
+    # time can be the mtime while a handle's is the real one: not compared there
+    ctime = 0 if _osapi.looks_can_be_refused() else st.st_ctime_ns
+    return (st.st_dev, st.st_ino, st.st_mtime_ns, ctime, st.st_size)
 
 
 def rewrite_record(path: str, st: os.stat_result, data: bytes, limit: int = 4096) -> bool:
@@ -233,11 +236,19 @@ def open_error(path: str, exc: OSError, wanted: str) -> OSError:
             f"lock path {path!r} is a symlink, not a {wanted}; refusing to use or follow it",
             path,
         )
-    if exc.errno == errno.EISDIR:
+    if exc.errno == errno.EISDIR or (isinstance(exc, PermissionError) and _is_dir(path)):
+        # (Windows refuses to open a directory with EACCES: still refused, never waited on)
         return not_a_lock_error(
             errno.EISDIR, f"lock path {path!r} is a directory, not a {wanted}", path
         )
     return exc
+
+
+def _is_dir(path: str) -> bool:
+    try:
+        return stat_module.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def links_error(path: str, st: os.stat_result, method: str) -> OSError | None:

@@ -90,7 +90,8 @@ if TYPE_CHECKING:
 
         def _lstat(self) -> os.stat_result | None: ...
         def _check(self, st: os.stat_result) -> None: ...
-        def _check_once(self, st: os.stat_result) -> None: ...
+        def _check_once(self, st: os.stat_result) -> bool: ...
+        def _judged(self, st: os.stat_result) -> bool: ...
         def _glance(self, st: os.stat_result) -> tuple[float, Identity]: ...
         def _age(self, st: os.stat_result) -> float: ...
         def _owner(self, st: os.stat_result) -> Owner: ...
@@ -178,7 +179,8 @@ class Remover:
         st = lock._lstat()
         if st is None:
             return False
-        lock._check_once(st)
+        if not lock._check_once(st):
+            return False  # it could not be told a lock: look again, remove nothing
         quick_age, key = lock._glance(st)
         if quick_age <= lock.stale and not self.watch.due(key):
             return False
@@ -197,7 +199,8 @@ class Remover:
             st = lock._lstat()
             if st is None:
                 return False
-            lock._check(st)
+            if not lock._judged(st):
+                return False
             age = lock._age(st)
             pid, host, _start = lock._owner(st)
             if not lock._is_stale(st, guard.clock_ns):

@@ -270,12 +270,26 @@ class StaleBackend(Backend):
     #: identity of the last lock object that passed ``_check`` (it is not checked again)
     _passed: Identity | None = None
 
-    def _check_once(self, st: os.stat_result) -> None:
-        """``_check`` the lock *st* unless this very object already passed it."""
+    #: set by ``_check`` when it could not tell what is at the path (it changed as it
+    #: was read, or two reads disagreed): judged again on the next look, never removed
+    _undecided = False
+
+    def _check_once(self, st: os.stat_result) -> bool:
+        """``_check`` the lock *st* unless this very object already passed it; False if
+        ``_check`` could not tell what it is (not passed: :meth:`_judged`)."""
         key = identity(st)
-        if key != self._passed:
-            self._check(st)
-            self._passed = key
+        if key == self._passed:
+            return True
+        if not self._judged(st):
+            return False
+        self._passed = key
+        return True
+
+    def _judged(self, st: os.stat_result) -> bool:
+        """``_check(st)``; False if it could not tell what *st* is (``_undecided``)."""
+        self._undecided = False
+        self._check(st)
+        return not self._undecided
 
     def _is_stale(self, st: os.stat_result, clock_ns: int | None = None) -> bool:
         age = self._age(st)

@@ -334,6 +334,7 @@ async def acquire_async(
         return Acquired(lock)
     timeout, poll, deadline = async_patience(lock, timeout, poll_interval, blocking)
     lock._next_break = 0.0
+    lock._retried = None  # (an earlier call's retry_errnos error is not this one's)
     me = get_ident()
     async for _ in _retry.tries_async(deadline, poll=poll):
         if lock._owner_thread is None and holder(lock.method, lock.path) is None:

@@ -11,6 +11,7 @@ import errno
 import os
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -212,6 +213,63 @@ def test_a_data_file_at_the_lock_path_is_refused_at_once(
     path = tmp_path / "data.txt"
     path.write_bytes(b"save me\r\n")
     with pytest.raises(NotALockError) as info:
-        Lock(str(path), method=method, timeout=None).acquire()  # a wait would hang
+        Lock(str(path), method=method, timeout=5).acquire()  # a wait ends in a plain LockTimeout
     assert isinstance(info.value, LockTimeout) and isinstance(info.value, kind)
     assert path.read_bytes() == b"save me\r\n"
+
+
+@pytest.mark.parametrize("method", ["excl", "link", "rename", "toplock"])
+def test_an_aged_data_file_at_the_lock_path_is_refused(tmp_path: Path, method: str) -> None:
+    """A data file whose times were set (an hour old) is refused at once, never removed.
+
+    Before: wine's ``lstat`` gave such a file's mtime as its change time and ``fstat`` the
+    real one, so ``read_same`` never read it "alike": never refused, and excl and link
+    removed it as a stale lock (the undecided look had counted as "a lock").
+    """
+    from perlcompat import Lock, NotALockError
+
+    path = tmp_path / "lk"
+    path.write_bytes(b"the only copy of somebody's data\n")
+    old = time.time() - 3600
+    os.utime(path, (old, old))
+    with pytest.raises(NotALockError):
+        Lock(str(path), method=method, stale=60, timeout=5).acquire()
+    assert path.read_bytes() == b"the only copy of somebody's data\n"
+
+
+def test_a_busy_link_lock_leaves_no_temp_files(tmp_path: Path) -> None:
+    """Each try of the link method makes a temp file and removes it, while it is open.
+
+    Before: on Windows the removal of the ``os.open``-ed temp file failed (quietly), and
+    every busy try left its ``.linktmp`` file in the lock's directory.
+    """
+    from perlcompat import Lock, LockTimeout
+
+    path = str(tmp_path / "lk")
+    with Lock(path, method="link"):
+        other = Lock(path, method="link")
+        with pytest.raises(LockTimeout):
+            other.acquire(timeout=0.5)
+    assert [name for name in os.listdir(tmp_path) if name.endswith(".linktmp")] == []
+
+
+@pytest.mark.parametrize("method", ["flock", "toplock"])
+def test_a_directory_at_a_lock_files_path_is_refused_at_once(tmp_path: Path, method: str) -> None:
+    """A directory where the lock file goes is refused (NotALockError, EISDIR), even with
+    EACCES in ``retry_errnos``: never waited on.
+
+    Before: Windows' EACCES for opening a directory came out as a bare PermissionError,
+    and with ``retry_errnos = [EACCES]`` the directory was waited on for the patience.
+    """
+    from perlcompat import Lock, LockedFile, NotALockError
+
+    path = tmp_path / "lk"
+    path.mkdir()
+    lk = Lock(str(path), method=method, timeout=30)
+    lk.retry_errnos = [errno.EACCES]
+    with pytest.raises(NotALockError) as caught:
+        lk.acquire()
+    assert caught.value.errno in (errno.EISDIR, errno.EEXIST)  # ("not a regular file")
+    with pytest.raises(NotALockError):  # (Linux opens it read-only: "not a regular file")
+        LockedFile(str(path), "r").acquire()
+    assert path.is_dir() and os.listdir(path) == []

@@ -209,11 +209,10 @@ class ExclBackend(StaleBackend):
             )
         if st.st_size:
             data = read_same(self.path, st)
-            if (
-                data is not None
-                and not self._is_lock(data)
-                and read_same(self.path, st) == data  # a second read agrees (see above)
-            ):
+            if data is None or (not self._is_lock(data) and read_same(self.path, st) != data):
+                self._undecided = True  # changed as we read it: judged again, never removed
+                return
+            if not self._is_lock(data):  # (a second read agreed: see above)
                 if (
                     self._template is not None
                     and time.time() - st.st_mtime < WRITING_GRACE
@@ -223,12 +222,13 @@ class ExclBackend(StaleBackend):
                     return
                 raise self._foreign(data)
 
-    def _check_once(self, st: os.stat_result) -> None:
+    def _check_once(self, st: os.stat_result) -> bool:
         """As ``StaleBackend``'s, but a record still being written passes only this look."""
         self._writing = False
-        super()._check_once(st)
+        judged = super()._check_once(st)
         if self._writing:
             self._passed = None
+        return judged
 
     def _is_lock(self, data: bytes) -> bool:
         """True if *data* (the whole file) is a lock: our record, or the declared format."""

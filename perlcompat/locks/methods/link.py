@@ -56,6 +56,7 @@ from ..files import (
     rewrite_record,
     unlink_quietly,
 )
+from ..osapi import open_file
 from ..record import foreign, template
 from ..stale import StaleBackend
 
@@ -101,7 +102,9 @@ class LinkBackend(StaleBackend):
         """Link a fresh temp file holding our record to the lock name; True if we hold it."""
         data = self._content()
         temp = temp_name(self.path)
-        fd = os.open(temp, _CREATE, 0o644)  # mode bit 01 clear: File::NFSLock reads "exclusive"
+        # mode bit 01 clear: File::NFSLock reads "exclusive"; opened so that it can be
+        # removed while open on Windows too (``os.open``'s could not: a temp file per try)
+        fd = open_file(temp, _CREATE, 0o644)
         try:
             try:
                 os.write(fd, data)
@@ -187,10 +190,13 @@ class LinkBackend(StaleBackend):
         if st.st_nlink > 2:  # 2 for a moment: the maker has not removed its temp file yet
             raise not_a_lock(self.path, self.method, f"has {st.st_nlink} hard links", EEXIST)
         data = read_same(self.path, st, READ_LIMIT)
-        if data is None or self._holders(data) is not None:
-            return  # changed as we read it: judged again on the next look
-        if read_same(self.path, st, READ_LIMIT) != data:
-            return  # a second read disagrees: a client cache, judged again later
+        if data is not None and self._holders(data) is not None:
+            return
+        if data is None or read_same(self.path, st, READ_LIMIT) != data:
+            # changed as we read it, or a second read disagrees (a client cache): judged
+            # again on the next look, never removed meanwhile
+            self._undecided = True
+            return
         if not data:
             raise not_a_lock(self.path, self.method, "is empty (a link lock holds its record)")
         message = foreign(self.path, data, method=self.method) + self._hint()

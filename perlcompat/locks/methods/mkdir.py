@@ -474,12 +474,11 @@ class MkdirBackend(StaleBackend):
             why = f"holds {st.st_size} bytes"
         else:
             data = read_same(self.pid_path, st)
-            if (
-                data is None
-                or self._template.match(data) is not None
-                or read_same(self.pid_path, st) != data
-            ):
-                return  # changed as we looked: judged again on the next look
+            if data is not None and self._template.match(data) is not None:
+                return
+            if data is None or read_same(self.pid_path, st) != data:
+                self._undecided = True  # changed as we looked: judged again, never removed
+                return
             if time.time() - st.st_mtime < WRITING_GRACE and self._template.prefix(data):
                 return  # a Perl holder writing its pid file in pieces
             why = f"holds {_record.shown(data)}"

@@ -93,6 +93,7 @@ HELD_SUFFIX = ".locked"
 
 #: O_NONBLOCK: a FIFO planted as the marker must not hang us (a stopping signal waits).
 _WRITE = os.O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_BINARY | O_NONBLOCK
+_NOT_A_FILE = (errno.ELOOP, errno.EISDIR, errno.ENXIO)  # (a symlink, directory, FIFO: _WRITE)
 
 
 #: looks at both names before a data file (``data=True``) is called missing, not in flight.
@@ -435,11 +436,10 @@ class RenameBackend(StaleBackend):
             marker = open_file(target, _WRITE)
         except OSError as exc:
             os.rename(target, self.path)
-            raise not_a_lock_error(
-                exc.errno or errno.EEXIST,
-                f"lock marker {self.path!r} is not a regular file ({exc.strerror})",
-                self.path,
-            ) from None
+            if exc.errno not in _NOT_A_FILE:  # a marker we may not write (another user's)
+                raise OSError(exc.errno, f"lock marker {self.path!r}: {exc.strerror}") from None
+            why = f"lock marker {self.path!r} is not a regular file"
+            raise not_a_lock_error(exc.errno, why, self.path) from None
         try:
             st = os.fstat(marker)
             data = read_fd(marker) if st.st_size else b""
@@ -643,7 +643,7 @@ class RenameBackend(StaleBackend):
         return found[1]
 
     def _check(self, st: os.stat_result) -> None:
-        self._judge(self._seen, st, free=False)
+        self._undecided = not self._judge(self._seen, st, free=False)  # (False: it changed)
 
     def _age(self, st: os.stat_result) -> float:
         """Seconds since the marker was renamed (its ctime), or since its name's ``{time}``.

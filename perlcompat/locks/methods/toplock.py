@@ -360,6 +360,8 @@ class ToplockBackend(StaleBackend):
 
     def _check(self, st: os.stat_result) -> None:
         data = read_same(self.path, st, CHECK_LIMIT) if st.st_size else b""
+        if data is None:
+            self._undecided = True  # changed as we read it: judged again, never removed
         try:  # noqa: SIM105
             self._judge(st, data, complete=data is not None and len(data) >= st.st_size)
         except BlockingIOError:
