@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from perlutil import as_unprivileged, require_root, shared_directory
 
 import perlcompat
 from perlcompat import (
@@ -35,6 +36,7 @@ from perlcompat import (
     NotLockedError,
 )
 from perlcompat.locks.api import Lock
+from perlcompat.locks.files import LOOK
 
 HOLD = (
     "import os, sys\n"
@@ -323,27 +325,65 @@ def test_retry_errnos_is_flufls_property(tmp_path: Path) -> None:
     assert lk.retry_errnos == []
 
 
-def test_retry_errnos_makes_a_failed_try_a_busy_one(tmp_path: Path) -> None:
-    """A try failing with a listed errno is tried again within the patience.
+@pytest.mark.privileged
+def test_retry_errnos_makes_a_failed_read_of_the_lock_a_busy_try() -> None:
+    """A read of the lock path failing with a listed errno is tried again within the patience.
 
-    Here the lock's directory is missing (ENOENT): raised at once without ``retry_errnos``,
-    retried with it (the ``LockTimeout`` names it), taken once the directory is made.
-    Before: ``FileNotFoundError`` whatever ``retry_errnos`` held.
+    Here another user's link lock file we may not read (EACCES): raised at once without
+    ``retry_errnos``, a busy try with it (the ``LockTimeout`` names it).  A step that makes
+    the lock (the missing directory's ENOENT) still raises, and so does a refusal.
+    Before: ``PermissionError`` whatever ``retry_errnos`` held.
     """
-    path = tmp_path / "later" / "lk"
-    lk = Lock(str(path), method="link")
-    with pytest.raises(FileNotFoundError, match="later"):
-        lk.acquire(timeout=30)
-    lk.retry_errnos = [errno.ENOENT]
-    with pytest.raises(LockTimeout, match=r"a try failed \(\[Errno 2\].*retry_errnos") as info:
-        lk.acquire(timeout=0.2)
-    assert not isinstance(info.value, NotALockError)
-    (tmp_path / "later").mkdir()
-    with lk.acquire(timeout=30):
-        assert path.is_file()
-    assert not path.exists()
-    lk.retry_errnos = [errno.ENOENT, errno.EEXIST]  # a refusal is never retried
+    require_root("a lock file of root's read as another user")
+    with shared_directory() as shared:
+        _read_as_another_user(shared)
+
+
+def _read_as_another_user(shared: Path) -> None:
+    base = shared / "locks"
+    base.mkdir()
+    base.chmod(0o777)
+    path = base / "lk"
+    path.write_text("perlcompat link pid=1 host=elsewhere\n")
+    path.chmod(0o600)
+
+    def take() -> tuple[str, ...]:
+        lk = Lock(str(path), method="link")
+        try:
+            lk.acquire(timeout=30)
+            return ("taken",)
+        except OSError as exc:
+            first = (type(exc).__name__, str(exc.errno), str(exc))
+        lk.retry_errnos = [errno.EACCES, errno.ENOENT, errno.EEXIST]
+        try:
+            lk.acquire(timeout=0.3)
+            return ("taken",)
+        except OSError as exc:
+            second = (type(exc).__name__, str(exc))
+        missing = Lock(str(base / "later" / "lk"), method="link")
+        missing.retry_errnos = [errno.ENOENT]
+        try:
+            missing.acquire(timeout=30)
+            return ("taken",)
+        except OSError as exc:
+            third = type(exc).__name__
+        return (*first, *second, third)
+
+    got = as_unprivileged(take)
+    assert isinstance(got, tuple) and len(got) == 6, got
+    assert got[:2] == ("PermissionError", str(errno.EACCES)) and "cannot read" in got[2]
+    assert got[3] == "LockTimeout"
+    assert re.search(r"a try failed \(\[Errno 13\] cannot read .*; retry_errnos\)", got[4])
+    assert got[5] == "FileNotFoundError"
+    assert path.read_text() == "perlcompat link pid=1 host=elsewhere\n"
+    assert sorted(os.listdir(base)) == ["lk"]  # no temp file left behind
+
+
+def test_a_refusal_is_never_retried(tmp_path: Path) -> None:
+    path = tmp_path / "lk"
     path.write_text("save me")
+    lk = Lock(str(path), method="link")
+    lk.retry_errnos = [errno.EEXIST, errno.EACCES]
     with pytest.raises(NotALockError):
         lk.acquire(timeout=5)  # (a wait: a plain LockTimeout)
     assert path.read_text() == "save me"
@@ -357,12 +397,20 @@ def test_a_time_out_names_no_error_of_an_earlier_call(
     Before: ``acquire_async`` never forgot one of an earlier ``acquire()``: a lock merely
     held by another object timed out "a try failed ([Errno 2] ...)".
     """
-    path = tmp_path / "later" / "lk"
+    path = tmp_path / "lk"
     lk = Lock(str(path), method="link")
-    lk.retry_errnos = [errno.ENOENT, errno.EIO]
-    with pytest.raises(LockTimeout, match=r"a try failed \(\[Errno 2\]"):
-        lk.acquire(timeout=0)  # the directory is missing: ENOENT, a busy try
-    (tmp_path / "later").mkdir()
+    lk.retry_errnos = [errno.EIO]
+    real = lk._backend.try_acquire
+
+    def unreadable() -> bool:  # a read of the lock path failing with EIO (files.LOOK)
+        exc = OSError(errno.EIO, "Input/output error")
+        setattr(exc, LOOK, True)
+        raise exc
+
+    monkeypatch.setattr(lk._backend, "try_acquire", unreadable)
+    with pytest.raises(LockTimeout, match=r"a try failed \(\[Errno 5\]"):
+        lk.acquire(timeout=0)
+    monkeypatch.setattr(lk._backend, "try_acquire", real)
     other = Lock(str(path), method="link")  # another object of this thread: busy
     with other:
         with pytest.raises(LockTimeout) as info:
@@ -372,13 +420,14 @@ def test_a_time_out_names_no_error_of_an_earlier_call(
             lk.acquire(timeout=0)
         assert "a try failed" not in str(info.value)
         backend = lk._backend
-        real = backend.try_acquire
         tries: list[int] = []
 
-        def flaky() -> bool:  # a network file system's passing EIO, at the first try only
+        def flaky() -> bool:  # a passing EIO reading the lock, at the first try only
             tries.append(1)
             if len(tries) == 1:
-                raise OSError(errno.EIO, "Input/output error")
+                exc = OSError(errno.EIO, "Input/output error")
+                setattr(exc, LOOK, True)
+                raise exc
             return real()
 
         monkeypatch.setattr(backend, "try_acquire", flaky)

@@ -18,8 +18,8 @@ lives here, once:
   milliseconds), or ``poll`` seconds jittered +-50%, a Perl sub's cadence, fair to
   Perl waiters (docs/locks.md has the bench).  A pending ``alarm()`` is honoured
   between tries.  The first try is made at once; only a busy lock enters the
-  loop, ``locks.retry.tries``.  A try that fails with an errno of ``retry_errnos``
-  counts as busy; a lock path holding no lock raises ``NotALockError`` at once.
+  loop, ``locks.retry.tries``.  A read of the lock path failing with an errno of
+  ``retry_errnos`` counts as busy; a lock path holding no lock raises ``NotALockError``.
 * **Staleness.** After a failed try (at most every ``BREAK_EVERY`` seconds) the
   backend is asked to recover a lock older than ``stale`` seconds, or one whose
   owner on this host is dead.  The

@@ -39,6 +39,7 @@ from time import monotonic
 from ..perl.clock import check_seconds
 from .contract import DEFAULT_METHOD
 from .errors import NotALockError
+from .files import LOOK
 from .options import _Unset, check_stale, check_timeout, locate, missing_directory
 from .threadsafe import RELEASE
 
@@ -62,13 +63,14 @@ _IDENTITY = ("name", "method", "root", "url")
 
 
 def busy_or_raise(lock: Lock, exc: OSError) -> bool:
-    """False (a busy try) if a try's *exc* is one of ``lock.retry_errnos``, else raise it.
+    """False (a busy try) if a try's *exc* is a failed read of the lock path
+    (``files.LOOK``) with an errno of ``lock.retry_errnos``, else raise it.
 
-    ENOENT not retried is the missing directory's error (``options.missing_directory``).
+    ENOENT is the missing directory's error (``options.missing_directory``).
     """
     if isinstance(exc, NotALockError):
         raise exc
-    if exc.errno in lock._retry_errnos:
+    if exc.errno in lock._retry_errnos and getattr(exc, LOOK, False):
         lock._retried = exc.with_traceback(None)  # (named by the time-out; no frames kept)
         return False
     if isinstance(exc, FileNotFoundError):
@@ -252,12 +254,14 @@ class Settable:
 
     @property
     def retry_errnos(self) -> list[int]:
-        """Errnos that make a failed try of ``acquire()`` a busy one (flufl.lock's; [] at first).
+        """Errnos at which a failed read of the lock path is a busy try (flufl.lock's; []).
 
-        An ``OSError`` with one of them (a lock file a network file system cannot read
-        for a moment: EIO, EACCES ...) is tried again within the patience, and the
-        ``LockTimeout`` names the call's last one; any other still raises at once, and so
-        does a refused lock path (``NotALockError``) whatever its errno.  ``del`` empties it.
+        Reading what is at the lock path, to judge it, with one of them (a lock file
+        another user's or a network file system's cannot read for now: EACCES, EIO ...)
+        is tried again within the patience, and the ``LockTimeout`` names the call's last
+        one (as flufl.lock's, which retries only its read of the lock file).  Any other
+        failure still raises at once: a step that makes the lock, a refused lock path
+        (``NotALockError``), a signal handler's error.  ``del`` empties it.
         """
         return list(self._retry_errnos)
 

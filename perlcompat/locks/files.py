@@ -91,9 +91,7 @@ def read_same(path: str, st: os.stat_result, limit: int = 4096) -> bytes | None:
             return None  # now a symlink: the next look refuses it
         if exc.errno == errno.ESTALE:
             return None  # replaced or removed by another host as we looked it up
-        raise OSError(
-            exc.errno, f"cannot read {path!r} to tell whether it is a lock: {exc.strerror}"
-        ) from None
+        raise _look_error(path, exc) from None
     try:
         if _shape(os.fstat(fd)) != _shape(st):
             return None
@@ -104,11 +102,25 @@ def read_same(path: str, st: os.stat_result, limit: int = 4096) -> bytes | None:
     except OSError as exc:
         if exc.errno in (errno.ENOENT, errno.ESTALE):
             return None  # removed after our open (network file systems ask by name): gone
-        raise OSError(
-            exc.errno, f"cannot read {path!r} to tell whether it is a lock: {exc.strerror}"
-        ) from None
+        raise _look_error(path, exc) from None
     finally:
         os.close(fd)
+
+
+#: set (True) on the error of a failed read of what is at a lock path: the one failure
+#: ``Lock.retry_errnos`` may make a busy try (flufl.lock's), since a look makes nothing
+LOOK = "perlcompat_look"
+
+
+def _look_error(path: str, exc: OSError) -> OSError:
+    """The error of reading *path* to judge it, naming it (a signal handler's: as raised)."""
+    from ..perl.clock import raised_by_alarm
+
+    if raised_by_alarm(exc):
+        return exc
+    error = OSError(exc.errno, f"cannot read {path!r} to tell whether it is a lock: {exc.strerror}")
+    setattr(error, LOOK, True)
+    return error
 
 
 def _shape(st: os.stat_result) -> tuple[int, int, int, int, int]:
