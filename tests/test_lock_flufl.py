@@ -435,3 +435,8 @@ def test_a_time_out_names_no_error_of_an_earlier_call(
             lk.acquire(timeout=0.3, poll_interval=0.01)  # named, though later tries were busy
         assert len(tries) > 1
     assert not lk.is_locked and not path.exists()
+
+
+def test_a_not_a_lock_error_made_without_an_errno_is_eexist() -> None:
+    """Not LockTimeout's EWOULDBLOCK ("busy"): the path is taken by something else."""
+    assert NotALockError("lock path 'x' holds data").errno == errno.EEXIST

@@ -55,8 +55,10 @@ class NotALockError(LockTimeout):
     :func:`not_a_lock_error`, it is also the errno's own ``OSError`` subclass
     (``FileExistsError`` for EEXIST, ``FileNotFoundError``, ``NotADirectoryError``,
     ``IsADirectoryError``, ``PermissionError``), as ``OSError(errno, ...)`` would be.
-    ``errno``: why (EEXIST, ENOTEMPTY, ELOOP ...).
+    ``errno``: why (EEXIST, ENOTEMPTY, ELOOP ...; EEXIST if made without one).
     """
+
+    default_errno = errno.EEXIST
 
 
 class _ExistsNotALock(NotALockError, FileExistsError):
