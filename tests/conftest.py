@@ -27,8 +27,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 __all__ = ["sshd_server", "two_hosts", "two_hosts_uncached"]
 
-# A pytest started as a background job of a script inherits SIGINT ignored, and so would
-# every child it starts (an ignored signal stays ignored across exec): the tests that
-# interrupt a child with SIGINT need Python's and Perl's default disposition there.
+# A pytest started as a background job of a script inherits SIGINT and SIGQUIT ignored
+# (POSIX, without job control), and so would every child it starts (an ignored signal
+# stays ignored across exec): the tests that stop a child with SIGINT or SIGQUIT need
+# Python's and Perl's default disposition there.
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+if signal.getsignal(signal.SIGQUIT) == signal.SIG_IGN:
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
