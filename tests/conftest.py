@@ -33,5 +33,6 @@ __all__ = ["sshd_server", "two_hosts", "two_hosts_uncached"]
 # Python's and Perl's default disposition there.
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
-if signal.getsignal(signal.SIGQUIT) == signal.SIG_IGN:
-    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+SIGQUIT = getattr(signal, "SIGQUIT", None)  # (Windows has none)
+if SIGQUIT is not None and signal.getsignal(SIGQUIT) == signal.SIG_IGN:
+    signal.signal(SIGQUIT, signal.SIG_DFL)
